@@ -1,0 +1,871 @@
+//! The simulator: processes, the event loop, effects and fault injection.
+//!
+//! An [`Actor`] is a state machine with four entry points (start, message, timer, fault).
+//! It acts only through its [`Ctx`], which records effects as data; the kernel applies
+//! them after the handler returns. Process lifecycle follows real failure modes:
+//! - paused (SIGSTOP, a frozen VM): messages and timers wait and all come due at resume,
+//!   and the process believes no time has passed until it next reads its clock;
+//! - crashed: memory is lost (`on_crash`), messages to it are dropped, its timers die; it
+//!   restarts cold (`on_start`) when the fault reverts, as a new incarnation, so replies
+//!   meant for the old incarnation are dropped like a reset connection;
+//! - stopped: gone for good (a deleted container).
+//!
+//! [`Sim::step_until`] handles one event and returns what it was, so the caller (the
+//! runner) can check invariants after every event without the kernel knowing of them.
+
+use crate::fault::{Fault, FaultPlan, PartitionMode};
+use crate::id::{HostId, ProcId, TimerId};
+use crate::network::{LinkRule, NetConfig, Network};
+use crate::queue::{EventQueue, Key};
+use crate::rng::{SimRng, Streams};
+use crate::time::SimTime;
+use crate::trace::{DropReason, RecordKind, Trace, TraceMode};
+use rand::Rng;
+use std::collections::{HashSet, VecDeque};
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// A simulated process's logic. All of its state is `self`; all of its effects go
+/// through the context.
+pub trait Actor: Sized {
+    /// What processes send each other (and themselves, as timers).
+    type Msg: Clone + Debug + Hash;
+    /// The world's own faults, injected through [`Fault::Inject`].
+    type Fault: Clone + Debug;
+
+    /// Called when the process starts, and again when it restarts after a crash.
+    fn on_start(&mut self, ctx: &mut Ctx<'_, Self>);
+    fn on_msg(&mut self, from: ProcId, msg: Self::Msg, ctx: &mut Ctx<'_, Self>);
+    fn on_timer(&mut self, timer: TimerId, msg: Self::Msg, ctx: &mut Ctx<'_, Self>);
+    /// The process died: drop everything a real process would lose with its memory.
+    fn on_crash(&mut self) {}
+    /// A world fault starts (`active`) or reverts.
+    fn on_fault(&mut self, _fault: &Self::Fault, _active: bool, _ctx: &mut Ctx<'_, Self>) {}
+}
+
+/// A process's lifecycle state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProcState {
+    Running,
+    Paused,
+    Crashed,
+    Stopped,
+}
+
+/// An effect an actor asked for; applied by the kernel after the handler returns.
+#[derive(Debug)]
+enum Effect<A: Actor> {
+    Send {
+        to: ProcId,
+        msg: A::Msg,
+    },
+    Timer {
+        id: TimerId,
+        after_ms: u64,
+        msg: A::Msg,
+    },
+    Cancel(TimerId),
+    Spawn {
+        host: HostId,
+        name: String,
+        actor: A,
+    },
+    Stop(ProcId),
+    Note(String),
+}
+
+/// The only window an actor has on the world.
+pub struct Ctx<'a, A: Actor> {
+    me: ProcId,
+    host: HostId,
+    local_now: SimTime,
+    rng: &'a mut SimRng,
+    effects: &'a mut Vec<Effect<A>>,
+    next_timer: &'a mut u64,
+    next_proc: &'a mut u32,
+    notes: bool,
+}
+
+impl<A: Actor> Ctx<'_, A> {
+    pub fn me(&self) -> ProcId {
+        self.me
+    }
+
+    pub fn host(&self) -> HostId {
+        self.host
+    }
+
+    /// This process's clock: true time plus its skew. Durations are never skewed.
+    pub fn now(&self) -> SimTime {
+        self.local_now
+    }
+
+    /// This process's own random stream.
+    pub fn rng(&mut self) -> &mut SimRng {
+        self.rng
+    }
+
+    /// A uniform draw in `[lo, hi]` from this process's stream.
+    pub fn draw_ms(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        lo + self.rng.next_u64() % (hi - lo + 1)
+    }
+
+    pub fn send(&mut self, to: ProcId, msg: A::Msg) {
+        self.effects.push(Effect::Send { to, msg });
+    }
+
+    /// Deliver `msg` to this process after `after_ms` of true time.
+    pub fn set_timer(&mut self, after_ms: u64, msg: A::Msg) -> TimerId {
+        let id = TimerId(*self.next_timer);
+        *self.next_timer += 1;
+        self.effects.push(Effect::Timer { id, after_ms, msg });
+        id
+    }
+
+    pub fn cancel_timer(&mut self, id: TimerId) {
+        self.effects.push(Effect::Cancel(id));
+    }
+
+    /// Start a new process on `host`; it gets `on_start` as its own event.
+    pub fn spawn(&mut self, host: HostId, name: impl Into<String>, actor: A) -> ProcId {
+        let id = ProcId(*self.next_proc);
+        *self.next_proc += 1;
+        self.effects.push(Effect::Spawn {
+            host,
+            name: name.into(),
+            actor,
+        });
+        id
+    }
+
+    /// End a process for good (a container killed by its kubelet).
+    pub fn stop(&mut self, proc: ProcId) {
+        self.effects.push(Effect::Stop(proc));
+    }
+
+    /// Whether notes are kept; build expensive notes only when this is true.
+    pub fn notes_enabled(&self) -> bool {
+        self.notes
+    }
+
+    /// A note for full traces (explain, timelines); never part of the hash.
+    pub fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.notes {
+            self.effects.push(Effect::Note(text()));
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Event<M> {
+    Start {
+        proc: ProcId,
+        inc: u32,
+    },
+    Deliver {
+        from: ProcId,
+        to: ProcId,
+        inc: u32,
+        msg: M,
+    },
+    Timer {
+        proc: ProcId,
+        inc: u32,
+        id: TimerId,
+        msg: M,
+    },
+}
+
+impl<M> Event<M> {
+    fn target(&self) -> ProcId {
+        match self {
+            Event::Start { proc, .. } | Event::Timer { proc, .. } => *proc,
+            Event::Deliver { to, .. } => *to,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ProcSlot<A: Actor> {
+    name: String,
+    host: HostId,
+    actor: A,
+    state: ProcState,
+    incarnation: u32,
+    rng: SimRng,
+    clock_offset_ms: i64,
+    /// Events that came due while paused, in order.
+    pending: VecDeque<Event<A::Msg>>,
+}
+
+/// Run-wide settings of the kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub net: NetConfig,
+    pub trace: TraceMode,
+    /// Hard bound on handled events: a livelock ends the run instead of hanging it.
+    pub max_events: u64,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64) -> Self {
+        SimConfig {
+            seed,
+            net: NetConfig::default(),
+            trace: TraceMode::Hash,
+            max_events: 50_000_000,
+        }
+    }
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    /// A process handled an event (start, message or timer).
+    Handled(ProcId),
+    /// A message was dropped or parked by a partition or a dead receiver.
+    Lost(ProcId),
+    /// Fault `index` of the plan took effect (`active`) or reverted.
+    Fault { index: usize, active: bool },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct FaultAction {
+    time: SimTime,
+    index: usize,
+    active: bool,
+}
+
+struct Held<M> {
+    from: ProcId,
+    to: ProcId,
+    inc: u32,
+    msg: M,
+}
+
+/// The simulator.
+pub struct Sim<A: Actor> {
+    config: SimConfig,
+    now: SimTime,
+    seq: u64,
+    queue: EventQueue<Event<A::Msg>>,
+    procs: Vec<ProcSlot<A>>,
+    hosts: Vec<String>,
+    net: Network,
+    held: Vec<Held<A::Msg>>,
+    streams: Streams,
+    tiebreak_rng: SimRng,
+    net_rng: SimRng,
+    plan: FaultPlan<A::Fault>,
+    actions: Vec<FaultAction>,
+    next_action: usize,
+    cancelled: HashSet<TimerId>,
+    next_timer: u64,
+    next_proc: u32,
+    effects: Vec<Effect<A>>,
+    trace: Trace<A::Msg>,
+    handled: u64,
+}
+
+impl<A: Actor> Sim<A> {
+    pub fn new(config: SimConfig, plan: FaultPlan<A::Fault>) -> Self {
+        let streams = Streams::new(config.seed);
+        // Expand the plan into a sorted list of apply/revert actions: no draws, so a
+        // fault's presence never moves any random stream.
+        let mut actions = Vec::with_capacity(plan.faults.len() * 2);
+        for (index, f) in plan.faults.iter().enumerate() {
+            actions.push(FaultAction {
+                time: SimTime(f.at_ms),
+                index,
+                active: true,
+            });
+            if let Some(d) = f.duration_ms {
+                actions.push(FaultAction {
+                    time: SimTime(f.at_ms.saturating_add(d)),
+                    index,
+                    active: false,
+                });
+            }
+        }
+        actions.sort_by_key(|a| (a.time, a.index, !a.active));
+        Sim {
+            now: SimTime::ZERO,
+            seq: 0,
+            queue: EventQueue::default(),
+            procs: Vec::new(),
+            hosts: Vec::new(),
+            net: Network::new(config.net),
+            held: Vec::new(),
+            tiebreak_rng: streams.stream("kernel/tiebreak"),
+            net_rng: streams.stream("kernel/net"),
+            streams,
+            plan,
+            actions,
+            next_action: 0,
+            cancelled: HashSet::new(),
+            next_timer: 0,
+            next_proc: 0,
+            effects: Vec::new(),
+            trace: Trace::new(config.trace),
+            handled: 0,
+            config,
+        }
+    }
+
+    // ----- setup and inspection -------------------------------------------------------
+
+    /// Add a host; names are unique (a second add returns the first id).
+    pub fn add_host(&mut self, name: &str) -> HostId {
+        if let Some(h) = self.host_by_name(name) {
+            return h;
+        }
+        self.hosts.push(name.to_string());
+        HostId(u32::try_from(self.hosts.len() - 1).expect("too many hosts"))
+    }
+
+    pub fn host_by_name(&self, name: &str) -> Option<HostId> {
+        self.hosts
+            .iter()
+            .position(|h| h == name)
+            .map(|i| HostId(i as u32))
+    }
+
+    pub fn host_name(&self, host: HostId) -> &str {
+        &self.hosts[host.index()]
+    }
+
+    pub fn hosts(&self) -> impl Iterator<Item = (HostId, &str)> {
+        self.hosts
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (HostId(i as u32), n.as_str()))
+    }
+
+    /// Start a process from outside the run (the initial topology).
+    pub fn spawn(&mut self, host: HostId, name: &str, actor: A) -> ProcId {
+        assert_eq!(self.next_proc as usize, self.procs.len());
+        self.next_proc += 1;
+        self.add_proc(host, name.to_string(), actor)
+    }
+
+    fn add_proc(&mut self, host: HostId, name: String, actor: A) -> ProcId {
+        let id = ProcId(u32::try_from(self.procs.len()).expect("too many processes"));
+        let rng = self.streams.stream(&format!("proc/{name}"));
+        self.procs.push(ProcSlot {
+            name,
+            host,
+            actor,
+            state: ProcState::Running,
+            incarnation: 0,
+            rng,
+            clock_offset_ms: 0,
+            pending: VecDeque::new(),
+        });
+        self.enqueue(self.now, Event::Start { proc: id, inc: 0 });
+        id
+    }
+
+    pub fn proc_by_name(&self, name: &str) -> Option<ProcId> {
+        // Latest first: a name reused after a stop means the new process.
+        self.procs
+            .iter()
+            .rposition(|p| p.name == name)
+            .map(|i| ProcId(i as u32))
+    }
+
+    pub fn proc_name(&self, p: ProcId) -> &str {
+        &self.procs[p.index()].name
+    }
+
+    pub fn proc_host(&self, p: ProcId) -> HostId {
+        self.procs[p.index()].host
+    }
+
+    pub fn proc_state(&self, p: ProcId) -> ProcState {
+        self.procs[p.index()].state
+    }
+
+    pub fn proc_count(&self) -> usize {
+        self.procs.len()
+    }
+
+    pub fn actor(&self, p: ProcId) -> &A {
+        &self.procs[p.index()].actor
+    }
+
+    /// Every process, in id order.
+    pub fn actors(&self) -> impl Iterator<Item = (ProcId, &A)> {
+        self.procs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (ProcId(i as u32), &s.actor))
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    pub fn plan(&self) -> &FaultPlan<A::Fault> {
+        &self.plan
+    }
+
+    pub fn trace(&self) -> &Trace<A::Msg> {
+        &self.trace
+    }
+
+    /// Events handled so far (including losses and faults).
+    pub fn handled(&self) -> u64 {
+        self.handled
+    }
+
+    pub fn budget_exhausted(&self) -> bool {
+        self.handled >= self.config.max_events
+    }
+
+    // ----- the loop ---------------------------------------------------------------------
+
+    /// Handle the next event due at or before `end`; `None` when there is none or the
+    /// event budget is spent. Faults due at an instant go before events at that instant.
+    pub fn step_until(&mut self, end: SimTime) -> Option<StepKind> {
+        loop {
+            if self.budget_exhausted() {
+                return None;
+            }
+            let fault_t = self.actions.get(self.next_action).map(|a| a.time);
+            let event_t = self.queue.peek_key().map(|k| k.time);
+            let take_fault = match (fault_t, event_t) {
+                (Some(f), Some(e)) => f <= e,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => return None,
+            };
+            let t = if take_fault { fault_t } else { event_t }.expect("checked above");
+            if t > end {
+                return None;
+            }
+            self.now = t;
+            if take_fault {
+                let action = self.actions[self.next_action];
+                self.next_action += 1;
+                self.apply_fault(action);
+                self.handled += 1;
+                return Some(StepKind::Fault {
+                    index: action.index,
+                    active: action.active,
+                });
+            }
+            let (_, event) = self.queue.pop().expect("peeked");
+            if let Some(kind) = self.dispatch(event) {
+                self.handled += 1;
+                return Some(kind);
+            }
+        }
+    }
+
+    /// Run to `end` (or until nothing is left), without looking at the steps.
+    pub fn run_until(&mut self, end: SimTime) {
+        while self.step_until(end).is_some() {}
+    }
+
+    fn enqueue(&mut self, time: SimTime, event: Event<A::Msg>) {
+        let tiebreak = self.tiebreak_rng.next_u32();
+        self.enqueue_with(time, tiebreak, event);
+    }
+
+    fn enqueue_with(&mut self, time: SimTime, tiebreak: u32, event: Event<A::Msg>) {
+        let seq = self.seq;
+        self.seq += 1;
+        self.queue.push(
+            Key {
+                time,
+                tiebreak,
+                seq,
+            },
+            event,
+        );
+    }
+
+    /// Handle one popped event; `None` if it was silently void (a stale or cancelled timer,
+    /// an event parked for a paused process).
+    fn dispatch(&mut self, event: Event<A::Msg>) -> Option<StepKind> {
+        let target = event.target();
+        let slot = &self.procs[target.index()];
+        let (inc, state, to_host) = (slot.incarnation, slot.state, slot.host);
+        match event {
+            Event::Start { proc, inc: ev_inc } => {
+                if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
+                    return None;
+                }
+                if state == ProcState::Paused {
+                    self.procs[proc.index()]
+                        .pending
+                        .push_back(Event::Start { proc, inc: ev_inc });
+                    return None;
+                }
+                self.trace.push(self.now, RecordKind::Start { proc });
+                self.with_ctx(proc, |a, ctx| a.on_start(ctx));
+                Some(StepKind::Handled(proc))
+            }
+            Event::Timer {
+                proc,
+                inc: ev_inc,
+                id,
+                msg,
+            } => {
+                if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
+                    return None;
+                }
+                if self.cancelled.remove(&id) {
+                    return None;
+                }
+                if state == ProcState::Paused {
+                    self.procs[proc.index()].pending.push_back(Event::Timer {
+                        proc,
+                        inc: ev_inc,
+                        id,
+                        msg,
+                    });
+                    return None;
+                }
+                if self.trace.mode() == TraceMode::Full {
+                    self.trace.push(
+                        self.now,
+                        RecordKind::Timer {
+                            proc,
+                            msg: msg.clone(),
+                        },
+                    );
+                } else {
+                    self.trace_hash_only_timer(proc, &msg);
+                }
+                self.with_ctx(proc, |a, ctx| a.on_timer(id, msg, ctx));
+                Some(StepKind::Handled(proc))
+            }
+            Event::Deliver {
+                from,
+                to,
+                inc: ev_inc,
+                msg,
+            } => {
+                if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
+                    self.trace.push(
+                        self.now,
+                        RecordKind::Dropped {
+                            from,
+                            to,
+                            reason: DropReason::ReceiverDown,
+                        },
+                    );
+                    return Some(StepKind::Lost(to));
+                }
+                let from_host = self.procs[from.index()].host;
+                match self.net.cut(from_host, to_host) {
+                    Some(PartitionMode::Drop) => {
+                        self.trace.push(
+                            self.now,
+                            RecordKind::Dropped {
+                                from,
+                                to,
+                                reason: DropReason::Partition,
+                            },
+                        );
+                        return Some(StepKind::Lost(to));
+                    }
+                    Some(PartitionMode::Hold) => {
+                        self.trace.push(self.now, RecordKind::Held { from, to });
+                        self.held.push(Held {
+                            from,
+                            to,
+                            inc: ev_inc,
+                            msg,
+                        });
+                        return Some(StepKind::Lost(to));
+                    }
+                    None => {}
+                }
+                if state == ProcState::Paused {
+                    self.procs[to.index()].pending.push_back(Event::Deliver {
+                        from,
+                        to,
+                        inc: ev_inc,
+                        msg,
+                    });
+                    return None;
+                }
+                if self.trace.mode() == TraceMode::Full {
+                    self.trace.push(
+                        self.now,
+                        RecordKind::Deliver {
+                            from,
+                            to,
+                            msg: msg.clone(),
+                        },
+                    );
+                } else {
+                    self.trace_hash_only_deliver(from, to, &msg);
+                }
+                self.with_ctx(to, |a, ctx| a.on_msg(from, msg, ctx));
+                Some(StepKind::Handled(to))
+            }
+        }
+    }
+
+    // Hash-only traces never keep the message, so they need no clone of it.
+    fn trace_hash_only_timer(&mut self, proc: ProcId, msg: &A::Msg) {
+        self.trace.push_ref_timer(self.now, proc, msg);
+    }
+
+    fn trace_hash_only_deliver(&mut self, from: ProcId, to: ProcId, msg: &A::Msg) {
+        self.trace.push_ref_deliver(self.now, from, to, msg);
+    }
+
+    /// Run a handler of process `p` with a fresh context, then apply its effects.
+    fn with_ctx(&mut self, p: ProcId, f: impl FnOnce(&mut A, &mut Ctx<'_, A>)) {
+        let mut effects = std::mem::take(&mut self.effects);
+        let notes = self.trace.mode() == TraceMode::Full;
+        {
+            let slot = &mut self.procs[p.index()];
+            let mut ctx = Ctx {
+                me: p,
+                host: slot.host,
+                local_now: self.now.offset(slot.clock_offset_ms),
+                rng: &mut slot.rng,
+                effects: &mut effects,
+                next_timer: &mut self.next_timer,
+                next_proc: &mut self.next_proc,
+                notes,
+            };
+            f(&mut slot.actor, &mut ctx);
+        }
+        for effect in effects.drain(..) {
+            self.apply_effect(p, effect);
+        }
+        self.effects = effects;
+    }
+
+    fn apply_effect(&mut self, me: ProcId, effect: Effect<A>) {
+        match effect {
+            Effect::Send { to, msg } => self.send(me, to, msg),
+            Effect::Timer { id, after_ms, msg } => {
+                let inc = self.procs[me.index()].incarnation;
+                self.enqueue(
+                    self.now.plus_ms(after_ms),
+                    Event::Timer {
+                        proc: me,
+                        inc,
+                        id,
+                        msg,
+                    },
+                );
+            }
+            Effect::Cancel(id) => {
+                self.cancelled.insert(id);
+            }
+            Effect::Spawn { host, name, actor } => {
+                self.add_proc(host, name, actor);
+            }
+            Effect::Stop(p) => {
+                let slot = &mut self.procs[p.index()];
+                slot.state = ProcState::Stopped;
+                slot.incarnation += 1;
+                slot.pending.clear();
+            }
+            Effect::Note(text) => self.trace.push(self.now, RecordKind::Note { proc: me, text }),
+        }
+    }
+
+    fn send(&mut self, from: ProcId, to: ProcId, msg: A::Msg) {
+        let Some(receiver) = self.procs.get(to.index()) else {
+            panic!("process {from} sent to unknown process {to}");
+        };
+        let inc = receiver.incarnation;
+        let (fh, th) = (self.procs[from.index()].host, receiver.host);
+        let NetConfig {
+            latency_ms_min: lo,
+            latency_ms_max: hi,
+        } = self.net.config;
+        let latency = if hi > lo {
+            lo + self.net_rng.next_u64() % (hi - lo + 1)
+        } else {
+            lo
+        };
+        let earliest = self
+            .now
+            .plus_ms(latency + self.net.extra_latency_ms(fh, th));
+        let tb = self.tiebreak_rng.next_u32();
+        let (at, tb) = self.net.fifo(from, to, earliest, tb);
+        self.enqueue_with(at, tb, Event::Deliver { from, to, inc, msg });
+    }
+
+    // ----- faults -----------------------------------------------------------------------
+
+    fn apply_fault(&mut self, action: FaultAction) {
+        let FaultAction { index, active, .. } = action;
+        let fault = self.plan.faults[index].fault.clone();
+        let applied = match &fault {
+            Fault::Partition {
+                hosts_a,
+                hosts_b,
+                mode,
+                one_way,
+            } => {
+                if active {
+                    let rule = self.rule(index, hosts_a, hosts_b, *one_way);
+                    self.net.add_partition(rule, *mode);
+                } else if self.net.remove(index) {
+                    self.release_held();
+                }
+                true
+            }
+            Fault::SlowLink {
+                hosts_a,
+                hosts_b,
+                extra_latency_ms,
+                one_way,
+            } => {
+                if active {
+                    let rule = self.rule(index, hosts_a, hosts_b, *one_way);
+                    self.net.add_slow(rule, *extra_latency_ms);
+                } else {
+                    self.net.remove(index);
+                }
+                true
+            }
+            Fault::Pause { process } => match self.proc_by_name(process) {
+                Some(p) if active => self.pause(p),
+                Some(p) => self.resume(p),
+                None => false,
+            },
+            Fault::Crash { process } => match self.proc_by_name(process) {
+                Some(p) if active => self.crash(p),
+                Some(p) => self.restart(p),
+                None => false,
+            },
+            Fault::ClockSkew { process, offset_ms } => match self.proc_by_name(process) {
+                Some(p) => {
+                    self.procs[p.index()].clock_offset_ms = if active { *offset_ms } else { 0 };
+                    true
+                }
+                None => false,
+            },
+            Fault::Inject { process, fault } => match self.proc_by_name(process) {
+                Some(p)
+                    if !matches!(
+                        self.procs[p.index()].state,
+                        ProcState::Crashed | ProcState::Stopped
+                    ) =>
+                {
+                    self.with_ctx(p, |a, ctx| a.on_fault(fault, active, ctx));
+                    true
+                }
+                _ => false,
+            },
+        };
+        self.trace.push(
+            self.now,
+            RecordKind::Fault {
+                index,
+                active,
+                applied,
+            },
+        );
+    }
+
+    fn rule(&self, fault: usize, a: &[String], b: &[String], one_way: bool) -> LinkRule {
+        let resolve = |names: &[String]| -> Vec<HostId> {
+            names.iter().filter_map(|n| self.host_by_name(n)).collect()
+        };
+        LinkRule {
+            fault,
+            hosts_a: resolve(a),
+            hosts_b: resolve(b),
+            one_way,
+        }
+    }
+
+    /// Re-send, in their original order, the held messages whose link is whole again.
+    fn release_held(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        for h in held {
+            let (fh, th) = (self.procs[h.from.index()].host, self.procs[h.to.index()].host);
+            if self.net.cut(fh, th).is_some() {
+                self.held.push(h);
+                continue;
+            }
+            let receiver = &self.procs[h.to.index()];
+            if receiver.incarnation != h.inc {
+                continue; // The connection died with the receiver.
+            }
+            self.send(h.from, h.to, h.msg);
+        }
+    }
+
+    /// Pause a running process. True if it changed state.
+    pub fn pause(&mut self, p: ProcId) -> bool {
+        let slot = &mut self.procs[p.index()];
+        if slot.state != ProcState::Running {
+            return false;
+        }
+        slot.state = ProcState::Paused;
+        true
+    }
+
+    /// Resume a paused process: everything that came due meanwhile is due now, in order.
+    pub fn resume(&mut self, p: ProcId) -> bool {
+        let slot = &mut self.procs[p.index()];
+        if slot.state != ProcState::Paused {
+            return false;
+        }
+        slot.state = ProcState::Running;
+        let pending = std::mem::take(&mut slot.pending);
+        let tb = self.tiebreak_rng.next_u32();
+        for ev in pending {
+            self.enqueue_with(self.now, tb, ev);
+        }
+        true
+    }
+
+    /// Kill a process: its memory, timers and connections are gone.
+    pub fn crash(&mut self, p: ProcId) -> bool {
+        let slot = &mut self.procs[p.index()];
+        if !matches!(slot.state, ProcState::Running | ProcState::Paused) {
+            return false;
+        }
+        slot.state = ProcState::Crashed;
+        slot.incarnation += 1;
+        slot.pending.clear();
+        slot.actor.on_crash();
+        self.net.forget(p);
+        true
+    }
+
+    /// Restart a crashed process cold.
+    pub fn restart(&mut self, p: ProcId) -> bool {
+        let slot = &mut self.procs[p.index()];
+        if slot.state != ProcState::Crashed {
+            return false;
+        }
+        slot.state = ProcState::Running;
+        let inc = slot.incarnation;
+        self.enqueue(self.now, Event::Start { proc: p, inc });
+        true
+    }
+}
+
+impl<A: Actor + Debug> Debug for Sim<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("now", &self.now)
+            .field("procs", &self.procs.len())
+            .field("queued", &self.queue.len())
+            .finish()
+    }
+}

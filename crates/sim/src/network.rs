@@ -1,0 +1,135 @@
+//! The simulated network between hosts.
+//!
+//! Every message gets a seeded latency in `[latency_ms_min, latency_ms_max]` plus the extra
+//! latency of any slow link it crosses. Links (sender process -> receiver process) are FIFO,
+//! as a TCP connection or an HTTP/2 stream is: a message never overtakes an earlier one on
+//! the same link. Messages between processes on one host are never cut. Partitions are
+//! checked when a message arrives, so one sent just before a partition starts is caught by
+//! it; a `Hold` partition parks messages and releases them, in order, when it heals.
+
+use crate::fault::PartitionMode;
+use crate::id::{HostId, ProcId};
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Latency bounds of the network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    pub latency_ms_min: u64,
+    pub latency_ms_max: u64,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            latency_ms_min: 1,
+            latency_ms_max: 5,
+        }
+    }
+}
+
+/// A cut or slowed set of links between two groups of hosts, while its fault is active.
+#[derive(Clone, Debug)]
+pub(crate) struct LinkRule {
+    /// Index of the fault in the plan: the rule's identity, so its revert removes it.
+    pub fault: usize,
+    pub hosts_a: Vec<HostId>,
+    pub hosts_b: Vec<HostId>,
+    pub one_way: bool,
+}
+
+impl LinkRule {
+    fn matches(&self, from: HostId, to: HostId) -> bool {
+        (self.hosts_a.contains(&from) && self.hosts_b.contains(&to))
+            || (!self.one_way && self.hosts_b.contains(&from) && self.hosts_a.contains(&to))
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Network {
+    pub config: NetConfig,
+    partitions: Vec<(LinkRule, PartitionMode)>,
+    slow: Vec<(LinkRule, u64)>,
+    /// Last scheduled delivery on each link: (time, tie-break). Looked up, never iterated.
+    links: HashMap<(ProcId, ProcId), (SimTime, u32)>,
+}
+
+impl Network {
+    pub fn new(config: NetConfig) -> Self {
+        Network {
+            config,
+            ..Default::default()
+        }
+    }
+
+    pub fn add_partition(&mut self, rule: LinkRule, mode: PartitionMode) {
+        self.partitions.push((rule, mode));
+    }
+
+    pub fn add_slow(&mut self, rule: LinkRule, extra_ms: u64) {
+        self.slow.push((rule, extra_ms));
+    }
+
+    /// Remove the rules a fault installed; true if a partition went away.
+    pub fn remove(&mut self, fault: usize) -> bool {
+        let before = self.partitions.len();
+        self.partitions.retain(|(r, _)| r.fault != fault);
+        self.slow.retain(|(r, _)| r.fault != fault);
+        before != self.partitions.len()
+    }
+
+    /// How a message from `from` to `to` is cut right now, if it is.
+    pub fn cut(&self, from: HostId, to: HostId) -> Option<PartitionMode> {
+        if from == to {
+            return None;
+        }
+        // Drop wins over Hold when two partitions cover one link.
+        let mut found = None;
+        for (rule, mode) in &self.partitions {
+            if rule.matches(from, to) {
+                if *mode == PartitionMode::Drop {
+                    return Some(PartitionMode::Drop);
+                }
+                found = Some(*mode);
+            }
+        }
+        found
+    }
+
+    pub fn extra_latency_ms(&self, from: HostId, to: HostId) -> u64 {
+        if from == to || self.slow.is_empty() {
+            return 0;
+        }
+        self.slow
+            .iter()
+            .filter(|(r, _)| r.matches(from, to))
+            .map(|(_, ms)| *ms)
+            .sum()
+    }
+
+    /// Schedule a delivery on a FIFO link: never before the link's last delivery, and at
+    /// the same instant, after it (same tie-break, so the sequence number decides).
+    pub fn fifo(
+        &mut self,
+        from: ProcId,
+        to: ProcId,
+        earliest: SimTime,
+        tiebreak: u32,
+    ) -> (SimTime, u32) {
+        let slot = self.links.entry((from, to)).or_insert((SimTime::ZERO, 0));
+        let at = if earliest > slot.0 {
+            (earliest, tiebreak)
+        } else {
+            (slot.0, slot.1)
+        };
+        *slot = at;
+        at
+    }
+
+    /// Forget a link's history (a process restarted: new connections).
+    pub fn forget(&mut self, proc: ProcId) {
+        self.links.retain(|(a, b), _| *a != proc && *b != proc);
+    }
+}
