@@ -66,12 +66,20 @@ enum Effect<A: Actor> {
     },
     Cancel(TimerId),
     Spawn {
-        host: HostId,
+        host: HostRef,
         name: String,
         actor: A,
     },
     Stop(ProcId),
     Note(String),
+}
+
+/// Where a spawned process goes: a known host, or one named (created if new, as a
+/// machine that boots and joins).
+#[derive(Debug)]
+enum HostRef {
+    Id(HostId),
+    Named(String),
 }
 
 /// The only window an actor has on the world.
@@ -134,7 +142,19 @@ impl<A: Actor> Ctx<'_, A> {
         let id = ProcId(*self.next_proc);
         *self.next_proc += 1;
         self.effects.push(Effect::Spawn {
-            host,
+            host: HostRef::Id(host),
+            name: name.into(),
+            actor,
+        });
+        id
+    }
+
+    /// Start a new process on the host named `host`, adding the host if it is new.
+    pub fn spawn_on(&mut self, host: impl Into<String>, name: impl Into<String>, actor: A) -> ProcId {
+        let id = ProcId(*self.next_proc);
+        *self.next_proc += 1;
+        self.effects.push(Effect::Spawn {
+            host: HostRef::Named(host.into()),
             name: name.into(),
             actor,
         });
@@ -670,6 +690,10 @@ impl<A: Actor> Sim<A> {
                 self.cancelled.insert(id);
             }
             Effect::Spawn { host, name, actor } => {
+                let host = match host {
+                    HostRef::Id(h) => h,
+                    HostRef::Named(n) => self.add_host(&n),
+                };
                 self.add_proc(host, name, actor);
             }
             Effect::Stop(p) => {

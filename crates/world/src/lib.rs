@@ -1,1 +1,43 @@
-//! TODO
+//! The simulated environment controllers run in: the API server, informers, leases and
+//! leader election, nodes, kubelets and pods, and the cloud provider.
+//!
+//! Every part is a component of a kernel process ([`proc::Proc`]); they talk only by
+//! messages ([`msg::Msg`]) over the simulated network, so every request of a real client
+//! is a point where the scheduler can interleave other processes. Semantics follow the
+//! real systems; docs/semantics.md lists each rule with its source.
+//!
+//! Table of contents:
+//! - [`object`]: typed objects and their metadata.
+//! - [`api`]: the API server's wire protocol.
+//! - [`apiserver`]: the API server and its store, watches and garbage collector.
+//! - [`informer`]: list-and-watch caches that lag the server.
+//! - [`leader`]: leases and client-go leader election.
+//! - [`kubelet`]: a node's agent: registration, heartbeats, running pods as processes.
+//! - [`lifecycle`]: the node lifecycle controller: NotReady, taints, eviction.
+//! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
+//! - [`cloud`]: instances, eventual consistency, node join.
+//! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
+//! - [`script`]: a scripted client for user actions and tests.
+//! - [`fault`]: world faults injected by the kernel.
+//! - [`msg`]: the message and timer enums.
+//! - [`proc`]: the process enum the kernel runs.
+
+pub mod api;
+pub mod apiserver;
+pub mod cloud;
+pub mod fault;
+pub mod informer;
+pub mod kubelet;
+pub mod leader;
+pub mod lifecycle;
+pub mod manager;
+pub mod msg;
+pub mod object;
+pub mod proc;
+pub mod script;
+pub mod workloads;
+
+pub use fault::WorldFault;
+pub use msg::Msg;
+pub use object::{Kind, Object, ObjectKey, ObjectMeta};
+pub use proc::{Endpoints, Proc, WorldCtx};

@@ -1,0 +1,573 @@
+//! The simulated API server (with its etcd): one process that owns every object.
+//!
+//! It models the semantics controllers race on (sources in docs/semantics.md section 3):
+//! - a store-wide resourceVersion; update/patch with a stale one is 409 Conflict;
+//! - create with a taken name is 409 AlreadyExists; generateName appends 5 random
+//!   characters from the real 27-character alphabet, retrying a clash;
+//! - generation bumps on spec changes only (and once when deletion starts);
+//! - delete with finalizers sets deletionTimestamp; the object goes when the last
+//!   finalizer does; no finalizer may be added to a deleting object (422);
+//! - bound Pods are deleted gracefully: marked, and removed when their kubelet confirms
+//!   with a zero grace period;
+//! - background garbage collection: once every owner (by uid) of an object is gone, the
+//!   object is deleted after `gc_delay_ms`; an object with no owner references is never
+//!   collected, so removing an owner reference orphans;
+//! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`),
+//!   410 Gone for a resourceVersion older than the history.
+
+use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
+use crate::fault::WorldFault;
+use crate::msg::{Msg, Timer as AnyTimer};
+use crate::object::{Body, Kind, Object, ObjectKey, Uid};
+use crate::proc::WorldCtx;
+use reconsim_sim::{ProcId, SimTime};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// The alphabet of generated name suffixes (k8s.io/apiserver names.go: no vowels, no
+/// confusable digits).
+const NAME_ALPHABET: &[u8; 27] = b"bcdfghjklmnpqrstvwxz2456789";
+/// How many generated names to try before answering AlreadyExists (kube-apiserver 1.32
+/// retries up to 7 times).
+const GENERATE_NAME_TRIES: usize = 8;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Timer {
+    /// Run the garbage collector's sweep.
+    GcSweep,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiServerConfig {
+    /// How far back watches can resume (the watch cache's history window).
+    pub watch_history_ms: u64,
+    /// Bound on the history, whatever its age.
+    pub watch_history_max: usize,
+    /// Delay between an owner's removal and the collection of its dependents.
+    pub gc_delay_ms: u64,
+}
+
+impl Default for ApiServerConfig {
+    fn default() -> Self {
+        ApiServerConfig {
+            watch_history_ms: 300_000,
+            watch_history_max: 10_000,
+            gc_delay_ms: 500,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Watcher {
+    proc: ProcId,
+    stream: u32,
+    watch_id: u64,
+    kinds: Vec<Kind>,
+    seq: u64,
+}
+
+#[derive(Clone, Debug)]
+struct HistoryEntry {
+    at: SimTime,
+    rv: u64,
+    event: EventType,
+    object: Arc<Object>,
+}
+
+/// The API server process.
+#[derive(Debug)]
+pub struct ApiServer {
+    config: ApiServerConfig,
+    objects: BTreeMap<ObjectKey, Arc<Object>>,
+    uids: BTreeMap<Uid, ObjectKey>,
+    resource_version: u64,
+    next_uid: u64,
+    history: VecDeque<HistoryEntry>,
+    /// Every event with a resourceVersion above this one is still in `history`.
+    history_floor: u64,
+    watchers: Vec<Watcher>,
+    next_watch_id: u64,
+    gc_pending: bool,
+    /// Writes served, for statistics.
+    writes: u64,
+}
+
+impl ApiServer {
+    pub fn new(config: ApiServerConfig) -> Self {
+        ApiServer {
+            config,
+            objects: BTreeMap::new(),
+            uids: BTreeMap::new(),
+            resource_version: 0,
+            next_uid: 0,
+            history: VecDeque::new(),
+            history_floor: 0,
+            watchers: Vec::new(),
+            next_watch_id: 0,
+            gc_pending: false,
+            writes: 0,
+        }
+    }
+
+    // ----- read access for checkers and tests (never for controllers) ------------------
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
+        self.objects.get(key)
+    }
+
+    /// Every stored object of `kind`, in key order.
+    pub fn list(&self, kind: Kind) -> impl Iterator<Item = &Arc<Object>> {
+        self.objects
+            .range(ObjectKey::new(kind, "", "")..)
+            .take_while(move |(k, _)| k.kind == kind)
+            .map(|(_, o)| o)
+    }
+
+    pub fn objects(&self) -> impl Iterator<Item = &Arc<Object>> {
+        self.objects.values()
+    }
+
+    pub fn by_uid(&self, uid: Uid) -> Option<&Arc<Object>> {
+        self.uids.get(&uid).and_then(|k| self.objects.get(k))
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    pub fn writes(&self) -> u64 {
+        self.writes
+    }
+
+    pub fn watcher_count(&self) -> usize {
+        self.watchers.len()
+    }
+
+    /// Store an object before the run starts (the initial cluster), as if created at t=0.
+    pub fn seed_object(&mut self, mut object: Object) -> Arc<Object> {
+        let key = object.key();
+        assert!(!self.objects.contains_key(&key), "seeded twice: {key}");
+        self.next_uid += 1;
+        self.resource_version += 1;
+        object.meta.uid = Uid(self.next_uid);
+        object.meta.resource_version = self.resource_version;
+        object.meta.generation = 1;
+        let arc = Arc::new(object);
+        self.uids.insert(arc.meta.uid, key.clone());
+        self.objects.insert(key, arc.clone());
+        self.history_floor = self.resource_version;
+        arc
+    }
+
+    // ----- the process -----------------------------------------------------------------
+
+    pub fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_crash(&mut self) {
+        // etcd keeps the objects; open watches die with their connections.
+        self.watchers.clear();
+        self.gc_pending = false;
+    }
+
+    pub fn on_fault(&mut self, _fault: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let Msg::Api(ApiRequest { id, op }) = msg else {
+            return;
+        };
+        let result = self.serve(from, id, op, ctx);
+        if let Some(result) = result {
+            ctx.send(from, Msg::ApiResp(ApiResponse { id, result }));
+        }
+    }
+
+    pub fn on_timer(&mut self, timer: Timer, ctx: &mut WorldCtx<'_>) {
+        match timer {
+            Timer::GcSweep => self.gc_sweep(ctx),
+        }
+    }
+
+    /// Serve one request. `None` only for a watch, which answers itself (its response
+    /// must precede the replayed events on the FIFO link).
+    fn serve(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        op: ApiOp, ctx: &mut WorldCtx<'_>) -> Option<Result<ApiOk, ApiError>> {
+        Some(match op {
+            ApiOp::Get(key) => self
+                .objects
+                .get(&key)
+                .map(|o| ApiOk::Object(o.clone()))
+                .ok_or(ApiError::NotFound),
+            ApiOp::List { kind, namespace } => {
+                let items = self
+                    .list(kind)
+                    .filter(|o| namespace.as_ref().is_none_or(|ns| &o.meta.namespace == ns))
+                    .cloned()
+                    .collect();
+                Ok(ApiOk::List {
+                    items,
+                    resource_version: self.resource_version,
+                })
+            }
+            ApiOp::Create(object) => self.create(object, ctx),
+            ApiOp::Update {
+                object,
+                precondition,
+            } => self.update(object, precondition, ctx),
+            ApiOp::Patch {
+                key,
+                ops,
+                resource_version,
+            } => self.patch(&key, &ops, resource_version, ctx),
+            ApiOp::Delete {
+                key,
+                uid,
+                grace_period_seconds,
+            } => self.delete(&key, uid, grace_period_seconds, ctx),
+            ApiOp::Watch {
+                stream,
+                kinds,
+                from_rv,
+            } => {
+                return self.watch(from, id, stream, kinds, from_rv, ctx).err().map(Err);
+            }
+            ApiOp::Unwatch { stream } => {
+                self.watchers.retain(|w| !(w.proc == from && w.stream == stream));
+                Ok(ApiOk::Pong)
+            }
+            ApiOp::Ping => Ok(ApiOk::Pong),
+        })
+    }
+
+    fn create(&mut self, mut object: Object, ctx: &mut WorldCtx<'_>) -> Result<ApiOk, ApiError> {
+        let kind = object.kind();
+        if kind.namespaced() == object.meta.namespace.is_empty() {
+            return Err(ApiError::Invalid(format!(
+                "{kind}: namespace must be {}",
+                if kind.namespaced() { "set" } else { "empty" }
+            )));
+        }
+        if object.meta.name.is_empty() {
+            let Some(prefix) = object.meta.generate_name.clone() else {
+                return Err(ApiError::Invalid("name or generateName is required".into()));
+            };
+            let mut found = None;
+            for _ in 0..GENERATE_NAME_TRIES {
+                let mut name = prefix.clone();
+                for _ in 0..5 {
+                    let i = ctx.draw_ms(0, NAME_ALPHABET.len() as u64 - 1) as usize;
+                    name.push(NAME_ALPHABET[i] as char);
+                }
+                let key = ObjectKey::new(kind, &object.meta.namespace, &name);
+                if !self.objects.contains_key(&key) {
+                    found = Some(name);
+                    break;
+                }
+            }
+            object.meta.name = found.ok_or(ApiError::AlreadyExists)?;
+        }
+        let key = object.key();
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::AlreadyExists);
+        }
+        self.next_uid += 1;
+        let meta = &mut object.meta;
+        meta.uid = Uid(self.next_uid);
+        meta.generation = 1;
+        meta.creation_timestamp = ctx.now();
+        meta.deletion_timestamp = None;
+        let stored = self.store(key, object, EventType::Added, ctx);
+        Ok(ApiOk::Object(stored))
+    }
+
+    fn update(&mut self, object: Object, precondition: bool, ctx: &mut WorldCtx<'_>) -> Result<ApiOk, ApiError> {
+        let key = object.key();
+        let current = self.objects.get(&key).ok_or(ApiError::NotFound)?.clone();
+        if precondition && object.meta.resource_version != current.meta.resource_version {
+            return Err(ApiError::Conflict);
+        }
+        if object.meta.uid != Uid(0) && object.meta.uid != current.meta.uid {
+            return Err(ApiError::Conflict);
+        }
+        let mut next = object;
+        // Server-owned metadata cannot be written by clients.
+        next.meta.uid = current.meta.uid;
+        next.meta.creation_timestamp = current.meta.creation_timestamp;
+        next.meta.deletion_timestamp = current.meta.deletion_timestamp;
+        next.meta.generate_name = current.meta.generate_name.clone();
+        next.meta.generation = current.meta.generation;
+        self.commit(key, &current, next, ctx)
+    }
+
+    fn patch(
+        &mut self,
+        key: &ObjectKey,
+        ops: &[PatchOp],
+        resource_version: Option<u64>,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<ApiOk, ApiError> {
+        let current = self.objects.get(key).ok_or(ApiError::NotFound)?.clone();
+        if resource_version.is_some_and(|rv| rv != current.meta.resource_version) {
+            return Err(ApiError::Conflict);
+        }
+        let mut next = (*current).clone();
+        for op in ops {
+            apply_patch(&mut next, op)?;
+        }
+        self.commit(key.clone(), &current, next, ctx)
+    }
+
+    /// The shared tail of update and patch: validation, generation, finalizer-driven
+    /// removal, the write itself.
+    fn commit(
+        &mut self,
+        key: ObjectKey,
+        current: &Arc<Object>,
+        mut next: Object,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<ApiOk, ApiError> {
+        if current.meta.is_deleting()
+            && next
+                .meta
+                .finalizers
+                .iter()
+                .any(|f| !current.meta.has_finalizer(f))
+        {
+            return Err(ApiError::Invalid(
+                "no new finalizers can be added if the object is being deleted".into(),
+            ));
+        }
+        if next.body.kind() != current.kind() {
+            return Err(ApiError::Invalid("kind cannot change".into()));
+        }
+        if !next.body.same_spec(&current.body) {
+            next.meta.generation = current.meta.generation + 1;
+        }
+        next.meta.resource_version = current.meta.resource_version;
+        if next == **current {
+            // A no-op write: no new resourceVersion, no event (as the real server).
+            return Ok(ApiOk::Object(current.clone()));
+        }
+        if next.meta.is_deleting() && next.meta.finalizers.is_empty() {
+            self.remove(&key, Some(next), ctx);
+            return Ok(ApiOk::Deleted);
+        }
+        let stored = self.store(key, next, EventType::Modified, ctx);
+        Ok(ApiOk::Object(stored))
+    }
+
+    fn delete(
+        &mut self,
+        key: &ObjectKey,
+        uid: Option<Uid>,
+        grace_period_seconds: Option<u64>,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<ApiOk, ApiError> {
+        let current = self.objects.get(key).ok_or(ApiError::NotFound)?.clone();
+        if uid.is_some_and(|u| u != current.meta.uid) {
+            return Err(ApiError::Conflict);
+        }
+        let graceful_pod = current
+            .as_pod()
+            .is_some_and(|p| p.spec.node_name.is_some())
+            && grace_period_seconds != Some(0);
+        if current.meta.finalizers.is_empty() && !graceful_pod {
+            self.remove(key, None, ctx);
+            return Ok(ApiOk::Deleted);
+        }
+        if current.meta.is_deleting() {
+            return Ok(ApiOk::Object(current));
+        }
+        let mut next = (*current).clone();
+        next.meta.deletion_timestamp = Some(ctx.now());
+        next.meta.generation += 1;
+        let stored = self.store(key.clone(), next, EventType::Modified, ctx);
+        Ok(ApiOk::Object(stored))
+    }
+
+    /// Write `object` under `key` with a new resourceVersion and tell the watchers.
+    fn store(&mut self, key: ObjectKey, mut object: Object, event: EventType, ctx: &mut WorldCtx<'_>) -> Arc<Object> {
+        self.resource_version += 1;
+        self.writes += 1;
+        object.meta.resource_version = self.resource_version;
+        let arc = Arc::new(object);
+        if event == EventType::Added {
+            self.uids.insert(arc.meta.uid, key.clone());
+        }
+        self.objects.insert(key, arc.clone());
+        self.emit(event, &arc, ctx);
+        arc
+    }
+
+    /// Remove an object (its final state is `last`, or the stored one) and schedule the
+    /// garbage collector for its dependents.
+    fn remove(&mut self, key: &ObjectKey, last: Option<Object>, ctx: &mut WorldCtx<'_>) {
+        let Some(stored) = self.objects.remove(key) else {
+            return;
+        };
+        self.uids.remove(&stored.meta.uid);
+        self.resource_version += 1;
+        self.writes += 1;
+        let mut last = last.unwrap_or_else(|| (*stored).clone());
+        last.meta.resource_version = self.resource_version;
+        let arc = Arc::new(last);
+        self.emit(EventType::Deleted, &arc, ctx);
+        if !self.gc_pending {
+            self.gc_pending = true;
+            ctx.set_timer(self.config.gc_delay_ms, Msg::Timer(AnyTimer::ApiServer(Timer::GcSweep)));
+        }
+    }
+
+    /// Delete every object all of whose owners are gone (background cascading deletion).
+    fn gc_sweep(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.gc_pending = false;
+        let orphans: Vec<(ObjectKey, Uid)> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| {
+                !o.meta.owner_references.is_empty()
+                    && !o.meta.is_deleting()
+                    && o.meta
+                        .owner_references
+                        .iter()
+                        .all(|r| !self.uids.contains_key(&r.uid))
+            })
+            .map(|(k, o)| (k.clone(), o.meta.uid))
+            .collect();
+        for (key, uid) in orphans {
+            // A collected bound Pod still goes through its kubelet, like any delete.
+            let _ = self.delete(&key, Some(uid), None, ctx);
+        }
+    }
+
+    fn watch(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        stream: u32,
+        kinds: Vec<Kind>,
+        from_rv: u64,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<(), ApiError> {
+        self.watchers.retain(|w| !(w.proc == from && w.stream == stream));
+        if from_rv < self.history_floor {
+            return Err(ApiError::Gone);
+        }
+        self.next_watch_id += 1;
+        let watch_id = self.next_watch_id;
+        // The answer goes first; the FIFO link keeps it ahead of the replayed events.
+        ctx.send(
+            from,
+            Msg::ApiResp(ApiResponse {
+                id,
+                result: Ok(ApiOk::Watching { watch_id }),
+            }),
+        );
+        let mut watcher = Watcher {
+            proc: from,
+            stream,
+            watch_id,
+            kinds,
+            seq: 0,
+        };
+        for h in self.history.iter().filter(|h| h.rv > from_rv) {
+            if watcher.kinds.contains(&h.object.kind()) {
+                send_event(&mut watcher, h.event, &h.object, ctx);
+            }
+        }
+        self.watchers.push(watcher);
+        Ok(())
+    }
+
+    fn emit(&mut self, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
+        let kind = object.kind();
+        for w in &mut self.watchers {
+            if w.kinds.contains(&kind) {
+                send_event(w, event, object, ctx);
+            }
+        }
+        let now = ctx.now();
+        self.history.push_back(HistoryEntry {
+            at: now,
+            rv: object.meta.resource_version,
+            event,
+            object: object.clone(),
+        });
+        while let Some(front) = self.history.front() {
+            let too_old = now.since(front.at) > self.config.watch_history_ms;
+            if !too_old && self.history.len() <= self.config.watch_history_max {
+                break;
+            }
+            self.history_floor = front.rv;
+            self.history.pop_front();
+        }
+    }
+}
+
+fn send_event(w: &mut Watcher, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
+    ctx.send(
+        w.proc,
+        Msg::Watch(WatchEvent {
+            watch_id: w.watch_id,
+            seq: w.seq,
+            event,
+            object: object.clone(),
+        }),
+    );
+    w.seq += 1;
+}
+
+fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {
+    let meta = &mut object.meta;
+    match op {
+        PatchOp::AddFinalizer(f) => {
+            if !meta.has_finalizer(f) {
+                meta.finalizers.push(f.clone());
+            }
+        }
+        PatchOp::RemoveFinalizer(f) => meta.finalizers.retain(|x| x != f),
+        PatchOp::SetLabel(k, v) => set_or_remove(&mut meta.labels, k, v),
+        PatchOp::SetAnnotation(k, v) => set_or_remove(&mut meta.annotations, k, v),
+        PatchOp::SetOwnerReferences(refs) => meta.owner_references = refs.clone(),
+        PatchOp::RemoveOwnerReference(uid) => meta.owner_references.retain(|r| r.uid != *uid),
+        PatchOp::Spec(body) => {
+            if !object.body.set_spec_from(body) {
+                return Err(ApiError::Invalid("spec patch of another kind".into()));
+            }
+        }
+        PatchOp::Status(body) => {
+            if !object.body.set_status_from(body) {
+                return Err(ApiError::Invalid("status patch of another kind".into()));
+            }
+        }
+        PatchOp::MachineProvider {
+            provider_id,
+            instance_id,
+        } => {
+            let Body::Machine(m) = &mut object.body else {
+                return Err(ApiError::Invalid("MachineProvider patch on a non-Machine".into()));
+            };
+            if provider_id.is_some() {
+                m.spec.provider_id = provider_id.clone();
+            }
+            if instance_id.is_some() {
+                m.status.instance_id = instance_id.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+fn set_or_remove(map: &mut BTreeMap<String, String>, k: &str, v: &Option<String>) {
+    match v {
+        Some(v) => {
+            map.insert(k.to_string(), v.clone());
+        }
+        None => {
+            map.remove(k);
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! Informers: list-and-watch caches that lag the API server, as client-go's are.
+//!
+//! An [`Informer`] runs one reflector per kind (its own List, then a Watch from the
+//! list's resourceVersion on its own stream) and keeps one [`Cache`]. Its view lags the
+//! server by the network, can skip intermediate states (a relist sees only the latest),
+//! and goes stale during a partition. How a reflector notices trouble, as in reality
+//! (docs/semantics.md sections 3-4):
+//! - a gap in a watch stream's sequence (an event lost to a dropping partition) or
+//!   410 Gone: relist;
+//! - a dead connection: client-go's HTTP/2 health check pings after 30 s without a
+//!   read and gives up 15 s later; then every reflector relists, retrying with backoff
+//!   (800 ms doubling to 30 s) until the server answers again.
+//!
+//! Events never regress the cache: one whose resourceVersion is not newer than the
+//! cached object's is ignored, so overlapping list and watch replay are harmless.
+
+use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, WatchEvent};
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::{Kind, Object, ObjectKey};
+use crate::proc::WorldCtx;
+use reconsim_sim::{ProcId, SimTime};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// HTTP/2 ReadIdleTimeout of client-go's transport.
+pub const READ_IDLE_TIMEOUT_MS: u64 = 30_000;
+/// HTTP/2 PingTimeout of client-go's transport.
+pub const PING_TIMEOUT_MS: u64 = 15_000;
+/// Reflector backoff: initial and maximum delay between failed list attempts.
+pub const RELIST_BACKOFF_MS_MIN: u64 = 800;
+pub const RELIST_BACKOFF_MS_MAX: u64 = 30_000;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Timer {
+    /// The connection health check of informer `id`.
+    Health { id: u32 },
+    /// Retry the list of reflector `index` of informer `id`.
+    Relist { id: u32, index: u32 },
+}
+
+/// A read-only view of cached objects, ordered by key.
+#[derive(Clone, Debug, Default)]
+pub struct Cache {
+    objects: BTreeMap<ObjectKey, Arc<Object>>,
+}
+
+impl Cache {
+    pub fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
+        self.objects.get(key)
+    }
+
+    /// Every cached object of `kind`, in key order.
+    pub fn list(&self, kind: Kind) -> impl Iterator<Item = &Arc<Object>> {
+        self.objects
+            .range(ObjectKey::new(kind, "", "")..)
+            .take_while(move |(k, _)| k.kind == kind)
+            .map(|(_, o)| o)
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting to retry a list.
+    Idle,
+    Listing { req: u64 },
+    Opening { req: u64 },
+    Watching { watch_id: u64, next_seq: u64 },
+}
+
+#[derive(Clone, Debug)]
+struct Reflector {
+    kind: Kind,
+    stream: u32,
+    phase: Phase,
+    /// resourceVersion of the last list (the watch starts after it).
+    list_rv: u64,
+    synced: bool,
+    backoff_ms: u64,
+}
+
+/// A set of reflectors sharing one cache and one connection.
+#[derive(Clone, Debug)]
+pub struct Informer {
+    id: u32,
+    apiserver: ProcId,
+    ids: ReqIds,
+    reflectors: Vec<Reflector>,
+    cache: Cache,
+    last_heard: SimTime,
+    ping: Option<SimTime>,
+    relists: u64,
+}
+
+impl Informer {
+    /// An informer over `kinds`, using watch streams `id * 16 + i`.
+    pub fn new(id: u32, kinds: &[Kind], apiserver: ProcId) -> Self {
+        assert!(kinds.len() <= 16, "an informer watches at most 16 kinds");
+        Informer {
+            id,
+            apiserver,
+            ids: ReqIds::new(tags::INFORMER + id as u16),
+            reflectors: kinds
+                .iter()
+                .enumerate()
+                .map(|(i, &kind)| Reflector {
+                    kind,
+                    stream: id * 16 + i as u32,
+                    phase: Phase::Idle,
+                    list_rv: 0,
+                    synced: false,
+                    backoff_ms: RELIST_BACKOFF_MS_MIN,
+                })
+                .collect(),
+            cache: Cache::default(),
+            last_heard: SimTime::ZERO,
+            ping: None,
+            relists: 0,
+        }
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// Every reflector has listed once (controller-runtime's WaitForCacheSync).
+    pub fn synced(&self) -> bool {
+        self.reflectors.iter().all(|r| r.synced)
+    }
+
+    /// Lists after the first, per reflector: how often the view was rebuilt.
+    pub fn relists(&self) -> u64 {
+        self.relists
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        self.reflectors.iter().map(|r| r.kind)
+    }
+
+    /// Start (or restart cold, after a crash): list everything, arm the health check.
+    pub fn start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.cache = Cache::default();
+        self.last_heard = ctx.now();
+        self.ping = None;
+        for i in 0..self.reflectors.len() {
+            self.reflectors[i].synced = false;
+            self.list(i, ctx);
+        }
+        ctx.set_timer(
+            READ_IDLE_TIMEOUT_MS,
+            Msg::Timer(AnyTimer::Informer(Timer::Health { id: self.id })),
+        );
+    }
+
+    fn list(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
+        let req = self.ids.next();
+        let r = &mut self.reflectors[i];
+        if r.synced {
+            self.relists += 1;
+        }
+        r.phase = Phase::Listing { req };
+        ctx.send(
+            self.apiserver,
+            Msg::Api(ApiRequest {
+                id: req,
+                op: ApiOp::List {
+                    kind: r.kind,
+                    namespace: None,
+                },
+            }),
+        );
+    }
+
+    /// Relist reflector `i` after its backoff (the connection or the watch failed).
+    fn retry(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
+        let r = &mut self.reflectors[i];
+        r.phase = Phase::Idle;
+        let delay = r.backoff_ms;
+        r.backoff_ms = (r.backoff_ms * 2).min(RELIST_BACKOFF_MS_MAX);
+        ctx.set_timer(
+            delay,
+            Msg::Timer(AnyTimer::Informer(Timer::Relist {
+                id: self.id,
+                index: i as u32,
+            })),
+        );
+    }
+
+    /// Offer a message to the informer. Returns false if it is not the informer's; else
+    /// appends every object whose cached state changed (for a deletion: its last state).
+    pub fn handle(&mut self, msg: &Msg, ctx: &mut WorldCtx<'_>, changes: &mut Vec<Arc<Object>>) -> bool {
+        match msg {
+            Msg::ApiResp(resp) if self.ids.owns(resp.id) => {
+                self.last_heard = ctx.now();
+                self.ping = None;
+                self.on_response(resp, ctx, changes);
+                true
+            }
+            Msg::Watch(ev) => {
+                let Some(i) = self.reflectors.iter().position(
+                    |r| matches!(r.phase, Phase::Watching { watch_id, .. } if watch_id == ev.watch_id),
+                ) else {
+                    // Not ours, or from a watch we already replaced.
+                    return self.reflectors.iter().any(|r| r.kind == ev.object.kind());
+                };
+                self.last_heard = ctx.now();
+                self.ping = None;
+                self.on_event(i, ev, ctx, changes);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn on_response(&mut self, resp: &ApiResponse, ctx: &mut WorldCtx<'_>, changes: &mut Vec<Arc<Object>>) {
+        let Some(i) = self.reflectors.iter().position(|r| match r.phase {
+            Phase::Listing { req } | Phase::Opening { req } => req == resp.id,
+            _ => false,
+        }) else {
+            return; // A ping's answer, or a stale response.
+        };
+        match (&self.reflectors[i].phase, &resp.result) {
+            (
+                Phase::Listing { .. },
+                Ok(ApiOk::List {
+                    items,
+                    resource_version,
+                }),
+            ) => {
+                self.replace(i, items, changes);
+                let r = &mut self.reflectors[i];
+                r.list_rv = *resource_version;
+                r.synced = true;
+                r.backoff_ms = RELIST_BACKOFF_MS_MIN;
+                let req = self.ids.next();
+                r.phase = Phase::Opening { req };
+                ctx.send(
+                    self.apiserver,
+                    Msg::Api(ApiRequest {
+                        id: req,
+                        op: ApiOp::Watch {
+                            stream: r.stream,
+                            kinds: vec![r.kind],
+                            from_rv: *resource_version,
+                        },
+                    }),
+                );
+            }
+            (Phase::Opening { .. }, Ok(ApiOk::Watching { watch_id })) => {
+                self.reflectors[i].phase = Phase::Watching {
+                    watch_id: *watch_id,
+                    next_seq: 0,
+                };
+            }
+            (Phase::Opening { .. }, Err(ApiError::Gone)) => self.list(i, ctx),
+            _ => self.retry(i, ctx),
+        }
+    }
+
+    /// Replace the cached objects of reflector `i`'s kind with a fresh list.
+    fn replace(&mut self, i: usize, items: &[Arc<Object>], changes: &mut Vec<Arc<Object>>) {
+        let kind = self.reflectors[i].kind;
+        let stale: Vec<ObjectKey> = self
+            .cache
+            .list(kind)
+            .filter(|o| !items.iter().any(|n| n.meta.uid == o.meta.uid && n.meta.name == o.meta.name))
+            .map(|o| o.key())
+            .collect();
+        for key in stale {
+            if let Some(old) = self.cache.objects.remove(&key) {
+                changes.push(old);
+            }
+        }
+        for item in items {
+            let key = item.key();
+            let changed = self
+                .cache
+                .objects
+                .get(&key)
+                .is_none_or(|o| o.meta.resource_version != item.meta.resource_version);
+            if changed {
+                self.cache.objects.insert(key, item.clone());
+                changes.push(item.clone());
+            }
+        }
+    }
+
+    fn on_event(&mut self, i: usize, ev: &WatchEvent, ctx: &mut WorldCtx<'_>, changes: &mut Vec<Arc<Object>>) {
+        let Phase::Watching { next_seq, .. } = &mut self.reflectors[i].phase else {
+            unreachable!("matched a watching reflector");
+        };
+        if ev.seq != *next_seq {
+            // An event was lost: the view can no longer be trusted.
+            self.list(i, ctx);
+            return;
+        }
+        *next_seq += 1;
+        let key = ev.object.key();
+        let newer = self
+            .cache
+            .objects
+            .get(&key)
+            .is_none_or(|o| o.meta.resource_version < ev.object.meta.resource_version);
+        match ev.event {
+            EventType::Added | EventType::Modified => {
+                if newer {
+                    self.cache.objects.insert(key, ev.object.clone());
+                    changes.push(ev.object.clone());
+                }
+            }
+            EventType::Deleted => {
+                if newer && self.cache.objects.remove(&key).is_some() {
+                    changes.push(ev.object.clone());
+                }
+            }
+        }
+    }
+
+    pub fn on_timer(&mut self, t: &Timer, ctx: &mut WorldCtx<'_>) -> bool {
+        match *t {
+            Timer::Health { id } if id == self.id => {
+                self.health(ctx);
+                true
+            }
+            Timer::Relist { id, index } if id == self.id => {
+                if self.reflectors[index as usize].phase == Phase::Idle {
+                    self.list(index as usize, ctx);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The HTTP/2 health check: ping after a quiet `READ_IDLE_TIMEOUT_MS`, declare the
+    /// connection dead `PING_TIMEOUT_MS` after an unanswered ping.
+    fn health(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        let timer = Msg::Timer(AnyTimer::Informer(Timer::Health { id: self.id }));
+        let idle = now.since(self.last_heard);
+        if idle < READ_IDLE_TIMEOUT_MS {
+            ctx.set_timer(READ_IDLE_TIMEOUT_MS - idle, timer);
+            return;
+        }
+        match self.ping {
+            None => {
+                self.ping = Some(now);
+                let id = self.ids.next();
+                ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op: ApiOp::Ping }));
+                ctx.set_timer(PING_TIMEOUT_MS, timer);
+            }
+            Some(sent) if now.since(sent) < PING_TIMEOUT_MS => {
+                ctx.set_timer(PING_TIMEOUT_MS - now.since(sent), timer);
+            }
+            Some(_) => {
+                // Dead connection: every watch and request on it is gone.
+                self.ping = None;
+                self.last_heard = now;
+                for i in 0..self.reflectors.len() {
+                    self.retry(i, ctx);
+                }
+                ctx.set_timer(READ_IDLE_TIMEOUT_MS, timer);
+            }
+        }
+    }
+}

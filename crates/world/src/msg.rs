@@ -1,0 +1,73 @@
+//! Everything processes of the world send each other, and the timers they set.
+//!
+//! One enum for the whole world keeps dispatch static (no boxing on the hot path) and
+//! lets the kernel hash every message into the trace. Each component owns its own timer
+//! enum; [`Timer`] routes a fired timer back to the component that set it.
+
+use crate::api::{ApiRequest, ApiResponse, WatchEvent};
+use crate::cloud::{CloudRequest, CloudResponse};
+use crate::{apiserver, cloud, informer, kubelet, leader, lifecycle, manager, script, workloads};
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Msg {
+    Api(ApiRequest),
+    ApiResp(ApiResponse),
+    Watch(WatchEvent),
+    Cloud(CloudRequest),
+    CloudResp(CloudResponse),
+    /// A container process tells its kubelet it exited (same host, never partitioned).
+    ContainerExited { pod: String },
+    Timer(Timer),
+}
+
+/// A timer, tagged with the component that set it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Timer {
+    ApiServer(apiserver::Timer),
+    Cloud(cloud::Timer),
+    Kubelet(kubelet::Timer),
+    Lifecycle(lifecycle::Timer),
+    Workloads(workloads::Timer),
+    Informer(informer::Timer),
+    Leader(leader::Timer),
+    Manager(manager::Timer),
+    Script(script::Timer),
+}
+
+/// Request ids: the high 16 bits name the component inside a process that sent the
+/// request, so a process with several clients (informers, an elector, a reconciler) can
+/// route each response to its owner.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ReqIds {
+    tag: u16,
+    next: u64,
+}
+
+impl ReqIds {
+    pub const fn new(tag: u16) -> Self {
+        ReqIds { tag, next: 0 }
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.next += 1;
+        (u64::from(self.tag) << 48) | (self.next & 0xffff_ffff_ffff)
+    }
+
+    pub fn owns(&self, id: u64) -> bool {
+        (id >> 48) as u16 == self.tag
+    }
+}
+
+/// Well-known request-id tags.
+pub mod tags {
+    /// Informer streams use `INFORMER + stream`.
+    pub const INFORMER: u16 = 0x0100;
+    pub const LEADER: u16 = 0x0200;
+    pub const RECONCILER: u16 = 0x0300;
+    pub const KUBELET: u16 = 0x0400;
+    pub const LIFECYCLE: u16 = 0x0500;
+    pub const WORKLOADS: u16 = 0x0600;
+    pub const SCRIPT: u16 = 0x0700;
+    pub const CLOUD_CLIENT: u16 = 0x0800;
+}

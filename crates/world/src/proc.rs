@@ -1,0 +1,81 @@
+//! The world's process type: every simulated process is one of these components.
+//!
+//! A closed enum (not trait objects) keeps dispatch static; user reconcilers plug in
+//! through [`crate::manager::Manager`], which hosts any [`crate::manager::Reconciler`].
+
+use crate::fault::WorldFault;
+use crate::msg::{Msg, Timer};
+use crate::{apiserver, cloud, kubelet, lifecycle, manager, script, workloads};
+use reconsim_sim::{Actor, ProcId, TimerId};
+
+/// The kernel context as the world's components see it.
+pub type WorldCtx<'a> = reconsim_sim::Ctx<'a, Proc>;
+
+/// Where the shared services live; handed to every component at construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Endpoints {
+    pub apiserver: ProcId,
+    pub cloud: ProcId,
+}
+
+#[derive(Debug)]
+pub enum Proc {
+    ApiServer(apiserver::ApiServer),
+    Cloud(cloud::Cloud),
+    Kubelet(kubelet::Kubelet),
+    Lifecycle(lifecycle::NodeLifecycle),
+    Workloads(workloads::Workloads),
+    Manager(manager::Manager),
+    Script(script::Script),
+}
+
+macro_rules! each {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            Proc::ApiServer($p) => $e,
+            Proc::Cloud($p) => $e,
+            Proc::Kubelet($p) => $e,
+            Proc::Lifecycle($p) => $e,
+            Proc::Workloads($p) => $e,
+            Proc::Manager($p) => $e,
+            Proc::Script($p) => $e,
+        }
+    };
+}
+
+impl Actor for Proc {
+    type Msg = Msg;
+    type Fault = WorldFault;
+
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        each!(self, p => p.on_start(ctx))
+    }
+
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        each!(self, p => p.on_msg(from, msg, ctx))
+    }
+
+    fn on_timer(&mut self, _id: TimerId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let Msg::Timer(timer) = msg else {
+            panic!("a timer carried a non-timer message: {msg:?}");
+        };
+        match (self, timer) {
+            (Proc::ApiServer(p), Timer::ApiServer(t)) => p.on_timer(t, ctx),
+            (Proc::Cloud(p), Timer::Cloud(t)) => p.on_timer(t, ctx),
+            (Proc::Kubelet(p), t) => p.on_timer(t, ctx),
+            (Proc::Lifecycle(p), t) => p.on_timer(t, ctx),
+            (Proc::Workloads(p), t) => p.on_timer(t, ctx),
+            (Proc::Manager(p), t) => p.on_timer(t, ctx),
+            (Proc::Script(p), Timer::Script(t)) => p.on_timer(t, ctx),
+            (p, t) => panic!("timer {t:?} reached the wrong component {p:?}"),
+        }
+    }
+
+    fn on_crash(&mut self) {
+        each!(self, p => p.on_crash())
+    }
+
+    fn on_fault(&mut self, fault: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        each!(self, p => p.on_fault(fault, active, ctx))
+    }
+}

@@ -1,0 +1,94 @@
+//! A scripted API client: issues requests at fixed times and keeps every answer.
+//!
+//! Scenarios use it for user actions ("scale the MachineSet to 2 at t=300 s"); tests use
+//! it to drive the API server through the network like any other client.
+
+use crate::api::{ApiOp, ApiRequest, ApiResponse, WatchEvent};
+use crate::fault::WorldFault;
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::proc::WorldCtx;
+use reconsim_sim::{ProcId, SimTime};
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Timer {
+    /// Send step `n` of the script.
+    Step(usize),
+}
+
+/// One scripted request.
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub at_ms: u64,
+    pub op: ApiOp,
+}
+
+#[derive(Debug)]
+pub struct Script {
+    apiserver: ProcId,
+    steps: Vec<Step>,
+    ids: ReqIds,
+    /// Every response, with the step it answers and when it came.
+    pub responses: Vec<(usize, SimTime, ApiResponse)>,
+    /// Every watch event received (when a step opened a watch).
+    pub events: Vec<(SimTime, WatchEvent)>,
+    sent: Vec<u64>,
+}
+
+impl Script {
+    pub fn new(apiserver: ProcId, steps: Vec<Step>) -> Self {
+        Script {
+            apiserver,
+            steps,
+            ids: ReqIds::new(tags::SCRIPT),
+            responses: Vec::new(),
+            events: Vec::new(),
+            sent: Vec::new(),
+        }
+    }
+
+    /// The response to step `n`, if it came.
+    pub fn response(&self, step: usize) -> Option<&ApiResponse> {
+        self.responses
+            .iter()
+            .find(|(s, _, _)| *s == step)
+            .map(|(_, _, r)| r)
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now().as_ms();
+        for (i, step) in self.steps.iter().enumerate() {
+            ctx.set_timer(
+                step.at_ms.saturating_sub(now),
+                Msg::Timer(AnyTimer::Script(Timer::Step(i))),
+            );
+        }
+    }
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        match msg {
+            Msg::ApiResp(resp) => {
+                if let Some(step) = self.sent.iter().position(|id| *id == resp.id) {
+                    self.responses.push((step, ctx.now(), resp));
+                }
+            }
+            Msg::Watch(ev) => self.events.push((ctx.now(), ev)),
+            _ => {}
+        }
+    }
+
+    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+        let Timer::Step(i) = t;
+        let id = self.ids.next();
+        while self.sent.len() <= i {
+            self.sent.push(0);
+        }
+        self.sent[i] = id;
+        let op = self.steps[i].op.clone();
+        ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
+    }
+
+    pub fn on_crash(&mut self) {}
+
+    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+}
