@@ -91,8 +91,7 @@ impl<F> FaultPlan<F> {
     /// The end of the last fault's effect; `None` if some fault never reverts.
     pub fn last_heal_ms(&self) -> Option<u64> {
         self.faults.iter().try_fold(0u64, |acc, f| {
-            f.duration_ms
-                .map(|d| acc.max(f.at_ms.saturating_add(d)))
+            f.duration_ms.map(|d| acc.max(f.at_ms.saturating_add(d)))
         })
     }
 }
@@ -127,7 +126,10 @@ mod tests {
         let back: FaultPlan<String> = serde_json::from_str(&json).unwrap();
         assert_eq!(plan, back);
         assert_eq!(back.last_heal_ms(), None);
-        assert_eq!(FaultPlan::new(back.faults[..1].to_vec()).last_heal_ms(), Some(6000));
+        assert_eq!(
+            FaultPlan::new(back.faults[..1].to_vec()).last_heal_ms(),
+            Some(6000)
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!   and the process believes no time has passed until it next reads its clock;
 //! - crashed: memory is lost (`on_crash`), messages to it are dropped, its timers die; it
 //!   restarts cold (`on_start`) when the fault reverts, as a new incarnation, so replies
-//!   meant for the old incarnation are dropped like a reset connection;
+//!   meant for the old incarnation (sent before the crash or while it was down) are
+//!   dropped like a reset connection;
 //! - stopped: gone for good (a deleted container).
 //!
 //! [`Sim::step_until`] handles one event and returns what it was, so the caller (the
@@ -150,7 +151,12 @@ impl<A: Actor> Ctx<'_, A> {
     }
 
     /// Start a new process on the host named `host`, adding the host if it is new.
-    pub fn spawn_on(&mut self, host: impl Into<String>, name: impl Into<String>, actor: A) -> ProcId {
+    pub fn spawn_on(
+        &mut self,
+        host: impl Into<String>,
+        name: impl Into<String>,
+        actor: A,
+    ) -> ProcId {
         let id = ProcId(*self.next_proc);
         *self.next_proc += 1;
         self.effects.push(Effect::Spawn {
@@ -220,6 +226,12 @@ struct ProcSlot<A: Actor> {
     /// Events that came due while paused, in order.
     pending: VecDeque<Event<A::Msg>>,
 }
+
+/// The tie-break of events that came due before the instant they are handled at (events
+/// parked while their process was paused, messages held by a partition): they go before
+/// everything else due at that instant, in their original order, so no FIFO link is
+/// overtaken by a message sent after them. Drawn tie-breaks are never this value.
+const DUE_EARLIER: u32 = 0;
 
 /// Run-wide settings of the kernel.
 #[derive(Clone, Copy, Debug)]
@@ -385,7 +397,8 @@ impl<A: Actor> Sim<A> {
             clock_offset_ms: 0,
             pending: VecDeque::new(),
         });
-        self.enqueue(self.now, Event::Start { proc: id, inc: 0 });
+        // A process starts before anything else due at its first instant reaches it.
+        self.enqueue_with(self.now, DUE_EARLIER, Event::Start { proc: id, inc: 0 });
         id
     }
 
@@ -496,8 +509,13 @@ impl<A: Actor> Sim<A> {
     }
 
     fn enqueue(&mut self, time: SimTime, event: Event<A::Msg>) {
-        let tiebreak = self.tiebreak_rng.next_u32();
+        let tiebreak = self.draw_tiebreak();
         self.enqueue_with(time, tiebreak, event);
+    }
+
+    /// A seeded tie-break, never [`DUE_EARLIER`].
+    fn draw_tiebreak(&mut self) -> u32 {
+        self.tiebreak_rng.next_u32().max(DUE_EARLIER + 1)
     }
 
     fn enqueue_with(&mut self, time: SimTime, tiebreak: u32, event: Event<A::Msg>) {
@@ -702,7 +720,9 @@ impl<A: Actor> Sim<A> {
                 slot.incarnation += 1;
                 slot.pending.clear();
             }
-            Effect::Note(text) => self.trace.push(self.now, RecordKind::Note { proc: me, text }),
+            Effect::Note(text) => self
+                .trace
+                .push(self.now, RecordKind::Note { proc: me, text }),
         }
     }
 
@@ -724,7 +744,7 @@ impl<A: Actor> Sim<A> {
         let earliest = self
             .now
             .plus_ms(latency + self.net.extra_latency_ms(fh, th));
-        let tb = self.tiebreak_rng.next_u32();
+        let tb = self.draw_tiebreak();
         let (at, tb) = self.net.fifo(from, to, earliest, tb);
         self.enqueue_with(at, tb, Event::Deliver { from, to, inc, msg });
     }
@@ -815,20 +835,23 @@ impl<A: Actor> Sim<A> {
         }
     }
 
-    /// Re-send, in their original order, the held messages whose link is whole again.
+    /// Deliver now, in their original order, the held messages whose link is whole again.
+    /// They already crossed the network, and they go before anything else due now: a
+    /// message sent after them and still in flight at the heal must not overtake them.
+    /// One whose receiver died meanwhile is dropped (and recorded) on delivery.
     fn release_held(&mut self) {
         let held = std::mem::take(&mut self.held);
         for h in held {
-            let (fh, th) = (self.procs[h.from.index()].host, self.procs[h.to.index()].host);
+            let (fh, th) = (
+                self.procs[h.from.index()].host,
+                self.procs[h.to.index()].host,
+            );
             if self.net.cut(fh, th).is_some() {
                 self.held.push(h);
                 continue;
             }
-            let receiver = &self.procs[h.to.index()];
-            if receiver.incarnation != h.inc {
-                continue; // The connection died with the receiver.
-            }
-            self.send(h.from, h.to, h.msg);
+            let Held { from, to, inc, msg } = h;
+            self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
         }
     }
 
@@ -842,7 +865,8 @@ impl<A: Actor> Sim<A> {
         true
     }
 
-    /// Resume a paused process: everything that came due meanwhile is due now, in order.
+    /// Resume a paused process: everything that came due meanwhile is due now, in the
+    /// order it came due, before anything else due at this instant.
     pub fn resume(&mut self, p: ProcId) -> bool {
         let slot = &mut self.procs[p.index()];
         if slot.state != ProcState::Paused {
@@ -850,9 +874,8 @@ impl<A: Actor> Sim<A> {
         }
         slot.state = ProcState::Running;
         let pending = std::mem::take(&mut slot.pending);
-        let tb = self.tiebreak_rng.next_u32();
         for ev in pending {
-            self.enqueue_with(self.now, tb, ev);
+            self.enqueue_with(self.now, DUE_EARLIER, ev);
         }
         true
     }
@@ -871,15 +894,17 @@ impl<A: Actor> Sim<A> {
         true
     }
 
-    /// Restart a crashed process cold.
+    /// Restart a crashed process cold, as a new incarnation: anything addressed to it
+    /// while it was down was meant for the dead one.
     pub fn restart(&mut self, p: ProcId) -> bool {
         let slot = &mut self.procs[p.index()];
         if slot.state != ProcState::Crashed {
             return false;
         }
         slot.state = ProcState::Running;
+        slot.incarnation += 1;
         let inc = slot.incarnation;
-        self.enqueue(self.now, Event::Start { proc: p, inc });
+        self.enqueue_with(self.now, DUE_EARLIER, Event::Start { proc: p, inc });
         true
     }
 }

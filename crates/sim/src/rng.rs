@@ -59,7 +59,9 @@ mod tests {
 
     #[test]
     fn same_seed_and_name_give_same_draws() {
-        let a: Vec<u64> = (0..8).map(|_| Streams::new(7).stream("net").next_u64()).collect();
+        let a: Vec<u64> = (0..8)
+            .map(|_| Streams::new(7).stream("net").next_u64())
+            .collect();
         let mut s = Streams::new(7).stream("net");
         let b: Vec<u64> = (0..8).map(|_| s.next_u64()).collect();
         assert_eq!(a[0], b[0]);
@@ -81,7 +83,10 @@ mod tests {
         let mut net_again = st.stream("net");
         assert_eq!(net_again.next_u64(), first_net);
         assert_ne!(st.stream("net").next_u64(), st.stream("faults").next_u64());
-        assert_ne!(st.indexed("fault", 1).next_u64(), st.indexed("fault", 2).next_u64());
+        assert_ne!(
+            st.indexed("fault", 1).next_u64(),
+            st.indexed("fault", 2).next_u64()
+        );
         assert_ne!(Streams::new(2).stream("net").next_u64(), first_net);
     }
 }

@@ -8,8 +8,8 @@
 use rand::Rng;
 use reconsim_sim::trace::DropReason;
 use reconsim_sim::{
-    Actor, Ctx, Fault, FaultPlan, NetConfig, PartitionMode, ProcId, ProcState, Record,
-    RecordKind, Sim, SimConfig, SimTime, StepKind, Streams, TimedFault, TimerId, TraceMode,
+    Actor, Ctx, Fault, FaultPlan, NetConfig, PartitionMode, ProcId, ProcState, Record, RecordKind,
+    Sim, SimConfig, SimTime, StepKind, Streams, TimedFault, TimerId, TraceMode,
 };
 use std::collections::BTreeSet;
 
@@ -27,17 +27,31 @@ enum Msg {
     Long(u32),
     /// A labelled timer.
     Label(u64),
-    /// Ask the receiver to stop a process.
+    /// A timer: stop that process.
     StopIt(ProcId),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Seen {
     /// `inc`: how many times this actor has started, counting this one.
-    Start { now: u64, inc: u32 },
-    Msg { now: u64, from: ProcId, msg: Msg },
-    Timer { now: u64, msg: Msg },
-    Fault { now: u64, fault: String, active: bool },
+    Start {
+        now: u64,
+        inc: u32,
+    },
+    Msg {
+        now: u64,
+        from: ProcId,
+        msg: Msg,
+    },
+    Timer {
+        now: u64,
+        msg: Msg,
+    },
+    Fault {
+        now: u64,
+        fault: String,
+        active: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -73,7 +87,8 @@ enum Role {
     /// A zero-delay timer that re-arms itself forever.
     Livelock,
     /// Spawns a `Recorder` named "child" on its own host at start and sends it `Seq(0)`;
-    /// also a `Clock` child named "ticker" that it stops at `stop_at_ms`.
+    /// also a `Clock` child named "ticker" that it stops at `stop_at_ms`, and a
+    /// `Recorder` named "remote" on a new host named "new-host".
     Parent { stop_at_ms: u64 },
 }
 
@@ -111,8 +126,10 @@ impl Node {
         };
         let d = ctx.rng().next_u64();
         self.draws.push(d);
-        let peer = peers[(d % peers.len() as u64) as usize];
-        ctx.send(peer, Msg::Ping(d >> 40));
+        if !peers.is_empty() {
+            let peer = peers[(d % peers.len() as u64) as usize];
+            ctx.send(peer, Msg::Ping(d >> 40));
+        }
         let delay = ctx.draw_ms(1, 20);
         ctx.set_timer(delay, Msg::Tick(self.starts, d & 0xff));
     }
@@ -180,7 +197,8 @@ impl Actor for Node {
                         long_ms: None,
                     }),
                 );
-                self.spawned = vec![child, ticker];
+                let remote = ctx.spawn_on("new-host", "remote", Node::new(Role::Recorder));
+                self.spawned = vec![child, ticker, remote];
                 ctx.set_timer(stop_at_ms, Msg::StopIt(ticker));
             }
         }
@@ -204,7 +222,6 @@ impl Actor for Node {
                     ctx.send(from, Msg::Pong(n));
                 }
             }
-            (_, Msg::StopIt(p)) => ctx.stop(p),
             _ => {}
         }
     }
@@ -384,8 +401,20 @@ fn gossip_run(seed: u64, trace: TraceMode) -> Sim<Node> {
             Some(300),
             partition(&["h1"], &["h2"], PartitionMode::Hold, false),
         ),
-        timed(500, Some(250), Fault::Pause { process: "g1".into() }),
-        timed(1300, Some(200), Fault::Crash { process: "g2".into() }),
+        timed(
+            500,
+            Some(250),
+            Fault::Pause {
+                process: "g1".into(),
+            },
+        ),
+        timed(
+            1300,
+            Some(200),
+            Fault::Crash {
+                process: "g2".into(),
+            },
+        ),
         timed(
             200,
             Some(1000),
@@ -497,9 +526,7 @@ fn same_instant_events_are_ordered_by_the_seeded_tiebreak() {
         let procs = records(&sim)
             .iter()
             .filter_map(|r| match r.kind {
-                RecordKind::Timer { proc, .. } if r.time.as_ms() == 10 && proc != p => {
-                    Some(proc)
-                }
+                RecordKind::Timer { proc, .. } if r.time.as_ms() == 10 && proc != p => Some(proc),
                 _ => None,
             })
             .collect::<Vec<_>>();
@@ -606,7 +633,10 @@ fn drop_partition_loses_crossing_messages_only_and_heals() {
     assert_eq!(dropped, (10..30).map(|i| 8 + 10 * i).collect::<Vec<_>>());
     // ...and after the heal delivery resumes (the last message arrived at 598).
     assert_eq!(other.last(), Some(&(598, 59)));
-    assert_eq!(fault_records(&sim), vec![(100, 0, true, true), (300, 0, false, true)]);
+    assert_eq!(
+        fault_records(&sim),
+        vec![(100, 0, true, true), (300, 0, false, true)]
+    );
 }
 
 #[test]
@@ -620,10 +650,18 @@ fn hold_partition_delivers_held_messages_in_order_after_heal() {
         other.iter().map(|(_, i)| *i).collect::<Vec<_>>(),
         (0..60).collect::<Vec<_>>()
     );
-    assert!(other.iter().all(|(t, _)| !(100..300).contains(t)), "{other:?}");
-    // The twenty held ones come out once the partition heals.
-    let released: Vec<_> = other.iter().filter(|(_, i)| (10..30).contains(i)).collect();
-    assert!(released.iter().all(|(t, _)| *t >= 300), "{released:?}");
+    assert!(
+        other.iter().all(|(t, _)| !(100..300).contains(t)),
+        "{other:?}"
+    );
+    // The twenty held ones come out, in order, at the instant the partition heals (they
+    // already crossed the network).
+    let released: Vec<(u64, u64)> = other
+        .iter()
+        .copied()
+        .filter(|(_, i)| (10..30).contains(i))
+        .collect();
+    assert_eq!(released, (10..30).map(|i| (300, i)).collect::<Vec<_>>());
     let held = records(&sim)
         .iter()
         .filter(|r| matches!(r.kind, RecordKind::Held { from, to } if from == s && to == r_other))
@@ -744,7 +782,7 @@ fn slow_link_adds_its_extra_latency_while_active() {
         let sent = 5 + 10 * i;
         let expected = if (100..300).contains(&sent) {
             sent + 102
-        } else if sent < 100 || sent > 400 {
+        } else if !(100..=400).contains(&sent) {
             sent + 2
         } else {
             // Sent after the heal but queued behind slow messages on the FIFO link.
@@ -762,7 +800,13 @@ fn paused_process_handles_nothing_then_everything_in_order_at_resume() {
     // later. p is paused over [100, 300).
     let mut sim = new_sim(
         config(11, 3, 3, TraceMode::Hash),
-        vec![timed(100, Some(200), Fault::Pause { process: "p".into() })],
+        vec![timed(
+            100,
+            Some(200),
+            Fault::Pause {
+                process: "p".into(),
+            },
+        )],
     );
     let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
     let p = sim.spawn(
@@ -841,7 +885,13 @@ fn resume_keeps_link_order_with_messages_due_at_the_resume_instant() {
     for seed in 0..30 {
         let mut sim = new_sim(
             config(seed, 1, 10, TraceMode::Hash),
-            vec![timed(100, Some(200), Fault::Pause { process: "r".into() })],
+            vec![timed(
+                100,
+                Some(200),
+                Fault::Pause {
+                    process: "r".into(),
+                },
+            )],
         );
         let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
         let r = sim.spawn(hb, "r", Node::new(Role::Recorder));
@@ -870,7 +920,13 @@ fn crash_loses_memory_messages_and_timers_and_restarts_cold() {
     // 5 + 10 i (arriving 3 ms later). c is down over [100, 300).
     let mut sim = new_sim(
         config(13, 3, 3, TraceMode::Full),
-        vec![timed(100, Some(200), Fault::Crash { process: "c".into() })],
+        vec![timed(
+            100,
+            Some(200),
+            Fault::Crash {
+                process: "c".into(),
+            },
+        )],
     );
     let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
     let c = sim.spawn(
@@ -903,10 +959,16 @@ fn crash_loses_memory_messages_and_timers_and_restarts_cold() {
     assert_eq!(a.memory, 1);
     let l = &a.log;
     // Started twice: at 0 and, as a new incarnation, at the restart.
-    let starts: Vec<&Seen> = l.iter().filter(|s| matches!(s, Seen::Start { .. })).collect();
+    let starts: Vec<&Seen> = l
+        .iter()
+        .filter(|s| matches!(s, Seen::Start { .. }))
+        .collect();
     assert_eq!(
         starts,
-        vec![&Seen::Start { now: 0, inc: 1 }, &Seen::Start { now: 300, inc: 2 }]
+        vec![
+            &Seen::Start { now: 0, inc: 1 },
+            &Seen::Start { now: 300, inc: 2 }
+        ]
     );
     // Messages to the dead process are dropped, and recorded so.
     assert_eq!(
@@ -934,58 +996,76 @@ fn crash_loses_memory_messages_and_timers_and_restarts_cold() {
     assert!(timers.contains(&(310, &Msg::Tick(2, 1))));
 }
 
-#[test]
-fn replies_to_the_old_incarnation_are_dropped() {
-    // c (host b) pings srv (host a) at start and from its Long timer; latency 50 ms.
-    // `old` is answered while c is down: the reply arrives after the restart.
-    // `older` is answered before the crash, but a slow link delays it past the restart.
-    // Both are addressed to the incarnation that asked, so both must be dropped.
-    let mut sim = new_sim(
-        config(17, 50, 50, TraceMode::Full),
-        vec![
-            timed(60, Some(100), Fault::Crash { process: "c".into() }),
-            timed(
-                40,
-                Some(30),
-                Fault::SlowLink {
-                    hosts_a: names(&["a"]),
-                    hosts_b: names(&["b"]),
-                    extra_latency_ms: 200,
-                    one_way: true,
-                },
-            ),
-        ],
-    );
+/// c (host b) pings srv (host a) once at each start; srv answers at once; latency 50.
+fn reply_world(crash_at: u64, crash_for: u64, slow: bool) -> (Sim<Node>, ProcId, ProcId) {
+    let mut plan = vec![timed(
+        crash_at,
+        Some(crash_for),
+        Fault::Crash {
+            process: "c".into(),
+        },
+    )];
+    if slow {
+        plan.push(timed(
+            40,
+            Some(30),
+            Fault::SlowLink {
+                hosts_a: names(&["a"]),
+                hosts_b: names(&["b"]),
+                extra_latency_ms: 200,
+                one_way: true,
+            },
+        ));
+    }
+    let mut sim = new_sim(config(17, 50, 50, TraceMode::Full), plan);
     let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
     let srv = sim.spawn(ha, "srv", Node::new(Role::Ponger));
-    // A Pinger with 0 rounds pings once at each start.
-    let c = sim.spawn(hb, "c", Node::new(Role::Pinger { peer: srv, rounds: 0 }));
-    // A second client on another host pings at 50 via a Ticker: srv answers it normally.
+    // A Pinger with 0 rounds pings once per start.
+    let c = sim.spawn(
+        hb,
+        "c",
+        Node::new(Role::Pinger {
+            peer: srv,
+            rounds: 0,
+        }),
+    );
     sim.run_until(SimTime::from_secs(2));
-    // c pinged at 0 (arrives 50, answered at 50 with +200 slow: arrives 300) and at the
-    // restart, 160 (arrives 210, answered, arrives 260).
-    let srv_got: Vec<(u64, ProcId, Msg)> = log(&sim, srv)
+    (sim, srv, c)
+}
+
+fn msgs(sim: &Sim<Node>, p: ProcId) -> Vec<(u64, ProcId, Msg)> {
+    log(sim, p)
         .iter()
         .filter_map(|s| match s {
             Seen::Msg { now, from, msg } => Some((*now, *from, msg.clone())),
             _ => None,
         })
-        .collect();
-    assert_eq!(srv_got, vec![(50, c, Msg::Ping(0)), (210, c, Msg::Ping(0))]);
-    let c_got: Vec<&Seen> = log(&sim, c)
-        .iter()
-        .filter(|s| matches!(s, Seen::Msg { .. }))
-        .collect();
-    // Only the reply to the new incarnation's ping arrives.
+        .collect()
+}
+
+#[test]
+fn replies_to_the_old_incarnation_are_dropped() {
+    // Answered before the crash, delayed past the restart by a slow link: c pings at 0,
+    // srv answers at 50 (+200 ms slow: due at 300); c is down over [60, 160) and pings
+    // again at 160 (answered at 210, due at 260).
+    let (sim, srv, c) = reply_world(60, 100, true);
     assert_eq!(
-        c_got,
-        vec![&Seen::Msg {
-            now: 260,
-            from: srv,
-            msg: Msg::Pong(0)
-        }]
+        msgs(&sim, srv),
+        vec![(50, c, Msg::Ping(0)), (210, c, Msg::Ping(0))]
     );
+    assert_eq!(msgs(&sim, c), vec![(260, srv, Msg::Pong(0))]);
     assert_eq!(drops(&sim, srv, c, DropReason::ReceiverDown), vec![300]);
+
+    // Answered while c is down, due after its restart: c pings at 0, is down over
+    // [30, 90), srv answers at 50 (due at 100, after the restart at 90). The answer was
+    // meant for the dead incarnation. The new one pings at 90 and gets its answer at 190.
+    let (sim, srv, c) = reply_world(30, 60, false);
+    assert_eq!(
+        msgs(&sim, srv),
+        vec![(50, c, Msg::Ping(0)), (140, c, Msg::Ping(0))]
+    );
+    assert_eq!(msgs(&sim, c), vec![(190, srv, Msg::Pong(0))]);
+    assert_eq!(drops(&sim, srv, c, DropReason::ReceiverDown), vec![100]);
 }
 
 #[test]
@@ -995,7 +1075,13 @@ fn messages_sent_to_a_crashed_process_are_dropped_even_if_they_arrive_after_rest
     // to a dead process (a connection that cannot exist): dropped.
     let mut sim = new_sim(
         config(19, 50, 50, TraceMode::Full),
-        vec![timed(100, Some(30), Fault::Crash { process: "c".into() })],
+        vec![timed(
+            100,
+            Some(30),
+            Fault::Crash {
+                process: "c".into(),
+            },
+        )],
     );
     let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
     let c = sim.spawn(hb, "c", Node::new(Role::Recorder));
@@ -1015,7 +1101,10 @@ fn messages_sent_to_a_crashed_process_are_dropped_even_if_they_arrive_after_rest
     // (i = 10, 11, 12: at 105, 115, 125): all dropped. Sent after the restart: delivered.
     assert_eq!(
         got,
-        (13..30).map(|i| (55 + 10 * i, i)).collect::<Vec<_>>()
+        (0..5)
+            .chain(13..30)
+            .map(|i| (55 + 10 * i, i))
+            .collect::<Vec<_>>()
     );
     // Those sent before the crash but arriving while down (i = 5..=9) and those sent
     // while down (arriving 155..175): 8 drops. i < 5 arrived before the crash.
@@ -1115,11 +1204,21 @@ fn injected_faults_reach_on_fault_and_unknown_targets_are_recorded_no_ops() {
                     fault: "lag".into(),
                 },
             ),
-            timed(130, Some(10), Fault::Pause { process: "ghost".into() }),
-            timed(200, None, Fault::Inject {
-                process: "w".into(),
-                fault: "forever".into(),
-            }),
+            timed(
+                130,
+                Some(10),
+                Fault::Pause {
+                    process: "ghost".into(),
+                },
+            ),
+            timed(
+                200,
+                None,
+                Fault::Inject {
+                    process: "w".into(),
+                    fault: "forever".into(),
+                },
+            ),
         ],
     );
     let h = sim.add_host("h");
@@ -1170,11 +1269,29 @@ fn handlers_can_spawn_and_stop_processes() {
     let mut sim = new_sim(config(31, 1, 1, TraceMode::Full), vec![]);
     let h = sim.add_host("h");
     let parent = sim.spawn(h, "parent", Node::new(Role::Parent { stop_at_ms: 55 }));
+    // The parent's children will be p2 ("child") and p3 ("ticker"); s writes to p3
+    // every 10 ms from 3 on (arriving at 4, 14, ...).
+    let s = sim.spawn(
+        h,
+        "s",
+        Node::new(Role::Ticker {
+            to: vec![ProcId(3)],
+            first_ms: 3,
+            every_ms: 10,
+            count: 20,
+        }),
+    );
     sim.run_until(SimTime::from_secs(1));
-    assert_eq!(sim.proc_count(), 3);
-    let [child, ticker] = sim.actor(parent).spawned[..] else {
-        panic!("two spawned")
+    assert_eq!(sim.proc_count(), 5);
+    let [child, ticker, remote] = sim.actor(parent).spawned[..] else {
+        panic!("three spawned")
     };
+    assert_eq!((child, ticker, remote), (ProcId(2), ProcId(3), ProcId(4)));
+    // spawn_on added the named host.
+    let new_host = sim.host_by_name("new-host").expect("host added");
+    assert_ne!(new_host, h);
+    assert_eq!(sim.proc_host(remote), new_host);
+    assert_eq!(log(&sim, remote), &[Seen::Start { now: 0, inc: 1 }]);
     assert_eq!(sim.proc_by_name("child"), Some(child));
     assert_eq!(sim.proc_by_name("ticker"), Some(ticker));
     assert_eq!(sim.proc_host(child), h);
@@ -1190,7 +1307,8 @@ fn handlers_can_spawn_and_stop_processes() {
             }
         ]
     );
-    // The ticker ran until the parent stopped it at 55: ticks at 10..50, then nothing.
+    // The ticker ran until the parent stopped it at 55: ticks at 10..50, then nothing;
+    // messages to it after the stop are dropped.
     assert_eq!(sim.proc_state(ticker), ProcState::Stopped);
     let ticks: Vec<u64> = log(&sim, ticker)
         .iter()
@@ -1200,45 +1318,15 @@ fn handlers_can_spawn_and_stop_processes() {
         })
         .collect();
     assert_eq!(ticks, vec![10, 20, 30, 40, 50]);
+    assert_eq!(
+        seqs_from(&sim, ticker, s),
+        (0..6).map(|i| (4 + 10 * i, i)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        drops(&sim, s, ticker, DropReason::ReceiverDown),
+        (6..20).map(|i| 4 + 10 * i).collect::<Vec<_>>()
+    );
     assert_eq!(sim.proc_state(parent), ProcState::Running);
-}
-
-#[test]
-fn a_stopped_process_drops_its_messages() {
-    // srv stops itself? No: a parent stops a ticker; here a Ponger receives StopIt for
-    // a recorder, then messages to the stopped recorder are dropped.
-    let mut sim = new_sim(config(37, 2, 2, TraceMode::Full), vec![]);
-    let h = sim.add_host("h");
-    let r = sim.spawn(h, "r", Node::new(Role::Recorder));
-    let killer = sim.spawn(h, "killer", Node::new(Role::Recorder));
-    let s = sim.spawn(
-        h,
-        "s",
-        Node::new(Role::Ticker {
-            to: vec![r],
-            first_ms: 5,
-            every_ms: 10,
-            count: 10,
-        }),
-    );
-    let boss = sim.spawn(
-        h,
-        "boss",
-        Node::new(Role::Ticker {
-            to: vec![],
-            first_ms: 1,
-            every_ms: 1,
-            count: 0,
-        }),
-    );
-    let _ = boss;
-    // Deliver StopIt(r) to the killer at 50 by running to 49 and sending from outside is
-    // not possible; instead the killer is a Recorder that handles StopIt via on_msg.
-    // Use a Burst-like trick: a Pinger is not needed; spawn a one-shot Ticker would
-    // send Seq. So run, then check drops after a stop issued by a Parent-style timer.
-    let _ = killer;
-    sim.run_until(SimTime::from_ms(40));
-    assert_eq!(seqs_from(&sim, r, s).len(), 4);
 }
 
 // ----- fault removal ------------------------------------------------------------------
@@ -1251,8 +1339,20 @@ fn removal_plan() -> Vec<TimedFault<String>> {
             partition(&["h0"], &["h1"], PartitionMode::Hold, false),
         ),
         // The late fault: index 1 in the plan, effective from 1500.
-        timed(1500, Some(400), Fault::Crash { process: "g0".into() }),
-        timed(600, Some(300), Fault::Pause { process: "g2".into() }),
+        timed(
+            1500,
+            Some(400),
+            Fault::Crash {
+                process: "g0".into(),
+            },
+        ),
+        timed(
+            600,
+            Some(300),
+            Fault::Pause {
+                process: "g2".into(),
+            },
+        ),
         timed(
             900,
             Some(500),
@@ -1304,8 +1404,6 @@ fn rendered_before(sim: &Sim<Node>, until: u64, removed: Option<usize>) -> Vec<S
 
 #[test]
 fn removing_a_late_fault_leaves_the_earlier_history_and_the_streams_alone() {
-    // `solo` has no peers, so Gossip would index an empty list: give it none to send to by
-    // making it a Clock-like gossiper. (Gossip with no peers only draws; see below.)
     for seed in [0, 1, 2, 42] {
         let full = removal_run(seed, removal_plan());
         let mut plan = removal_plan();
@@ -1338,13 +1436,20 @@ fn max_events_stops_a_zero_delay_livelock() {
     let mut sim = new_sim(c, vec![]);
     let h = sim.add_host("h");
     let p = sim.spawn(h, "spin", Node::new(Role::Livelock));
-    sim.run_until(SimTime::from_secs(1));
+    // Step with our own cap, so a kernel that ignored the bound fails here, not hangs.
+    let mut steps = 0;
+    while steps < 20_000 && sim.step_until(SimTime::from_secs(1)).is_some() {
+        steps += 1;
+    }
+    assert_eq!(steps, 10_000, "the budget ended the run");
     assert!(sim.budget_exhausted());
     assert_eq!(sim.handled(), 10_000);
     assert_eq!(sim.now(), SimTime::ZERO, "time never moved");
     // Start + 9,999 timers.
     assert_eq!(log(&sim, p).len(), 10_000);
-    assert_eq!(sim.step_until(SimTime::from_secs(1)), None);
+    // run_until returns at once on a spent budget.
+    sim.run_until(SimTime::from_secs(1));
+    assert_eq!(sim.handled(), 10_000);
 }
 
 #[test]
@@ -1381,7 +1486,14 @@ fn ping_pong_runs_its_rounds() {
     let mut sim = new_sim(config(47, 1, 5, TraceMode::Hash), vec![]);
     let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
     let pong = sim.spawn(hb, "pong", Node::new(Role::Ponger));
-    let ping = sim.spawn(ha, "ping", Node::new(Role::Pinger { peer: pong, rounds: 99 }));
+    let ping = sim.spawn(
+        ha,
+        "ping",
+        Node::new(Role::Pinger {
+            peer: pong,
+            rounds: 99,
+        }),
+    );
     sim.run_until(SimTime::from_secs(10));
     assert_eq!(
         seqs_len(log(&sim, ping), |m| matches!(m, Msg::Pong(_))),

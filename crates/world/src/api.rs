@@ -29,7 +29,10 @@ pub enum ApiOp {
     Create(Object),
     /// Replace the object. With `precondition`, `meta.resource_version` must match the
     /// stored one or the answer is 409 Conflict; without it the last writer wins.
-    Update { object: Object, precondition: bool },
+    Update {
+        object: Object,
+        precondition: bool,
+    },
     /// Apply field-level changes, as a JSON merge patch does; a `resource_version` makes
     /// it conditional (409 Conflict when stale).
     Patch {
@@ -54,7 +57,9 @@ pub enum ApiOp {
         from_rv: u64,
     },
     /// Close a watch stream.
-    Unwatch { stream: u32 },
+    Unwatch {
+        stream: u32,
+    },
     /// An HTTP/2 ping: how a client notices a dead connection.
     Ping,
 }
@@ -99,7 +104,9 @@ pub enum ApiOk {
         resource_version: u64,
     },
     /// The watch is open; its events carry `watch_id`.
-    Watching { watch_id: u64 },
+    Watching {
+        watch_id: u64,
+    },
     Pong,
 }
 

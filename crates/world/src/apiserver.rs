@@ -7,13 +7,17 @@
 //! - generation bumps on spec changes only (and once when deletion starts);
 //! - delete with finalizers sets deletionTimestamp; the object goes when the last
 //!   finalizer does; no finalizer may be added to a deleting object (422);
-//! - bound Pods are deleted gracefully: marked, and removed when their kubelet confirms
-//!   with a zero grace period;
-//! - background garbage collection: once every owner (by uid) of an object is gone, the
-//!   object is deleted after `gc_delay_ms`; an object with no owner references is never
-//!   collected, so removing an owner reference orphans;
-//! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`),
-//!   410 Gone for a resourceVersion older than the history.
+//! - bound Pods are deleted gracefully (3.6): deletionTimestamp = now + grace period
+//!   (30 s by default), and the Pod stays, whatever is written to it, until its kubelet
+//!   confirms with a zero grace period (then it goes once its finalizers are gone);
+//! - background garbage collection (3.8, 3.9): an object whose owners (by uid) are all gone
+//!   is deleted about `gc_delay_ms` after the server notices (an owner removed, or an object
+//!   written with only dangling owner references, as the real collector's graph sees it);
+//!   an object with no owner references is never collected, so removing an owner
+//!   reference orphans; the sweep is re-armed when the server restarts;
+//! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`,
+//!   trimmed by age also when no write comes, as etcd compaction is periodic), 410 Gone
+//!   for a resourceVersion older than the history (3.10).
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
 use crate::fault::WorldFault;
@@ -22,7 +26,7 @@ use crate::object::{Body, Kind, Object, ObjectKey, Uid};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// The alphabet of generated name suffixes (k8s.io/apiserver names.go: no vowels, no
@@ -31,6 +35,10 @@ const NAME_ALPHABET: &[u8; 27] = b"bcdfghjklmnpqrstvwxz2456789";
 /// How many generated names to try before answering AlreadyExists (kube-apiserver 1.32
 /// retries up to 7 times).
 const GENERATE_NAME_TRIES: usize = 8;
+/// generateName keeps at most this much of the prefix (63 - 5; semantics.md 3.3).
+const GENERATE_NAME_PREFIX_MAX: usize = 58;
+/// A Pod's default grace period (terminationGracePeriodSeconds; semantics.md 3.6).
+pub const POD_GRACE_PERIOD_SECONDS_DEFAULT: u64 = 30;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Timer {
@@ -89,6 +97,10 @@ pub struct ApiServer {
     watchers: Vec<Watcher>,
     next_watch_id: u64,
     gc_pending: bool,
+    /// Objects marked for graceful deletion with a non-zero grace period (the real
+    /// deletionGracePeriodSeconds > 0): no update removes them, only a delete with a
+    /// zero grace period (their kubelet's confirmation) does.
+    awaiting_grace: BTreeSet<Uid>,
     /// Writes served, for statistics.
     writes: u64,
 }
@@ -106,6 +118,7 @@ impl ApiServer {
             watchers: Vec::new(),
             next_watch_id: 0,
             gc_pending: false,
+            awaiting_grace: BTreeSet::new(),
             writes: 0,
         }
     }
@@ -162,7 +175,11 @@ impl ApiServer {
 
     // ----- the process -----------------------------------------------------------------
 
-    pub fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
+    /// Arm a garbage-collector sweep: at the start of a run (seeded objects may have
+    /// dangling owners) and after a restart (the sweep pending at the crash died with it).
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.schedule_gc(ctx);
+    }
 
     pub fn on_crash(&mut self) {
         // etcd keeps the objects; open watches die with their connections.
@@ -194,7 +211,9 @@ impl ApiServer {
         &mut self,
         from: ProcId,
         id: u64,
-        op: ApiOp, ctx: &mut WorldCtx<'_>) -> Option<Result<ApiOk, ApiError>> {
+        op: ApiOp,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Option<Result<ApiOk, ApiError>> {
         Some(match op {
             ApiOp::Get(key) => self
                 .objects
@@ -232,10 +251,14 @@ impl ApiServer {
                 kinds,
                 from_rv,
             } => {
-                return self.watch(from, id, stream, kinds, from_rv, ctx).err().map(Err);
+                return self
+                    .watch(from, id, stream, kinds, from_rv, ctx)
+                    .err()
+                    .map(Err);
             }
             ApiOp::Unwatch { stream } => {
-                self.watchers.retain(|w| !(w.proc == from && w.stream == stream));
+                self.watchers
+                    .retain(|w| !(w.proc == from && w.stream == stream));
                 Ok(ApiOk::Pong)
             }
             ApiOp::Ping => Ok(ApiOk::Pong),
@@ -251,9 +274,16 @@ impl ApiServer {
             )));
         }
         if object.meta.name.is_empty() {
-            let Some(prefix) = object.meta.generate_name.clone() else {
+            let Some(mut prefix) = object.meta.generate_name.clone() else {
                 return Err(ApiError::Invalid("name or generateName is required".into()));
             };
+            if prefix.len() > GENERATE_NAME_PREFIX_MAX {
+                let mut end = GENERATE_NAME_PREFIX_MAX;
+                while !prefix.is_char_boundary(end) {
+                    end -= 1;
+                }
+                prefix.truncate(end);
+            }
             let mut found = None;
             for _ in 0..GENERATE_NAME_TRIES {
                 let mut name = prefix.clone();
@@ -283,7 +313,12 @@ impl ApiServer {
         Ok(ApiOk::Object(stored))
     }
 
-    fn update(&mut self, object: Object, precondition: bool, ctx: &mut WorldCtx<'_>) -> Result<ApiOk, ApiError> {
+    fn update(
+        &mut self,
+        object: Object,
+        precondition: bool,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<ApiOk, ApiError> {
         let key = object.key();
         let current = self.objects.get(&key).ok_or(ApiError::NotFound)?.clone();
         if precondition && object.meta.resource_version != current.meta.resource_version {
@@ -351,7 +386,10 @@ impl ApiServer {
             // A no-op write: no new resourceVersion, no event (as the real server).
             return Ok(ApiOk::Object(current.clone()));
         }
-        if next.meta.is_deleting() && next.meta.finalizers.is_empty() {
+        if next.meta.is_deleting()
+            && next.meta.finalizers.is_empty()
+            && !self.awaiting_grace.contains(&current.meta.uid)
+        {
             self.remove(&key, Some(next), ctx);
             return Ok(ApiOk::Deleted);
         }
@@ -370,26 +408,41 @@ impl ApiServer {
         if uid.is_some_and(|u| u != current.meta.uid) {
             return Err(ApiError::Conflict);
         }
-        let graceful_pod = current
-            .as_pod()
-            .is_some_and(|p| p.spec.node_name.is_some())
-            && grace_period_seconds != Some(0);
-        if current.meta.finalizers.is_empty() && !graceful_pod {
+        // Only a Pod bound to a node has a grace period (an unbound one goes at once).
+        let grace_s = if current.as_pod().is_some_and(|p| p.spec.node_name.is_some()) {
+            grace_period_seconds.unwrap_or(POD_GRACE_PERIOD_SECONDS_DEFAULT)
+        } else {
+            0
+        };
+        if current.meta.finalizers.is_empty() && grace_s == 0 {
             self.remove(key, None, ctx);
             return Ok(ApiOk::Deleted);
         }
         if current.meta.is_deleting() {
+            if grace_s == 0 {
+                // Confirmed: from now on only the finalizers hold it.
+                self.awaiting_grace.remove(&current.meta.uid);
+            }
             return Ok(ApiOk::Object(current));
         }
         let mut next = (*current).clone();
-        next.meta.deletion_timestamp = Some(ctx.now());
+        next.meta.deletion_timestamp = Some(ctx.now().plus_ms(grace_s * 1000));
         next.meta.generation += 1;
+        if grace_s > 0 {
+            self.awaiting_grace.insert(current.meta.uid);
+        }
         let stored = self.store(key.clone(), next, EventType::Modified, ctx);
         Ok(ApiOk::Object(stored))
     }
 
     /// Write `object` under `key` with a new resourceVersion and tell the watchers.
-    fn store(&mut self, key: ObjectKey, mut object: Object, event: EventType, ctx: &mut WorldCtx<'_>) -> Arc<Object> {
+    fn store(
+        &mut self,
+        key: ObjectKey,
+        mut object: Object,
+        event: EventType,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Arc<Object> {
         self.resource_version += 1;
         self.writes += 1;
         object.meta.resource_version = self.resource_version;
@@ -399,6 +452,11 @@ impl ApiServer {
         }
         self.objects.insert(key, arc.clone());
         self.emit(event, &arc, ctx);
+        if self.collectable(&arc) {
+            // Written with only dangling owners (e.g. created from a stale cache after
+            // its owner went): the real collector deletes it too.
+            self.schedule_gc(ctx);
+        }
         arc
     }
 
@@ -409,16 +467,34 @@ impl ApiServer {
             return;
         };
         self.uids.remove(&stored.meta.uid);
+        self.awaiting_grace.remove(&stored.meta.uid);
         self.resource_version += 1;
         self.writes += 1;
         let mut last = last.unwrap_or_else(|| (*stored).clone());
         last.meta.resource_version = self.resource_version;
         let arc = Arc::new(last);
         self.emit(EventType::Deleted, &arc, ctx);
+        self.schedule_gc(ctx);
+    }
+
+    fn schedule_gc(&mut self, ctx: &mut WorldCtx<'_>) {
         if !self.gc_pending {
             self.gc_pending = true;
-            ctx.set_timer(self.config.gc_delay_ms, Msg::Timer(AnyTimer::ApiServer(Timer::GcSweep)));
+            ctx.set_timer(
+                self.config.gc_delay_ms,
+                Msg::Timer(AnyTimer::ApiServer(Timer::GcSweep)),
+            );
         }
+    }
+
+    /// Whether the collector deletes `o`: it has owners and every one is gone (3.9).
+    fn collectable(&self, o: &Object) -> bool {
+        !o.meta.owner_references.is_empty()
+            && !o.meta.is_deleting()
+            && o.meta
+                .owner_references
+                .iter()
+                .all(|r| !self.uids.contains_key(&r.uid))
     }
 
     /// Delete every object all of whose owners are gone (background cascading deletion).
@@ -427,14 +503,7 @@ impl ApiServer {
         let orphans: Vec<(ObjectKey, Uid)> = self
             .objects
             .iter()
-            .filter(|(_, o)| {
-                !o.meta.owner_references.is_empty()
-                    && !o.meta.is_deleting()
-                    && o.meta
-                        .owner_references
-                        .iter()
-                        .all(|r| !self.uids.contains_key(&r.uid))
-            })
+            .filter(|(_, o)| self.collectable(o))
             .map(|(k, o)| (k.clone(), o.meta.uid))
             .collect();
         for (key, uid) in orphans {
@@ -452,7 +521,9 @@ impl ApiServer {
         from_rv: u64,
         ctx: &mut WorldCtx<'_>,
     ) -> Result<(), ApiError> {
-        self.watchers.retain(|w| !(w.proc == from && w.stream == stream));
+        self.watchers
+            .retain(|w| !(w.proc == from && w.stream == stream));
+        self.trim_history(ctx.now());
         if from_rv < self.history_floor {
             return Err(ApiError::Gone);
         }
@@ -496,6 +567,11 @@ impl ApiServer {
             event,
             object: object.clone(),
         });
+        self.trim_history(now);
+    }
+
+    /// Forget events older than the window, or beyond the size bound.
+    fn trim_history(&mut self, now: SimTime) {
         while let Some(front) = self.history.front() {
             let too_old = now.since(front.at) > self.config.watch_history_ms;
             if !too_old && self.history.len() <= self.config.watch_history_max {
@@ -548,7 +624,9 @@ fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {
             instance_id,
         } => {
             let Body::Machine(m) = &mut object.body else {
-                return Err(ApiError::Invalid("MachineProvider patch on a non-Machine".into()));
+                return Err(ApiError::Invalid(
+                    "MachineProvider patch on a non-Machine".into(),
+                ));
             };
             if provider_id.is_some() {
                 m.spec.provider_id = provider_id.clone();

@@ -1,11 +1,54 @@
-//! The simulated cloud provider (EC2-like). STUB: protocol fixed, behaviour to implement.
+//! The simulated cloud provider (EC2-like): instances, eventual consistency, node join.
+//!
+//! One process ([`Cloud`]) owns every instance; clients talk to it over the network
+//! (`Msg::Cloud` in, `Msg::CloudResp` back to the sender), so every cloud call of a
+//! controller is an await point the scheduler can interleave. Real-world rules, from
+//! docs/semantics.md section 6:
+//! - RunInstances with a `client_token` is idempotent: a retry with the same token and the
+//!   same tags returns the first call's instance (whatever its state now, even terminated),
+//!   the same token with other tags is `IdempotentParameterMismatch`; a token is remembered
+//!   for `client_token_ttl_ms` (24 h) after its instance is terminated. Without a token
+//!   every call launches a new instance (6.1).
+//! - TerminateInstances is idempotent (6.2): pending/running -> shutting-down, then
+//!   terminated after `terminate_ms` (6.4). The instance's kubelet process is stopped when
+//!   shutting-down starts (the machine goes away; containers started by that kubelet are
+//!   not reachable from here, see [`Cloud::kubelet`]).
+//! - Eventual consistency (6.3): a new instance is invisible to DescribeInstances and
+//!   TerminateInstances (by id: `InstanceNotFound`, the whole call fails as in EC2; by tag
+//!   filter: simply missing) for a seeded delay after launch. AWS publishes no bound, so
+//!   the delay is a configuration range; the world fault `CloudDescribeLag` adds to it for
+//!   instances launched while the fault is active.
+//! - Terminated instances stay visible for `terminated_visible_ms` (about one hour, 6.5),
+//!   then vanish (by id: `InstanceNotFound`). Until then they count toward
+//!   `max_instances` (6.5: they "count toward instance limits for a while").
+//! - Boot and join durations are unverified (6.6), so they are configuration ranges:
+//!   pending -> running after `boot_ms_*`; then, if the [`JoinPolicy`] lets the instance
+//!   join, after `join_ms_*` (plus any active `NodeJoinDelay` when the countdown starts)
+//!   the cloud spawns the node's kubelet on a new host named after the instance's private
+//!   DNS name, `ip-10-x-y-z`, with providerID `aws:///<zone>/<instance-id>`.
+//!
+//! Design: every delay of an instance (boot, visibility lag, join) is drawn from the
+//! cloud's own stream at launch, three draws per launch whatever happens later, so
+//! timing and faults never shift another instance's draws. Instance ids are
+//! `i-` + 17 hex digits of a launch counter: deterministic, and in launch order when
+//! sorted. Each instance has at most one pending transition (`next_at`), driven by a
+//! timer; stale timers are ignored by checking the state they expect. The cloud's state
+//! is the provider's durable database: a crash of the cloud process (an API outage) keeps
+//! it, and the restart re-arms every pending transition.
+//!
+//! [`CloudClient`] is a scripted cloud client (the cloud-side twin of
+//! [`crate::script::Script`]) for tests and scenario user actions.
 
 use crate::fault::WorldFault;
-use crate::msg::Msg;
-use crate::proc::WorldCtx;
+use crate::kubelet::{Images, Kubelet, KubeletConfig};
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// The Node label the kubelet gets for its instance's zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
 /// A request to the cloud API; `id` matches the response.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -29,7 +72,9 @@ pub enum CloudOp {
         tag_filters: BTreeMap<String, String>,
         states: Vec<InstanceState>,
     },
-    TerminateInstances { ids: Vec<String> },
+    TerminateInstances {
+        ids: Vec<String>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -49,6 +94,27 @@ pub struct Instance {
     pub state: InstanceState,
     pub launch_time: SimTime,
     pub client_token: Option<String>,
+    /// `ip-10-x-y-z`: also the name of its Node and of the host its kubelet runs on.
+    pub private_dns_name: String,
+    /// The availability zone, e.g. `us-east-1a`.
+    pub zone: String,
+}
+
+impl Instance {
+    /// The Node name this instance registers as.
+    pub fn node_name(&self) -> &str {
+        &self.private_dns_name
+    }
+
+    /// The Node's `spec.providerID`: `aws:///<zone>/<instance-id>`.
+    pub fn provider_id(&self) -> String {
+        provider_id(&self.zone, &self.id)
+    }
+}
+
+/// `aws:///<zone>/<instance-id>`, the providerID format of the AWS cloud provider.
+pub fn provider_id(zone: &str, instance_id: &str) -> String {
+    format!("aws:///{zone}/{instance_id}")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -63,18 +129,595 @@ pub enum CloudError {
     IdempotentParameterMismatch,
     /// InvalidInstanceID.NotFound: an id the (eventually consistent) API does not know yet.
     InstanceNotFound(String),
+    /// InstanceLimitExceeded: `max_instances` instances (terminated ones included until
+    /// they vanish) already exist.
+    InstanceLimitExceeded,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {}
+pub enum Timer {
+    /// The instance finished booting: pending -> running.
+    Boot(String),
+    /// The instance's node joins: spawn its kubelet.
+    Join(String),
+    /// Shutting-down -> terminated.
+    ShutDown(String),
+    /// A terminated instance drops out of DescribeInstances.
+    Vanish(String),
+    /// Forget the instance and its client token.
+    Forget(String),
+    /// [`CloudClient`]: send step `n`.
+    ClientStep(usize),
+}
 
-#[derive(Debug, Default)]
-pub struct Cloud {}
+/// Which instances register a Node once running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JoinPolicy {
+    Never,
+    Always,
+    /// Only instances carrying a tag with this key.
+    IfTagged(String),
+}
+
+/// The cloud's behaviour. Durations in simulated milliseconds; ranges are inclusive and
+/// drawn uniformly from the cloud's stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudConfig {
+    /// The availability zone every instance is launched in.
+    pub zone: String,
+    /// pending -> running (6.6: unverified, a scenario parameter).
+    pub boot_ms_min: u64,
+    pub boot_ms_max: u64,
+    /// How long a new instance stays invisible to Describe/Terminate (6.3: no published
+    /// bound; AWS advises retrying from "a couple of seconds").
+    pub describe_lag_ms_min: u64,
+    pub describe_lag_ms_max: u64,
+    /// running -> the node's kubelet starts (6.6: unverified).
+    pub join_ms_min: u64,
+    pub join_ms_max: u64,
+    /// shutting-down -> terminated.
+    pub terminate_ms: u64,
+    /// How long a terminated instance stays visible (6.5: about one hour).
+    pub terminated_visible_ms: u64,
+    /// How long a client token is remembered after its instance vanishes (6.1: at least
+    /// 24 h after termination).
+    pub client_token_ttl_ms: u64,
+    pub join: JoinPolicy,
+    /// Tags whose key starts with this prefix become Node labels, prefix stripped.
+    pub node_label_tag_prefix: Option<String>,
+    /// Bound on instances that have not vanished yet (InstanceLimitExceeded beyond).
+    pub max_instances: usize,
+}
+
+impl Default for CloudConfig {
+    fn default() -> Self {
+        CloudConfig {
+            zone: "us-east-1a".to_string(),
+            boot_ms_min: 10_000,
+            boot_ms_max: 30_000,
+            describe_lag_ms_min: 1_000,
+            describe_lag_ms_max: 5_000,
+            join_ms_min: 60_000,
+            join_ms_max: 120_000,
+            terminate_ms: 30_000,
+            terminated_visible_ms: 3_600_000,
+            client_token_ttl_ms: 86_400_000,
+            join: JoinPolicy::Always,
+            node_label_tag_prefix: None,
+            max_instances: 5_000,
+        }
+    }
+}
+
+/// The cloud's ground truth about one instance (what checkers read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceRecord {
+    pub instance: Instance,
+    /// From this time on DescribeInstances/TerminateInstances see it.
+    pub visible_at: SimTime,
+    /// Drawn at launch; `None` if the instance never joins.
+    pub join_delay_ms: Option<u64>,
+    /// When the pending transition of the current state is due.
+    pub next_at: Option<SimTime>,
+    /// When its kubelet was spawned.
+    pub joined_at: Option<SimTime>,
+    /// The node's kubelet process, once joined.
+    pub kubelet: Option<ProcId>,
+    /// Dropped out of DescribeInstances (terminated long enough ago).
+    pub vanished: bool,
+}
+
+impl InstanceRecord {
+    fn visible(&self, now: SimTime) -> bool {
+        !self.vanished && now >= self.visible_at
+    }
+}
+
+/// The cloud provider process.
+#[derive(Debug)]
+pub struct Cloud {
+    config: CloudConfig,
+    endpoints: Endpoints,
+    images: Images,
+    /// By id; ids sort in launch order.
+    records: BTreeMap<String, InstanceRecord>,
+    /// Client token -> instance id.
+    tokens: BTreeMap<String, String>,
+    launched: u64,
+    /// Sum of active `CloudDescribeLag` faults.
+    describe_lag_extra_ms: u64,
+    /// Sum of active `NodeJoinDelay` faults.
+    join_extra_ms: u64,
+}
 
 impl Cloud {
-    pub fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_msg(&mut self, _from: ProcId, _msg: Msg, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_timer(&mut self, _t: Timer, _ctx: &mut WorldCtx<'_>) {}
+    pub fn new(config: CloudConfig, endpoints: Endpoints, images: Images) -> Self {
+        Cloud {
+            config,
+            endpoints,
+            images,
+            records: BTreeMap::new(),
+            tokens: BTreeMap::new(),
+            launched: 0,
+            describe_lag_extra_ms: 0,
+            join_extra_ms: 0,
+        }
+    }
+
+    pub fn config(&self) -> &CloudConfig {
+        &self.config
+    }
+
+    // ----- read access for checkers (ground truth, no eventual consistency) -----------
+
+    /// Every instance that has not vanished, in id (= launch) order.
+    pub fn instances(&self) -> impl Iterator<Item = &Instance> {
+        self.records
+            .values()
+            .filter(|r| !r.vanished)
+            .map(|r| &r.instance)
+    }
+
+    /// An instance that has not vanished.
+    pub fn instance(&self, id: &str) -> Option<&Instance> {
+        self.records
+            .get(id)
+            .filter(|r| !r.vanished)
+            .map(|r| &r.instance)
+    }
+
+    /// The full record of an instance the cloud still remembers (vanished ones included
+    /// until their client token expires).
+    pub fn record(&self, id: &str) -> Option<&InstanceRecord> {
+        self.records.get(id)
+    }
+
+    /// The kubelet process of the instance's node, once it joined. A stopped kubelet
+    /// stays listed (the kernel keeps stopped processes).
+    pub fn kubelet(&self, id: &str) -> Option<ProcId> {
+        self.records.get(id).and_then(|r| r.kubelet)
+    }
+
+    /// The (non-vanished) instance whose node has this name.
+    pub fn instance_by_node(&self, node_name: &str) -> Option<&Instance> {
+        self.instances().find(|i| i.private_dns_name == node_name)
+    }
+
+    /// How many non-vanished instances are in `state`.
+    pub fn count(&self, state: InstanceState) -> usize {
+        self.instances().filter(|i| i.state == state).count()
+    }
+
+    /// Instances that are not terminated (pending, running or shutting down).
+    pub fn live_count(&self) -> usize {
+        self.instances()
+            .filter(|i| i.state != InstanceState::Terminated)
+            .count()
+    }
+
+    /// How many instances were ever launched.
+    pub fn launched(&self) -> u64 {
+        self.launched
+    }
+
+    // ----- the process ------------------------------------------------------------------
+
+    /// Starts (and restarts after a crash): re-arm every pending transition.
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        for (id, r) in &self.records {
+            if let Some(at) = r.next_at {
+                ctx.set_timer(
+                    at.since(now),
+                    Msg::Timer(AnyTimer::Cloud(transition_timer(r, id.clone()))),
+                );
+            }
+        }
+    }
+
+    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let Msg::Cloud(CloudRequest { id, op }) = msg else {
+            return;
+        };
+        let result = match op {
+            CloudOp::RunInstances { tags, client_token } => {
+                self.run_instances(tags, client_token, ctx)
+            }
+            CloudOp::DescribeInstances {
+                ids,
+                tag_filters,
+                states,
+            } => self.describe_instances(&ids, &tag_filters, &states, ctx.now()),
+            CloudOp::TerminateInstances { ids } => self.terminate_instances(&ids, ctx),
+        };
+        ctx.send(from, Msg::CloudResp(CloudResponse { id, result }));
+    }
+
+    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        match t {
+            Timer::Boot(id) => {
+                let extra_ms = self.join_extra_ms;
+                let Some(r) = self.records.get_mut(&id) else {
+                    return;
+                };
+                if r.instance.state != InstanceState::Pending {
+                    return;
+                }
+                r.instance.state = InstanceState::Running;
+                r.next_at = None;
+                if let Some(delay_ms) = r.join_delay_ms {
+                    let delay_ms = delay_ms.saturating_add(extra_ms);
+                    r.next_at = Some(now.plus_ms(delay_ms));
+                    ctx.set_timer(delay_ms, Msg::Timer(AnyTimer::Cloud(Timer::Join(id))));
+                }
+            }
+            Timer::Join(id) => {
+                let Some(r) = self.records.get_mut(&id) else {
+                    return;
+                };
+                if r.instance.state != InstanceState::Running || r.joined_at.is_some() {
+                    return;
+                }
+                r.next_at = None;
+                r.joined_at = Some(now);
+                let node_name = r.instance.private_dns_name.clone();
+                let mut labels = BTreeMap::new();
+                labels.insert(ZONE_LABEL.to_string(), r.instance.zone.clone());
+                if let Some(prefix) = &self.config.node_label_tag_prefix {
+                    for (k, v) in &r.instance.tags {
+                        if let Some(key) = k.strip_prefix(prefix.as_str())
+                            && !key.is_empty()
+                        {
+                            labels.insert(key.to_string(), v.clone());
+                        }
+                    }
+                }
+                let config = KubeletConfig {
+                    node_name: node_name.clone(),
+                    provider_id: Some(r.instance.provider_id()),
+                    labels,
+                };
+                let kubelet = Kubelet::new(config, self.endpoints, self.images.clone());
+                let pid = ctx.spawn_on(
+                    node_name.clone(),
+                    format!("kubelet/{node_name}"),
+                    Proc::Kubelet(kubelet),
+                );
+                r.kubelet = Some(pid);
+                ctx.note(|| format!("cloud: {id} joins as node {node_name}"));
+            }
+            Timer::ShutDown(id) => {
+                let Some(r) = self.records.get_mut(&id) else {
+                    return;
+                };
+                if r.instance.state != InstanceState::ShuttingDown {
+                    return;
+                }
+                r.instance.state = InstanceState::Terminated;
+                let after_ms = self.config.terminated_visible_ms;
+                r.next_at = Some(now.plus_ms(after_ms));
+                ctx.set_timer(after_ms, Msg::Timer(AnyTimer::Cloud(Timer::Vanish(id))));
+            }
+            Timer::Vanish(id) => {
+                let Some(r) = self.records.get_mut(&id) else {
+                    return;
+                };
+                if r.instance.state != InstanceState::Terminated || r.vanished {
+                    return;
+                }
+                r.vanished = true;
+                let after_ms = self.config.client_token_ttl_ms;
+                r.next_at = Some(now.plus_ms(after_ms));
+                ctx.set_timer(after_ms, Msg::Timer(AnyTimer::Cloud(Timer::Forget(id))));
+            }
+            Timer::Forget(id) => {
+                if !self.records.get(&id).is_some_and(|r| r.vanished) {
+                    return;
+                }
+                let r = self.records.remove(&id).expect("checked above");
+                if let Some(token) = r.instance.client_token
+                    && self.tokens.get(&token) == Some(&id)
+                {
+                    self.tokens.remove(&token);
+                }
+            }
+            Timer::ClientStep(_) => {}
+        }
+    }
+
+    /// The cloud's database is durable: a crash is an API outage, not data loss. Only the
+    /// active world faults (conditions of the running process) are forgotten, since their
+    /// revert is not delivered to a crashed process.
+    pub fn on_crash(&mut self) {
+        self.describe_lag_extra_ms = 0;
+        self.join_extra_ms = 0;
+    }
+
+    pub fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+        let (total, by) = match f {
+            WorldFault::CloudDescribeLag { lag_ms } => (&mut self.describe_lag_extra_ms, *lag_ms),
+            WorldFault::NodeJoinDelay { extra_ms } => (&mut self.join_extra_ms, *extra_ms),
+            WorldFault::KubeletStop => return,
+        };
+        *total = if active {
+            total.saturating_add(by)
+        } else {
+            total.saturating_sub(by)
+        };
+    }
+
+    // ----- the API ----------------------------------------------------------------------
+
+    fn run_instances(
+        &mut self,
+        tags: BTreeMap<String, String>,
+        client_token: Option<String>,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<Vec<Instance>, CloudError> {
+        if let Some(token) = &client_token
+            && let Some(id) = self.tokens.get(token)
+        {
+            let r = &self.records[id];
+            return if r.instance.tags == tags {
+                Ok(vec![r.instance.clone()])
+            } else {
+                Err(CloudError::IdempotentParameterMismatch)
+            };
+        }
+        if self.instances().count() >= self.config.max_instances {
+            return Err(CloudError::InstanceLimitExceeded);
+        }
+        // Three draws per launch, always, so later choices never shift the stream.
+        let c = &self.config;
+        let (boot_lo, boot_hi) = (c.boot_ms_min, c.boot_ms_max);
+        let (lag_lo, lag_hi) = (c.describe_lag_ms_min, c.describe_lag_ms_max);
+        let (join_lo, join_hi) = (c.join_ms_min, c.join_ms_max);
+        let boot_ms = ctx.draw_ms(boot_lo, boot_hi);
+        let lag_ms = ctx.draw_ms(lag_lo, lag_hi);
+        let join_ms = ctx.draw_ms(join_lo, join_hi);
+
+        self.launched += 1;
+        let n = self.launched;
+        let id = format!("i-{n:017x}");
+        let joins = match &self.config.join {
+            JoinPolicy::Never => false,
+            JoinPolicy::Always => true,
+            JoinPolicy::IfTagged(key) => tags.contains_key(key),
+        };
+        let now = ctx.now();
+        let instance = Instance {
+            id: id.clone(),
+            tags,
+            state: InstanceState::Pending,
+            launch_time: now,
+            client_token: client_token.clone(),
+            private_dns_name: format!(
+                "ip-10-{}-{}-{}",
+                (n >> 16) & 0xff,
+                (n >> 8) & 0xff,
+                n & 0xff
+            ),
+            zone: self.config.zone.clone(),
+        };
+        let record = InstanceRecord {
+            instance: instance.clone(),
+            visible_at: now.plus_ms(lag_ms.saturating_add(self.describe_lag_extra_ms)),
+            join_delay_ms: joins.then_some(join_ms),
+            next_at: Some(now.plus_ms(boot_ms)),
+            joined_at: None,
+            kubelet: None,
+            vanished: false,
+        };
+        ctx.set_timer(
+            boot_ms,
+            Msg::Timer(AnyTimer::Cloud(Timer::Boot(id.clone()))),
+        );
+        if let Some(token) = client_token {
+            self.tokens.insert(token, id.clone());
+        }
+        ctx.note(|| format!("cloud: launched {id}"));
+        self.records.insert(id, record);
+        Ok(vec![instance])
+    }
+
+    fn describe_instances(
+        &self,
+        ids: &[String],
+        tag_filters: &BTreeMap<String, String>,
+        states: &[InstanceState],
+        now: SimTime,
+    ) -> Result<Vec<Instance>, CloudError> {
+        let state_ok = |i: &Instance| states.is_empty() || states.contains(&i.state);
+        if !ids.is_empty() {
+            let found = self.visible_by_ids(ids, now)?;
+            return Ok(found.into_iter().filter(|i| state_ok(i)).cloned().collect());
+        }
+        Ok(self
+            .records
+            .values()
+            .filter(|r| r.visible(now))
+            .map(|r| &r.instance)
+            .filter(|i| tag_filters.iter().all(|(k, v)| i.tags.get(k) == Some(v)))
+            .filter(|i| state_ok(i))
+            .cloned()
+            .collect())
+    }
+
+    /// Every id, or `InstanceNotFound` for the first one the API cannot see (EC2 fails
+    /// the whole call). Duplicates are answered once.
+    fn visible_by_ids(&self, ids: &[String], now: SimTime) -> Result<Vec<&Instance>, CloudError> {
+        let mut out: Vec<&Instance> = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.records.get(id) {
+                Some(r) if r.visible(now) => {
+                    if !out.iter().any(|i| i.id == *id) {
+                        out.push(&r.instance);
+                    }
+                }
+                _ => return Err(CloudError::InstanceNotFound(id.clone())),
+            }
+        }
+        Ok(out)
+    }
+
+    fn terminate_instances(
+        &mut self,
+        ids: &[String],
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<Vec<Instance>, CloudError> {
+        let now = ctx.now();
+        let targets: Vec<String> = self
+            .visible_by_ids(ids, now)?
+            .into_iter()
+            .map(|i| i.id.clone())
+            .collect();
+        let terminate_ms = self.config.terminate_ms;
+        let mut out = Vec::with_capacity(targets.len());
+        for id in targets {
+            let r = self.records.get_mut(&id).expect("visible");
+            if matches!(
+                r.instance.state,
+                InstanceState::Pending
+                    | InstanceState::Running
+                    | InstanceState::Stopping
+                    | InstanceState::Stopped
+            ) {
+                r.instance.state = InstanceState::ShuttingDown;
+                r.next_at = Some(now.plus_ms(terminate_ms));
+                ctx.set_timer(
+                    terminate_ms,
+                    Msg::Timer(AnyTimer::Cloud(Timer::ShutDown(id.clone()))),
+                );
+                if let Some(kubelet) = r.kubelet {
+                    ctx.stop(kubelet);
+                }
+                ctx.note(|| format!("cloud: terminating {id}"));
+            }
+            out.push(r.instance.clone());
+        }
+        Ok(out)
+    }
+}
+
+/// The timer of the transition pending in `r`'s current state.
+fn transition_timer(r: &InstanceRecord, id: String) -> Timer {
+    match r.instance.state {
+        InstanceState::Pending => Timer::Boot(id),
+        InstanceState::Running | InstanceState::Stopping | InstanceState::Stopped => {
+            Timer::Join(id)
+        }
+        InstanceState::ShuttingDown => Timer::ShutDown(id),
+        InstanceState::Terminated if r.vanished => Timer::Forget(id),
+        InstanceState::Terminated => Timer::Vanish(id),
+    }
+}
+
+// ----- a scripted client ------------------------------------------------------------------
+
+/// One scripted cloud request.
+#[derive(Clone, Debug)]
+pub struct CloudStep {
+    pub at_ms: u64,
+    pub op: CloudOp,
+}
+
+/// A scripted cloud client: sends each step at its time (its own clock) and keeps every
+/// answer. For tests and for cloud-side user actions in scenarios.
+#[derive(Debug)]
+pub struct CloudClient {
+    cloud: ProcId,
+    steps: Vec<CloudStep>,
+    ids: ReqIds,
+    /// The request id of each sent step (0 = not sent yet).
+    sent: Vec<u64>,
+    /// Every response, with the step it answers and when it came.
+    pub responses: Vec<(usize, SimTime, CloudResponse)>,
+}
+
+impl CloudClient {
+    pub fn new(cloud: ProcId, steps: Vec<CloudStep>) -> Self {
+        let n = steps.len();
+        CloudClient {
+            cloud,
+            steps,
+            ids: ReqIds::new(tags::CLOUD_CLIENT),
+            sent: vec![0; n],
+            responses: Vec::new(),
+        }
+    }
+
+    /// The response to step `n`, if it came.
+    pub fn response(&self, step: usize) -> Option<&CloudResponse> {
+        self.responses
+            .iter()
+            .find(|(s, _, _)| *s == step)
+            .map(|(_, _, r)| r)
+    }
+
+    /// The instances step `n` got back; panics if it has no successful answer.
+    pub fn instances(&self, step: usize) -> &[Instance] {
+        match self.response(step) {
+            Some(CloudResponse { result: Ok(v), .. }) => v,
+            other => panic!("step {step} has no successful answer: {other:?}"),
+        }
+    }
+
+    /// Arms every step not yet sent (a restart after a crash does not resend).
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now().as_ms();
+        for (i, step) in self.steps.iter().enumerate() {
+            if self.sent[i] == 0 {
+                ctx.set_timer(
+                    step.at_ms.saturating_sub(now),
+                    Msg::Timer(AnyTimer::Cloud(Timer::ClientStep(i))),
+                );
+            }
+        }
+    }
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        if let Msg::CloudResp(resp) = msg
+            && let Some(step) = self.sent.iter().position(|id| *id == resp.id)
+        {
+            self.responses.push((step, ctx.now(), resp));
+        }
+    }
+
+    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+        let Timer::ClientStep(i) = t else {
+            return;
+        };
+        if self.sent[i] != 0 {
+            return;
+        }
+        let id = self.ids.next();
+        self.sent[i] = id;
+        let op = self.steps[i].op.clone();
+        ctx.send(self.cloud, Msg::Cloud(CloudRequest { id, op }));
+    }
+
     pub fn on_crash(&mut self) {}
+
     pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
 }

@@ -9,12 +9,22 @@
 //!   410 Gone: relist;
 //! - a dead connection: client-go's HTTP/2 health check pings after 30 s without a
 //!   read and gives up 15 s later; then every reflector relists, retrying with backoff
-//!   (800 ms doubling to 30 s) until the server answers again.
+//!   (800 ms doubling to 30 s) until the server answers again;
+//! - a list or watch-open request with no answer within `REQUEST_TIMEOUT_MS` (it or its
+//!   answer was lost to a dropping partition, maybe on a connection the health check
+//!   already replaced): that attempt failed, retry with backoff (4.4: requests on a dead
+//!   connection fail after the same detection). Without it a reflector whose request
+//!   was lost would wait forever once pings got through again;
+//! - a watch ends by itself after a random 5-10 min (its timeoutSeconds, 3.11): the
+//!   reflector re-watches from the last resourceVersion it saw (no relist; a 410 Gone
+//!   then relists). This also bounds how long an event lost without any later one
+//!   (a short dropping partition) can keep the cache stale.
 //!
 //! Events never regress the cache: one whose resourceVersion is not newer than the
 //! cached object's is ignored, so overlapping list and watch replay are harmless.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, WatchEvent};
+use crate::fault::WorldFault;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
 use crate::proc::WorldCtx;
@@ -30,6 +40,10 @@ pub const PING_TIMEOUT_MS: u64 = 15_000;
 /// Reflector backoff: initial and maximum delay between failed list attempts.
 pub const RELIST_BACKOFF_MS_MIN: u64 = 800;
 pub const RELIST_BACKOFF_MS_MAX: u64 = 30_000;
+/// client-go's minWatchTimeout: each watch lasts a random [1, 2] x this (3.11).
+pub const MIN_WATCH_TIMEOUT_MS: u64 = 300_000;
+/// How long a reflector waits for the answer to a list or watch-open request.
+pub const REQUEST_TIMEOUT_MS: u64 = READ_IDLE_TIMEOUT_MS + PING_TIMEOUT_MS;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Timer {
@@ -37,6 +51,10 @@ pub enum Timer {
     Health { id: u32 },
     /// Retry the list of reflector `index` of informer `id`.
     Relist { id: u32, index: u32 },
+    /// Request `req` of reflector `index` of informer `id` is overdue if still pending.
+    Request { id: u32, index: u32, req: u64 },
+    /// Watch `watch_id` of reflector `index` of informer `id` reached its timeout.
+    WatchEnd { id: u32, index: u32, watch_id: u64 },
 }
 
 /// A read-only view of cached objects, ordered by key.
@@ -71,9 +89,16 @@ impl Cache {
 enum Phase {
     /// Waiting to retry a list.
     Idle,
-    Listing { req: u64 },
-    Opening { req: u64 },
-    Watching { watch_id: u64, next_seq: u64 },
+    Listing {
+        req: u64,
+    },
+    Opening {
+        req: u64,
+    },
+    Watching {
+        watch_id: u64,
+        next_seq: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -81,8 +106,9 @@ struct Reflector {
     kind: Kind,
     stream: u32,
     phase: Phase,
-    /// resourceVersion of the last list (the watch starts after it).
-    list_rv: u64,
+    /// The last resourceVersion seen, by list or event (lastSyncResourceVersion): a
+    /// re-watch starts after it.
+    last_rv: u64,
     synced: bool,
     backoff_ms: u64,
 }
@@ -115,7 +141,7 @@ impl Informer {
                     kind,
                     stream: id * 16 + i as u32,
                     phase: Phase::Idle,
-                    list_rv: 0,
+                    last_rv: 0,
                     synced: false,
                     backoff_ms: RELIST_BACKOFF_MS_MIN,
                 })
@@ -177,6 +203,37 @@ impl Informer {
                 },
             }),
         );
+        self.arm_request_timeout(i, req, ctx);
+    }
+
+    /// Open (or re-open) reflector `i`'s watch after the last resourceVersion it saw.
+    fn open_watch(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
+        let req = self.ids.next();
+        let r = &mut self.reflectors[i];
+        r.phase = Phase::Opening { req };
+        ctx.send(
+            self.apiserver,
+            Msg::Api(ApiRequest {
+                id: req,
+                op: ApiOp::Watch {
+                    stream: r.stream,
+                    kinds: vec![r.kind],
+                    from_rv: r.last_rv,
+                },
+            }),
+        );
+        self.arm_request_timeout(i, req, ctx);
+    }
+
+    fn arm_request_timeout(&self, i: usize, req: u64, ctx: &mut WorldCtx<'_>) {
+        ctx.set_timer(
+            REQUEST_TIMEOUT_MS,
+            Msg::Timer(AnyTimer::Informer(Timer::Request {
+                id: self.id,
+                index: i as u32,
+                req,
+            })),
+        );
     }
 
     /// Relist reflector `i` after its backoff (the connection or the watch failed).
@@ -196,7 +253,12 @@ impl Informer {
 
     /// Offer a message to the informer. Returns false if it is not the informer's; else
     /// appends every object whose cached state changed (for a deletion: its last state).
-    pub fn handle(&mut self, msg: &Msg, ctx: &mut WorldCtx<'_>, changes: &mut Vec<Arc<Object>>) -> bool {
+    pub fn handle(
+        &mut self,
+        msg: &Msg,
+        ctx: &mut WorldCtx<'_>,
+        changes: &mut Vec<Arc<Object>>,
+    ) -> bool {
         match msg {
             Msg::ApiResp(resp) if self.ids.owns(resp.id) => {
                 self.last_heard = ctx.now();
@@ -220,7 +282,12 @@ impl Informer {
         }
     }
 
-    fn on_response(&mut self, resp: &ApiResponse, ctx: &mut WorldCtx<'_>, changes: &mut Vec<Arc<Object>>) {
+    fn on_response(
+        &mut self,
+        resp: &ApiResponse,
+        ctx: &mut WorldCtx<'_>,
+        changes: &mut Vec<Arc<Object>>,
+    ) {
         let Some(i) = self.reflectors.iter().position(|r| match r.phase {
             Phase::Listing { req } | Phase::Opening { req } => req == resp.id,
             _ => false,
@@ -237,28 +304,25 @@ impl Informer {
             ) => {
                 self.replace(i, items, changes);
                 let r = &mut self.reflectors[i];
-                r.list_rv = *resource_version;
+                r.last_rv = *resource_version;
                 r.synced = true;
                 r.backoff_ms = RELIST_BACKOFF_MS_MIN;
-                let req = self.ids.next();
-                r.phase = Phase::Opening { req };
-                ctx.send(
-                    self.apiserver,
-                    Msg::Api(ApiRequest {
-                        id: req,
-                        op: ApiOp::Watch {
-                            stream: r.stream,
-                            kinds: vec![r.kind],
-                            from_rv: *resource_version,
-                        },
-                    }),
-                );
+                self.open_watch(i, ctx);
             }
             (Phase::Opening { .. }, Ok(ApiOk::Watching { watch_id })) => {
                 self.reflectors[i].phase = Phase::Watching {
                     watch_id: *watch_id,
                     next_seq: 0,
                 };
+                let lasts_ms = ctx.draw_ms(MIN_WATCH_TIMEOUT_MS, 2 * MIN_WATCH_TIMEOUT_MS);
+                ctx.set_timer(
+                    lasts_ms,
+                    Msg::Timer(AnyTimer::Informer(Timer::WatchEnd {
+                        id: self.id,
+                        index: i as u32,
+                        watch_id: *watch_id,
+                    })),
+                );
             }
             (Phase::Opening { .. }, Err(ApiError::Gone)) => self.list(i, ctx),
             _ => self.retry(i, ctx),
@@ -271,7 +335,11 @@ impl Informer {
         let stale: Vec<ObjectKey> = self
             .cache
             .list(kind)
-            .filter(|o| !items.iter().any(|n| n.meta.uid == o.meta.uid && n.meta.name == o.meta.name))
+            .filter(|o| {
+                !items
+                    .iter()
+                    .any(|n| n.meta.uid == o.meta.uid && n.meta.name == o.meta.name)
+            })
             .map(|o| o.key())
             .collect();
         for key in stale {
@@ -293,7 +361,13 @@ impl Informer {
         }
     }
 
-    fn on_event(&mut self, i: usize, ev: &WatchEvent, ctx: &mut WorldCtx<'_>, changes: &mut Vec<Arc<Object>>) {
+    fn on_event(
+        &mut self,
+        i: usize,
+        ev: &WatchEvent,
+        ctx: &mut WorldCtx<'_>,
+        changes: &mut Vec<Arc<Object>>,
+    ) {
         let Phase::Watching { next_seq, .. } = &mut self.reflectors[i].phase else {
             unreachable!("matched a watching reflector");
         };
@@ -303,6 +377,8 @@ impl Informer {
             return;
         }
         *next_seq += 1;
+        let r = &mut self.reflectors[i];
+        r.last_rv = r.last_rv.max(ev.object.meta.resource_version);
         let key = ev.object.key();
         let newer = self
             .cache
@@ -336,6 +412,28 @@ impl Informer {
                 }
                 true
             }
+            Timer::WatchEnd {
+                id,
+                index,
+                watch_id,
+            } if id == self.id => {
+                let i = index as usize;
+                if matches!(self.reflectors[i].phase,
+                    Phase::Watching { watch_id: w, .. } if w == watch_id)
+                {
+                    self.open_watch(i, ctx);
+                }
+                true
+            }
+            Timer::Request { id, index, req } if id == self.id => {
+                let i = index as usize;
+                if matches!(self.reflectors[i].phase,
+                    Phase::Listing { req: r } | Phase::Opening { req: r } if r == req)
+                {
+                    self.retry(i, ctx);
+                }
+                true
+            }
             _ => false,
         }
     }
@@ -354,7 +452,13 @@ impl Informer {
             None => {
                 self.ping = Some(now);
                 let id = self.ids.next();
-                ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op: ApiOp::Ping }));
+                ctx.send(
+                    self.apiserver,
+                    Msg::Api(ApiRequest {
+                        id,
+                        op: ApiOp::Ping,
+                    }),
+                );
                 ctx.set_timer(PING_TIMEOUT_MS, timer);
             }
             Some(sent) if now.since(sent) < PING_TIMEOUT_MS => {
@@ -371,4 +475,59 @@ impl Informer {
             }
         }
     }
+}
+
+/// Bound on [`Watcher::log`]: later changes are counted in `log_dropped`, not kept.
+pub const WATCHER_LOG_MAX: usize = 100_000;
+
+/// A process that only runs an [`Informer`] and logs every change of its cache: the
+/// smallest component that embeds one, for tests and for observing what a controller
+/// would see. `log` is an observation record (like a trace), so it survives a crash;
+/// the informer itself restarts cold.
+#[derive(Clone, Debug)]
+pub struct Watcher {
+    pub informer: Informer,
+    /// (local time, key, resourceVersion) of every cache change, in order; a deletion
+    /// logs the object's last state.
+    pub log: Vec<(SimTime, ObjectKey, u64 /* rv */)>,
+    /// Changes not logged because `log` was full.
+    pub log_dropped: u64,
+}
+
+impl Watcher {
+    pub fn new(informer: Informer) -> Self {
+        Watcher {
+            informer,
+            log: Vec::new(),
+            log_dropped: 0,
+        }
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.informer.start(ctx);
+    }
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let mut changes = Vec::new();
+        self.informer.handle(&msg, ctx, &mut changes);
+        for o in changes {
+            if self.log.len() < WATCHER_LOG_MAX {
+                self.log.push((ctx.now(), o.key(), o.meta.resource_version));
+            } else {
+                self.log_dropped += 1;
+            }
+        }
+    }
+
+    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+        self.informer.on_timer(&t, ctx);
+    }
+
+    /// The process died: its cache and connections are gone.
+    pub fn on_crash(&mut self) {
+        let kinds: Vec<Kind> = self.informer.kinds().collect();
+        self.informer = Informer::new(self.informer.id, &kinds, self.informer.apiserver);
+    }
+
+    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
 }

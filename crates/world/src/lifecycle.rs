@@ -1,21 +1,402 @@
-//! STUB: to be implemented.
+//! The node lifecycle controller: marks silent nodes Unknown, taints them, and evicts
+//! the pods that do not tolerate the taint. One process in the control plane.
+//!
+//! Rules (docs/semantics.md section 5):
+//! - Health (5.2): every `monitor_period_ms` (node-monitor-period, 5 s) it checks each
+//!   Node. It keeps, per node, a probe time on ITS OWN clock, set whenever it observes the
+//!   node Lease's renewTime change or the Ready condition change (and when it first sees
+//!   the node). If `now > probe + grace_period_ms` (node-monitor-grace-period, 40 s, 5.3)
+//!   and Ready is not already Unknown, it sets Ready=Unknown ("Kubelet stopped posting
+//!   node status"). Only changes of renewTime matter, never its value, so clock skew
+//!   between kubelet and controller is harmless (as in 1.4).
+//! - Taints (5.4): a node whose Ready is Unknown carries `node.kubernetes.io/unreachable`
+//!   NoExecute, one whose Ready is False carries `node.kubernetes.io/not-ready` NoExecute,
+//!   with `timeAdded` = the controller's now; a Ready node carries neither. The kubelet
+//!   sets Ready back to True when it returns; the controller then removes the taint.
+//!   Status and taints are written in one patch, conditional on the cached
+//!   resourceVersion (a conflict is retried at the next period).
+//! - Taint-based eviction (5.5, 5.6): a pod bound to a node with a NoExecute taint it does
+//!   not tolerate is evicted at once; one that tolerates every such taint for
+//!   tolerationSeconds is evicted when the shortest runs out, counted from the taint's
+//!   timeAdded; a toleration without seconds tolerates forever. Eviction is an ordinary
+//!   (graceful) Delete: the API server marks the pod and it stays Terminating until its
+//!   kubelet confirms. In reality the DefaultTolerationSeconds admission plugin adds
+//!   300 s tolerations for not-ready/unreachable to every pod; here pods carry their
+//!   tolerations explicitly, so a pod without one is evicted at once.
+//! - Pod GC of orphans (not in semantics.md; KK `pkg/controller/podgc`): a pod bound to a
+//!   Node that no longer exists is force-deleted (grace 0) after `orphan_quarantine_ms`,
+//!   since no kubelet will ever confirm it (5.6: "the Node object is deleted").
+//!
+//! Not modelled: the eviction rate limits (0.1 node/s, zone disruption modes), the
+//! startup grace period, Memory/Disk/PID pressure conditions.
 
+use crate::api::{ApiOp, ApiRequest, PatchOp};
 use crate::fault::WorldFault;
-use crate::msg::{Msg, Timer as AnyTimer};
-use crate::proc::WorldCtx;
-use reconsim_sim::ProcId;
+use crate::informer::Informer;
+use crate::kubelet::NODE_LEASE_NAMESPACE;
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::{
+    Body, ConditionStatus, Kind, Node, Object, ObjectKey, TAINT_NOT_READY, TAINT_UNREACHABLE,
+    Taint, TaintEffect, Toleration, Uid,
+};
+use crate::proc::{Endpoints, WorldCtx};
+use reconsim_sim::{ProcId, SimTime, TimerId};
 use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {}
+pub enum Timer {
+    /// node-monitor-period.
+    Monitor,
+    /// The earliest pending toleration runs out.
+    Evict,
+}
 
-#[derive(Debug, Default)]
-pub struct NodeLifecycle {}
+/// The controller's durations (docs/semantics.md 5.2-5.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LifecycleConfig {
+    /// node-monitor-period.
+    pub monitor_period_ms: u64,
+    /// node-monitor-grace-period (40 s; 50 s from Kubernetes 1.32).
+    pub grace_period_ms: u64,
+    /// How long a pod bound to a vanished Node waits before it is force-deleted.
+    pub orphan_quarantine_ms: u64,
+    /// After this long without the pod getting its deletionTimestamp, an eviction is sent
+    /// again (the first was lost).
+    pub eviction_retry_ms: u64,
+}
+
+impl Default for LifecycleConfig {
+    fn default() -> Self {
+        LifecycleConfig {
+            monitor_period_ms: 5_000,
+            grace_period_ms: 40_000,
+            orphan_quarantine_ms: 40_000,
+            eviction_retry_ms: 10_000,
+        }
+    }
+}
+
+/// What the controller remembers of one node, on its own clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct NodeHealth {
+    probe: SimTime,
+    renew_time: Option<SimTime>,
+    ready: ConditionStatus,
+}
+
+#[derive(Debug)]
+pub struct NodeLifecycle {
+    pub config: LifecycleConfig,
+    endpoints: Endpoints,
+    informer: Informer,
+    ids: ReqIds,
+    health: BTreeMap<String, NodeHealth>,
+    /// Evictions sent: pod key -> (uid, when).
+    evicted: BTreeMap<ObjectKey, (Uid, SimTime)>,
+    /// Pods whose Node is gone, since when.
+    orphans: BTreeMap<ObjectKey, SimTime>,
+    evict_timer: Option<(SimTime, TimerId)>,
+    evictions: u64,
+}
 
 impl NodeLifecycle {
-    pub fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_msg(&mut self, _from: ProcId, _msg: Msg, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_timer(&mut self, _t: AnyTimer, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_crash(&mut self) {}
+    pub fn new(config: LifecycleConfig, endpoints: Endpoints) -> Self {
+        NodeLifecycle {
+            config,
+            endpoints,
+            informer: Informer::new(
+                1,
+                &[Kind::Node, Kind::Lease, Kind::Pod],
+                endpoints.apiserver,
+            ),
+            ids: ReqIds::new(tags::LIFECYCLE),
+            health: BTreeMap::new(),
+            evicted: BTreeMap::new(),
+            orphans: BTreeMap::new(),
+            evict_timer: None,
+            evictions: 0,
+        }
+    }
+
+    /// Evictions sent so far.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.informer.start(ctx);
+        ctx.set_timer(
+            self.config.monitor_period_ms,
+            Msg::Timer(AnyTimer::Lifecycle(Timer::Monitor)),
+        );
+    }
+
+    pub fn on_crash(&mut self) {
+        self.health.clear();
+        self.evicted.clear();
+        self.orphans.clear();
+        self.evict_timer = None;
+    }
+
     pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let mut changes = Vec::new();
+        if self.informer.handle(&msg, ctx, &mut changes)
+            && !changes.is_empty()
+            && self.informer.synced()
+        {
+            self.observe(ctx.now());
+            self.evict(ctx);
+        }
+        // Responses to our writes are not needed: the next period re-reads the cache.
+    }
+
+    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        match t {
+            AnyTimer::Informer(t) => {
+                self.informer.on_timer(&t, ctx);
+            }
+            AnyTimer::Lifecycle(Timer::Monitor) => {
+                if self.informer.synced() {
+                    self.observe(ctx.now());
+                    self.monitor(ctx);
+                    self.evict(ctx);
+                }
+                ctx.set_timer(
+                    self.config.monitor_period_ms,
+                    Msg::Timer(AnyTimer::Lifecycle(Timer::Monitor)),
+                );
+            }
+            AnyTimer::Lifecycle(Timer::Evict) => {
+                self.evict_timer = None;
+                if self.informer.synced() {
+                    self.evict(ctx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) {
+        let id = self.ids.next();
+        ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
+    }
+
+    /// Update the probe times from the cache: a changed lease renewTime or Ready.
+    fn observe(&mut self, now: SimTime) {
+        let cache = self.informer.cache();
+        let mut seen = Vec::new();
+        for node in cache.list(Kind::Node) {
+            let Some(n) = node.as_node() else { continue };
+            let name = node.meta.name.clone();
+            let renew_time = cache
+                .get(&ObjectKey::new(Kind::Lease, NODE_LEASE_NAMESPACE, &name))
+                .and_then(|l| l.as_lease())
+                .and_then(|l| l.renew_time);
+            let ready = n.status.ready;
+            match self.health.get_mut(&name) {
+                Some(h) => {
+                    if h.renew_time != renew_time || h.ready != ready {
+                        h.probe = now;
+                        h.renew_time = renew_time;
+                        h.ready = ready;
+                    }
+                }
+                None => {
+                    self.health.insert(
+                        name.clone(),
+                        NodeHealth {
+                            probe: now,
+                            renew_time,
+                            ready,
+                        },
+                    );
+                }
+            }
+            seen.push(name);
+        }
+        self.health
+            .retain(|name, _| seen.binary_search(name).is_ok());
+    }
+
+    /// The node-monitor pass: Ready=Unknown for silent nodes; taints follow Ready.
+    fn monitor(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        let nodes: Vec<Arc<Object>> = self.informer.cache().list(Kind::Node).cloned().collect();
+        for node in nodes {
+            let Some(n) = node.as_node() else { continue };
+            let Some(h) = self.health.get(&node.meta.name) else {
+                continue;
+            };
+            let mut next: Node = n.clone();
+            if now.since(h.probe) > self.config.grace_period_ms
+                && n.status.ready != ConditionStatus::Unknown
+            {
+                ctx.note(|| {
+                    format!(
+                        "lifecycle: node {} stopped posting status: Ready=Unknown",
+                        node.meta.name
+                    )
+                });
+                next.status.ready = ConditionStatus::Unknown;
+                next.status.ready_since = Some(now);
+            }
+            let (want, drop) = match next.status.ready {
+                ConditionStatus::True => (None, [TAINT_UNREACHABLE, TAINT_NOT_READY]),
+                ConditionStatus::Unknown => {
+                    (Some(TAINT_UNREACHABLE), [TAINT_NOT_READY, TAINT_NOT_READY])
+                }
+                ConditionStatus::False => (
+                    Some(TAINT_NOT_READY),
+                    [TAINT_UNREACHABLE, TAINT_UNREACHABLE],
+                ),
+            };
+            next.spec.taints.retain(|t| {
+                !(t.effect == TaintEffect::NoExecute && drop.contains(&t.key.as_str()))
+            });
+            if let Some(key) = want
+                && !next
+                    .spec
+                    .taints
+                    .iter()
+                    .any(|t| t.key == key && t.effect == TaintEffect::NoExecute)
+            {
+                next.spec.taints.push(Taint {
+                    key: key.to_string(),
+                    effect: TaintEffect::NoExecute,
+                    time_added: Some(now),
+                });
+            }
+            if next == *n {
+                continue;
+            }
+            let mut ops = Vec::with_capacity(2);
+            if next.status != n.status {
+                ops.push(PatchOp::Status(Body::Node(next.clone())));
+            }
+            if next.spec != n.spec {
+                ops.push(PatchOp::Spec(Body::Node(next)));
+            }
+            self.api(
+                ctx,
+                ApiOp::Patch {
+                    key: node.key(),
+                    ops,
+                    resource_version: Some(node.meta.resource_version),
+                },
+            );
+        }
+    }
+
+    /// Taint-based eviction and orphan GC over every bound pod; arms the timer for the
+    /// next toleration to run out.
+    fn evict(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        let mut next_deadline: Option<SimTime> = None;
+        let mut deletes: Vec<(ObjectKey, Uid, Option<u64>)> = Vec::new();
+        let cache = self.informer.cache();
+        let mut orphans_now = Vec::new();
+        for pod in cache.list(Kind::Pod) {
+            let Some(p) = pod.as_pod() else { continue };
+            let Some(node_name) = p.spec.node_name.as_deref() else {
+                continue;
+            };
+            let key = pod.key();
+            let Some(node) = cache.get(&ObjectKey::new(Kind::Node, "", node_name)) else {
+                // Bound to a vanished node: only a force delete removes it.
+                let since = *self.orphans.get(&key).unwrap_or(&now);
+                orphans_now.push((key.clone(), since));
+                let due = since.plus_ms(self.config.orphan_quarantine_ms);
+                if due <= now {
+                    deletes.push((key, pod.meta.uid, Some(0)));
+                } else {
+                    next_deadline = Some(next_deadline.map_or(due, |d| d.min(due)));
+                }
+                continue;
+            };
+            if pod.meta.is_deleting() {
+                continue;
+            }
+            let Some(n) = node.as_node() else { continue };
+            let Some(due) = eviction_time(&n.spec.taints, &p.spec.tolerations) else {
+                continue;
+            };
+            if due > now {
+                next_deadline = Some(next_deadline.map_or(due, |d| d.min(due)));
+                continue;
+            }
+            let retry = self.config.eviction_retry_ms;
+            let sent = self
+                .evicted
+                .get(&key)
+                .is_some_and(|(uid, at)| *uid == pod.meta.uid && now.since(*at) < retry);
+            if !sent {
+                deletes.push((key, pod.meta.uid, None));
+            }
+        }
+        self.orphans = orphans_now.into_iter().collect();
+        // Forget evictions of pods that are gone or marked.
+        self.evicted.retain(|k, (uid, _)| {
+            cache
+                .get(k)
+                .is_some_and(|o| o.meta.uid == *uid && !o.meta.is_deleting())
+        });
+        for (key, uid, grace) in deletes {
+            ctx.note(|| format!("lifecycle: evicting pod {key}"));
+            if grace.is_none() {
+                self.evicted.insert(key.clone(), (uid, now));
+                self.evictions += 1;
+            }
+            self.api(
+                ctx,
+                ApiOp::Delete {
+                    key,
+                    uid: Some(uid),
+                    grace_period_seconds: grace,
+                },
+            );
+        }
+        if let Some(due) = next_deadline {
+            let armed = self.evict_timer.is_some_and(|(at, _)| at <= due);
+            if !armed {
+                if let Some((_, old)) = self.evict_timer.take() {
+                    ctx.cancel_timer(old);
+                }
+                let id = ctx.set_timer(
+                    due.since(now),
+                    Msg::Timer(AnyTimer::Lifecycle(Timer::Evict)),
+                );
+                self.evict_timer = Some((due, id));
+            }
+        }
+    }
+}
+
+/// When a pod with `tolerations` must leave a node with `taints`: the time of a
+/// NoExecute taint it does not tolerate; else the earliest `timeAdded + tolerationSeconds`
+/// over the matching tolerations (as the taint manager's `getMinTolerationTime`, but
+/// counted from the taint's timeAdded); `None` if it tolerates them all forever.
+pub fn eviction_time(taints: &[Taint], tolerations: &[Toleration]) -> Option<SimTime> {
+    let mut due: Option<SimTime> = None;
+    let mut earliest = |t: SimTime| due = Some(due.map_or(t, |d: SimTime| d.min(t)));
+    for taint in taints.iter().filter(|t| t.effect == TaintEffect::NoExecute) {
+        let added = taint.time_added.unwrap_or(SimTime::ZERO);
+        let mut matched = false;
+        for t in tolerations
+            .iter()
+            .filter(|t| t.key == taint.key && t.effect == TaintEffect::NoExecute)
+        {
+            matched = true;
+            if let Some(s) = t.toleration_seconds {
+                earliest(added.plus_ms(s.saturating_mul(1000)));
+            }
+        }
+        if !matched {
+            earliest(added);
+        }
+    }
+    due
 }

@@ -19,9 +19,7 @@ use std::fmt;
 pub struct Uid(pub u64);
 
 /// The kinds the simulated API server serves.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     Lease,
     Node,
@@ -171,7 +169,9 @@ impl Object {
 
     /// Whether `self` is the object named by `key` (no allocation).
     pub fn is(&self, key: &ObjectKey) -> bool {
-        self.kind() == key.kind && self.meta.name == key.name && self.meta.namespace == key.namespace
+        self.kind() == key.kind
+            && self.meta.name == key.name
+            && self.meta.namespace == key.namespace
     }
 }
 
@@ -451,6 +451,9 @@ pub struct MachineSet {
 }
 
 /// Whether `labels` match every pair of `selector` (matchLabels semantics).
-pub fn selector_matches(selector: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
+pub fn selector_matches(
+    selector: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
     selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }

@@ -5,7 +5,7 @@
 
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer};
-use crate::{apiserver, cloud, kubelet, lifecycle, manager, script, workloads};
+use crate::{apiserver, cloud, informer, kubelet, leader, lifecycle, manager, script, workloads};
 use reconsim_sim::{Actor, ProcId, TimerId};
 
 /// The kernel context as the world's components see it.
@@ -22,11 +22,19 @@ pub struct Endpoints {
 pub enum Proc {
     ApiServer(apiserver::ApiServer),
     Cloud(cloud::Cloud),
+    /// A scripted cloud client (tests, scenario user actions).
+    CloudClient(cloud::CloudClient),
     Kubelet(kubelet::Kubelet),
     Lifecycle(lifecycle::NodeLifecycle),
     Workloads(workloads::Workloads),
     Manager(manager::Manager),
     Script(script::Script),
+    /// A pod's container with no logic of its own (idles, or exits after a while).
+    Container(kubelet::Container),
+    /// A process that only takes part in a leader election.
+    Candidate(leader::Candidate),
+    /// A process that only runs an informer and logs its cache changes.
+    Informer(informer::Watcher),
 }
 
 macro_rules! each {
@@ -34,11 +42,15 @@ macro_rules! each {
         match $self {
             Proc::ApiServer($p) => $e,
             Proc::Cloud($p) => $e,
+            Proc::CloudClient($p) => $e,
             Proc::Kubelet($p) => $e,
             Proc::Lifecycle($p) => $e,
             Proc::Workloads($p) => $e,
             Proc::Manager($p) => $e,
             Proc::Script($p) => $e,
+            Proc::Container($p) => $e,
+            Proc::Candidate($p) => $e,
+            Proc::Informer($p) => $e,
         }
     };
 }
@@ -62,11 +74,15 @@ impl Actor for Proc {
         match (self, timer) {
             (Proc::ApiServer(p), Timer::ApiServer(t)) => p.on_timer(t, ctx),
             (Proc::Cloud(p), Timer::Cloud(t)) => p.on_timer(t, ctx),
+            (Proc::CloudClient(p), Timer::Cloud(t)) => p.on_timer(t, ctx),
             (Proc::Kubelet(p), t) => p.on_timer(t, ctx),
             (Proc::Lifecycle(p), t) => p.on_timer(t, ctx),
             (Proc::Workloads(p), t) => p.on_timer(t, ctx),
             (Proc::Manager(p), t) => p.on_timer(t, ctx),
             (Proc::Script(p), Timer::Script(t)) => p.on_timer(t, ctx),
+            (Proc::Container(p), t) => p.on_timer(t, ctx),
+            (Proc::Candidate(p), Timer::Leader(t)) => p.on_timer(t, ctx),
+            (Proc::Informer(p), Timer::Informer(t)) => p.on_timer(t, ctx),
             (p, t) => panic!("timer {t:?} reached the wrong component {p:?}"),
         }
     }

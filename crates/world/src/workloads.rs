@@ -1,21 +1,388 @@
-//! STUB: to be implemented.
+//! Workloads: the Deployment controller and the scheduler, one control-plane process.
+//!
+//! Deployment -> ReplicaSet -> Pod is modelled as ONE level: a Deployment owns its pods
+//! directly (controller ownerReference to the Deployment) and this controller does what
+//! the ReplicaSet controller does for them. No rollouts, no adoption of orphans.
+//! - Active pods (docs/semantics.md 5.7, `FilterActivePods`): owned pods without a
+//!   deletionTimestamp and not Succeeded/Failed. So the moment an evicted pod is marked
+//!   Terminating, a replacement is created, while the old container may still run on an
+//!   unreachable node.
+//! - Missing pods are created from the template with generateName `<deployment>-`
+//!   (the real name is `<deployment>-<rs hash>-<5 chars>`); extra ones are deleted,
+//!   unscheduled and pending ones first, then the newest.
+//! - Expectations, as the ReplicaSet controller's: after creating or deleting pods, a
+//!   Deployment is not synced again until the informer has seen those changes (or
+//!   `expectations_timeout_ms`, 5 min, passed: a request may have been lost), so a lagging
+//!   cache never doubles the pods.
+//! - status.replicas is the number of active pods.
+//!
+//! Scheduler: each unbound, not deleting, Pending pod is bound to a Node that is
+//! Ready=True, schedulable, and whose NoSchedule and NoExecute taints the pod all
+//! tolerates (key and effect match), chosen at random (the process's own stream) among
+//! the candidates in name order. The binding is a spec patch conditional on the pod's
+//! resourceVersion, so a pod is never bound twice (the real binding subresource fails if
+//! nodeName is already set). A pod with no candidate stays Pending and is retried at
+//! every change of the cluster and every `resync_ms`.
+//!
+//! Both work from one informer over Deployments, Pods and Nodes and re-run in full on
+//! every batch of changes: clusters in scenarios are small.
 
+use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
 use crate::fault::WorldFault;
-use crate::msg::{Msg, Timer as AnyTimer};
-use crate::proc::WorldCtx;
-use reconsim_sim::ProcId;
+use crate::informer::Informer;
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::{
+    Body, ConditionStatus, Deployment, DeploymentStatus, Kind, Object, ObjectKey, ObjectMeta,
+    OwnerReference, Pod, PodPhase, PodSpec, PodStatus, Uid,
+};
+use crate::proc::{Endpoints, WorldCtx};
+use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {}
+pub enum Timer {
+    /// Periodic full pass (retries unschedulable pods, expired expectations).
+    Resync,
+}
 
-#[derive(Debug, Default)]
-pub struct Workloads {}
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkloadsConfig {
+    /// Period of the full pass.
+    pub resync_ms: u64,
+    /// ReplicaSet controller's ExpectationsTimeout.
+    pub expectations_timeout_ms: u64,
+    /// At most this many pods created or deleted per Deployment per pass.
+    pub burst: u32,
+}
+
+impl Default for WorkloadsConfig {
+    fn default() -> Self {
+        WorkloadsConfig {
+            resync_ms: 5_000,
+            expectations_timeout_ms: 300_000,
+            burst: 500,
+        }
+    }
+}
+
+/// Pod creations and deletions of one Deployment not yet seen in the cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Expectations {
+    /// Create requests in flight.
+    creates: BTreeSet<u64>,
+    /// Pods created, not yet in the cache.
+    created: BTreeSet<String>,
+    /// Pods deleted, still active in the cache.
+    deleted: BTreeSet<String>,
+    since: SimTime,
+}
+
+impl Expectations {
+    fn is_empty(&self) -> bool {
+        self.creates.is_empty() && self.created.is_empty() && self.deleted.is_empty()
+    }
+}
+
+#[derive(Debug)]
+pub struct Workloads {
+    pub config: WorkloadsConfig,
+    endpoints: Endpoints,
+    informer: Informer,
+    ids: ReqIds,
+    expectations: BTreeMap<ObjectKey, Expectations>,
+    /// Create request id -> its Deployment.
+    create_reqs: BTreeMap<u64, ObjectKey>,
+    binds: u64,
+}
 
 impl Workloads {
-    pub fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_msg(&mut self, _from: ProcId, _msg: Msg, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_timer(&mut self, _t: AnyTimer, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_crash(&mut self) {}
+    pub fn new(config: WorkloadsConfig, endpoints: Endpoints) -> Self {
+        Workloads {
+            config,
+            endpoints,
+            informer: Informer::new(
+                1,
+                &[Kind::Deployment, Kind::Pod, Kind::Node],
+                endpoints.apiserver,
+            ),
+            ids: ReqIds::new(tags::WORKLOADS),
+            expectations: BTreeMap::new(),
+            create_reqs: BTreeMap::new(),
+            binds: 0,
+        }
+    }
+
+    /// Bind requests sent so far.
+    pub fn binds(&self) -> u64 {
+        self.binds
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.informer.start(ctx);
+        ctx.set_timer(
+            self.config.resync_ms,
+            Msg::Timer(AnyTimer::Workloads(Timer::Resync)),
+        );
+    }
+
+    pub fn on_crash(&mut self) {
+        self.expectations.clear();
+        self.create_reqs.clear();
+    }
+
     pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let mut changes = Vec::new();
+        if self.informer.handle(&msg, ctx, &mut changes) {
+            if !changes.is_empty() {
+                self.pass(ctx);
+            }
+            return;
+        }
+        if let Msg::ApiResp(resp) = msg
+            && let Some(deploy) = self.create_reqs.remove(&resp.id)
+            && let Some(e) = self.expectations.get_mut(&deploy)
+        {
+            e.creates.remove(&resp.id);
+            if let Ok(ApiOk::Object(pod)) = &resp.result
+                && self.informer.cache().get(&pod.key()).is_none()
+            {
+                e.created.insert(pod.meta.name.clone());
+            }
+            if let Err(ApiError::AlreadyExists | ApiError::Invalid(_)) = resp.result {
+                // Retried at the next pass (a change or the resync), never at once.
+                ctx.note(|| format!("workloads: pod create for {deploy} failed"));
+            }
+        }
+    }
+
+    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        match t {
+            AnyTimer::Informer(t) => {
+                self.informer.on_timer(&t, ctx);
+            }
+            AnyTimer::Workloads(Timer::Resync) => {
+                self.pass(ctx);
+                ctx.set_timer(
+                    self.config.resync_ms,
+                    Msg::Timer(AnyTimer::Workloads(Timer::Resync)),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) -> u64 {
+        let id = self.ids.next();
+        ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
+        id
+    }
+
+    /// One full pass: every Deployment, then the scheduler.
+    fn pass(&mut self, ctx: &mut WorldCtx<'_>) {
+        if !self.informer.synced() {
+            return;
+        }
+        let deployments: Vec<Arc<Object>> = self
+            .informer
+            .cache()
+            .list(Kind::Deployment)
+            .cloned()
+            .collect();
+        self.expectations
+            .retain(|k, _| deployments.iter().any(|d| d.is(k)));
+        for d in &deployments {
+            self.sync_deployment(d, ctx);
+        }
+        self.schedule(ctx);
+    }
+
+    fn sync_deployment(&mut self, d: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
+        let Some(spec) = d.as_deployment().map(|x| &x.spec) else {
+            return;
+        };
+        let key = d.key();
+        let now = ctx.now();
+        let cache = self.informer.cache();
+        let owned: Vec<&Arc<Object>> = cache
+            .list(Kind::Pod)
+            .filter(|p| p.meta.namespace == d.meta.namespace)
+            .filter(|p| p.meta.controller_ref().is_some_and(|r| r.uid == d.meta.uid))
+            .collect();
+        let active: Vec<&Arc<Object>> = owned.iter().copied().filter(|p| is_active(p)).collect();
+        // Settle expectations against what the cache shows now.
+        if let Some(e) = self.expectations.get_mut(&key) {
+            e.created
+                .retain(|n| !owned.iter().any(|p| &p.meta.name == n));
+            e.deleted
+                .retain(|n| active.iter().any(|p| &p.meta.name == n));
+            let expired = now.since(e.since) >= self.config.expectations_timeout_ms;
+            if expired || e.is_empty() {
+                for id in &e.creates {
+                    self.create_reqs.remove(id);
+                }
+                self.expectations.remove(&key);
+            } else {
+                return;
+            }
+        }
+        if d.meta.is_deleting() {
+            return;
+        }
+        let want = spec.replicas as usize;
+        let have = active.len();
+        let status_replicas = have as u32;
+        let mut e = Expectations {
+            since: now,
+            ..Default::default()
+        };
+        if have < want {
+            let n = (want - have).min(self.config.burst as usize);
+            let template = spec.template.clone();
+            for _ in 0..n {
+                let mut meta = ObjectMeta::named(&d.meta.namespace, "");
+                meta.generate_name = Some(format!("{}-", d.meta.name));
+                meta.labels = template.labels.clone();
+                meta.owner_references = vec![OwnerReference {
+                    kind: Kind::Deployment,
+                    name: d.meta.name.clone(),
+                    uid: d.meta.uid,
+                    controller: true,
+                }];
+                let pod = Pod {
+                    spec: PodSpec {
+                        node_name: None,
+                        ..template.spec.clone()
+                    },
+                    status: PodStatus::default(),
+                };
+                let id = self.api(ctx, ApiOp::Create(Object::new(meta, Body::Pod(pod))));
+                e.creates.insert(id);
+                self.create_reqs.insert(id, key.clone());
+            }
+            ctx.note(|| format!("workloads: {key}: {have} active of {want}, creating {n}"));
+        } else if have > want {
+            let mut victims: Vec<&Arc<Object>> = active.clone();
+            // Unscheduled first, then Pending, then the newest (ReplicaSet's ranking, cut down).
+            victims.sort_by_key(|p| {
+                let pod = p.as_pod().expect("a Pod");
+                (
+                    pod.spec.node_name.is_some(),
+                    pod.status.phase == PodPhase::Running,
+                    std::cmp::Reverse(p.meta.creation_timestamp),
+                    p.meta.name.clone(),
+                )
+            });
+            let n = (have - want).min(self.config.burst as usize);
+            let doomed: Vec<(ObjectKey, Uid, String)> = victims[..n]
+                .iter()
+                .map(|p| (p.key(), p.meta.uid, p.meta.name.clone()))
+                .collect();
+            ctx.note(|| format!("workloads: {key}: {have} active of {want}, deleting {n}"));
+            for (pkey, uid, name) in doomed {
+                self.api(
+                    ctx,
+                    ApiOp::Delete {
+                        key: pkey,
+                        uid: Some(uid),
+                        grace_period_seconds: None,
+                    },
+                );
+                e.deleted.insert(name);
+            }
+        }
+        if !e.is_empty() {
+            self.expectations.insert(key.clone(), e);
+        }
+        let current = d.as_deployment().map(|x| x.status.replicas);
+        if current != Some(status_replicas) {
+            let status = Deployment {
+                status: DeploymentStatus {
+                    replicas: status_replicas,
+                },
+                ..Default::default()
+            };
+            self.api(
+                ctx,
+                ApiOp::Patch {
+                    key,
+                    ops: vec![PatchOp::Status(Body::Deployment(status))],
+                    resource_version: None,
+                },
+            );
+        }
+    }
+
+    /// Bind every unbound pending pod to a random feasible node.
+    fn schedule(&mut self, ctx: &mut WorldCtx<'_>) {
+        let cache = self.informer.cache();
+        let pending: Vec<Arc<Object>> = cache
+            .list(Kind::Pod)
+            .filter(|p| {
+                p.as_pod().is_some_and(|x| {
+                    x.spec.node_name.is_none() && x.status.phase == PodPhase::Pending
+                }) && !p.meta.is_deleting()
+            })
+            .cloned()
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        let nodes: Vec<Arc<Object>> = cache.list(Kind::Node).cloned().collect();
+        for pod in pending {
+            let spec = &pod.as_pod().expect("a Pod").spec;
+            let candidates: Vec<&Arc<Object>> =
+                nodes.iter().filter(|n| feasible(n, spec)).collect();
+            if candidates.is_empty() {
+                ctx.note(|| format!("workloads: pod {} unschedulable", pod.key()));
+                continue;
+            }
+            let i = ctx.draw_ms(0, candidates.len() as u64 - 1) as usize;
+            let node = candidates[i].meta.name.clone();
+            ctx.note(|| format!("workloads: binding pod {} to {node}", pod.key()));
+            let bound = Pod {
+                spec: PodSpec {
+                    node_name: Some(node),
+                    ..spec.clone()
+                },
+                status: PodStatus::default(),
+            };
+            self.binds += 1;
+            self.api(
+                ctx,
+                ApiOp::Patch {
+                    key: pod.key(),
+                    ops: vec![PatchOp::Spec(Body::Pod(bound))],
+                    resource_version: Some(pod.meta.resource_version),
+                },
+            );
+        }
+    }
+}
+
+/// FilterActivePods: not terminating, not Succeeded/Failed.
+fn is_active(p: &Object) -> bool {
+    !p.meta.is_deleting()
+        && p.as_pod()
+            .is_some_and(|x| !matches!(x.status.phase, PodPhase::Succeeded | PodPhase::Failed))
+}
+
+/// Whether a pod with `spec` may be bound to `node`: Ready=True, schedulable, and every
+/// NoSchedule/NoExecute taint tolerated.
+pub fn feasible(node: &Object, spec: &PodSpec) -> bool {
+    let Some(n) = node.as_node() else {
+        return false;
+    };
+    n.status.ready == ConditionStatus::True
+        && !n.spec.unschedulable
+        && !node.meta.is_deleting()
+        && n.spec.taints.iter().all(|t| {
+            // Both effects there are (NoSchedule, NoExecute) keep a pod off the node.
+            spec.tolerations
+                .iter()
+                .any(|tol| tol.key == t.key && tol.effect == t.effect)
+        })
 }

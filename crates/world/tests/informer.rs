@@ -1,0 +1,505 @@
+//! Integration tests of the informer (docs/semantics.md sections 3.10 and 4): a
+//! [`Watcher`] process on host "node" caches Machines from the API server on host "api";
+//! a [`Script`] on the API server's host (never partitioned from it) writes at fixed
+//! times. Faults cut or hold the node's link to the API server, or crash the watcher.
+
+use reconsim_sim::{
+    Fault, FaultPlan, PartitionMode, ProcId, RecordKind, Sim, SimConfig, SimTime, TimedFault,
+    TraceMode,
+};
+use reconsim_world::api::{ApiError, ApiOp, PatchOp};
+use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
+use reconsim_world::informer::{
+    Informer, MIN_WATCH_TIMEOUT_MS, PING_TIMEOUT_MS, READ_IDLE_TIMEOUT_MS, Watcher,
+};
+use reconsim_world::object::{Body, Kind, Machine};
+use reconsim_world::script::{Script, Step};
+use reconsim_world::{Msg, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
+use std::collections::BTreeMap;
+
+const NS: &str = "openshift-machine-api";
+
+struct World {
+    sim: Sim<Proc>,
+    api: ProcId,
+    watcher: ProcId,
+}
+
+fn machine(name: &str) -> Object {
+    Object::new(
+        ObjectMeta::named(NS, name),
+        Body::Machine(Machine::default()),
+    )
+}
+
+fn mkey(name: &str) -> ObjectKey {
+    ObjectKey::new(Kind::Machine, NS, name)
+}
+
+fn create(at_ms: u64, name: &str) -> Step {
+    Step {
+        at_ms,
+        op: ApiOp::Create(machine(name)),
+    }
+}
+
+fn label(at_ms: u64, name: &str, value: &str) -> Step {
+    Step {
+        at_ms,
+        op: ApiOp::Patch {
+            key: mkey(name),
+            ops: vec![PatchOp::SetLabel("v".into(), Some(value.into()))],
+            resource_version: None,
+        },
+    }
+}
+
+fn delete(at_ms: u64, name: &str) -> Step {
+    Step {
+        at_ms,
+        op: ApiOp::Delete {
+            key: mkey(name),
+            uid: None,
+            grace_period_seconds: None,
+        },
+    }
+}
+
+fn cut(at_ms: u64, duration_ms: u64, mode: PartitionMode) -> TimedFault<WorldFault> {
+    TimedFault {
+        at_ms,
+        duration_ms: Some(duration_ms),
+        fault: Fault::Partition {
+            hosts_a: vec!["node".into()],
+            hosts_b: vec!["api".into()],
+            mode,
+            one_way: false,
+        },
+    }
+}
+
+impl World {
+    fn new(
+        seed: u64,
+        config: ApiServerConfig,
+        steps: Vec<Step>,
+        faults: Vec<TimedFault<WorldFault>>,
+    ) -> Self {
+        let mut cfg = SimConfig::new(seed);
+        cfg.trace = TraceMode::Full;
+        let mut sim = Sim::new(cfg, FaultPlan::new(faults));
+        let h_api = sim.add_host("api");
+        let h_node = sim.add_host("node");
+        let api = sim.spawn(h_api, "apiserver", Proc::ApiServer(ApiServer::new(config)));
+        sim.spawn(h_api, "writer", Proc::Script(Script::new(api, steps)));
+        let informer = Informer::new(0, &[Kind::Machine], api);
+        let watcher = sim.spawn(h_node, "watcher", Proc::Informer(Watcher::new(informer)));
+        World { sim, api, watcher }
+    }
+
+    fn server(&self) -> &ApiServer {
+        match self.sim.actor(self.api) {
+            Proc::ApiServer(a) => a,
+            p => panic!("not the API server: {p:?}"),
+        }
+    }
+
+    fn watcher(&self) -> &Watcher {
+        match self.sim.actor(self.watcher) {
+            Proc::Informer(w) => w,
+            p => panic!("not a watcher: {p:?}"),
+        }
+    }
+
+    fn informer(&self) -> &Informer {
+        &self.watcher().informer
+    }
+
+    fn run_to(&mut self, t_ms: u64) {
+        self.sim.run_until(SimTime::from_ms(t_ms));
+    }
+
+    /// (name, resourceVersion) of every Machine the server holds.
+    fn server_view(&self) -> BTreeMap<String, u64> {
+        self.server()
+            .list(Kind::Machine)
+            .map(|o| (o.meta.name.clone(), o.meta.resource_version))
+            .collect()
+    }
+
+    /// (name, resourceVersion) of every Machine in the cache.
+    fn cache_view(&self) -> BTreeMap<String, u64> {
+        self.informer()
+            .cache()
+            .list(Kind::Machine)
+            .map(|o| (o.meta.name.clone(), o.meta.resource_version))
+            .collect()
+    }
+
+    /// resourceVersions the cache ever held for `name`, in order.
+    fn seen(&self, name: &str) -> Vec<u64> {
+        self.watcher()
+            .log
+            .iter()
+            .filter(|(_, k, _)| k.name == name)
+            .map(|(_, _, rv)| *rv)
+            .collect()
+    }
+
+    /// Watch-open answers the watcher received with 410 Gone.
+    fn gone_answers(&self) -> usize {
+        self.sim
+            .trace()
+            .records()
+            .iter()
+            .filter(|r| match &r.kind {
+                RecordKind::Deliver {
+                    to,
+                    msg: Msg::ApiResp(resp),
+                    ..
+                } => *to == self.watcher && resp.result == Err(ApiError::Gone),
+                _ => false,
+            })
+            .count()
+    }
+}
+
+#[test]
+fn the_informer_lists_then_follows_the_watch() {
+    let steps = vec![
+        create(100, "a"),
+        create(200, "b"),
+        label(3_000, "a", "1"),
+        delete(4_000, "b"),
+    ];
+    let mut w = World::new(1, Default::default(), steps, vec![]);
+    w.run_to(50);
+    assert!(w.informer().synced(), "the initial list came back");
+    assert!(w.informer().cache().is_empty());
+    w.run_to(10_000);
+    assert_eq!(w.cache_view(), w.server_view());
+    assert_eq!(w.cache_view().len(), 1);
+    assert_eq!(w.informer().relists(), 0);
+    // Every state was seen, in order (a quiet, healthy watch skips nothing).
+    assert_eq!(w.seen("a").len(), 2);
+    assert_eq!(w.seen("b").len(), 2, "added, then deleted");
+    assert!(
+        w.watcher()
+            .log
+            .windows(2)
+            .all(|p| p[0].2 < p[1].2 || p[0].1 != p[1].1)
+    );
+}
+
+#[test]
+fn the_cache_lags_the_server() {
+    let steps = vec![create(1_000, "a"), label(2_000, "a", "1")];
+    let mut w = World::new(3, Default::default(), steps, vec![]);
+    let key = mkey("a");
+    let mut server_first = None;
+    let mut cache_first = None;
+    let mut server_rv2 = None;
+    let mut cache_rv2 = None;
+    while w.sim.step_until(SimTime::from_secs(5)).is_some() {
+        let now = w.sim.now();
+        let s = w.server().get(&key).map(|o| o.meta.resource_version);
+        let c = w
+            .informer()
+            .cache()
+            .get(&key)
+            .map(|o| o.meta.resource_version);
+        if s.is_some() && server_first.is_none() {
+            server_first = Some(now);
+            assert!(
+                c.is_none(),
+                "the cache cannot have it at the server's instant"
+            );
+        }
+        if c.is_some() && cache_first.is_none() {
+            cache_first = Some(now);
+        }
+        if s == Some(2) && server_rv2.is_none() {
+            server_rv2 = Some(now);
+            assert_eq!(c, Some(1), "the cache still holds the old version");
+        }
+        if c == Some(2) && cache_rv2.is_none() {
+            cache_rv2 = Some(now);
+        }
+    }
+    let (s1, c1) = (server_first.unwrap(), cache_first.unwrap());
+    let (s2, c2) = (server_rv2.unwrap(), cache_rv2.unwrap());
+    assert!(s1 < c1, "server {s1} before cache {c1}");
+    assert!(s2 < c2, "server {s2} before cache {c2}");
+}
+
+#[test]
+fn a_dropping_partition_stales_the_cache_then_a_relist_converges() {
+    // Partitioned 5 s..105 s, far longer than the 45 s dead-connection detection.
+    let steps = vec![
+        create(100, "a"),
+        create(200, "b"),
+        create(300, "c"),
+        delete(10_000, "b"),
+        label(20_000, "a", "1"),
+        label(30_000, "a", "2"),
+        create(40_000, "d"),
+        create(50_000, "e"),
+        delete(60_000, "e"),
+    ];
+    let mut w = World::new(
+        5,
+        Default::default(),
+        steps,
+        vec![cut(5_000, 100_000, PartitionMode::Drop)],
+    );
+    w.run_to(4_000);
+    assert_eq!(w.cache_view(), w.server_view());
+    let before = w.cache_view();
+    let rv_a_mid = {
+        w.run_to(25_000);
+        w.server().get(&mkey("a")).unwrap().meta.resource_version
+    };
+    w.run_to(104_000);
+    assert_eq!(
+        w.cache_view(),
+        before,
+        "nothing reaches a partitioned informer"
+    );
+    assert_ne!(w.cache_view(), w.server_view());
+    assert!(
+        w.informer().synced(),
+        "a stale cache still counts as synced"
+    );
+    // After the heal the informer relists within detection + backoff and converges.
+    let heal_ms = 105_000;
+    let bound_ms = READ_IDLE_TIMEOUT_MS + PING_TIMEOUT_MS + 30_000;
+    w.run_to(heal_ms + bound_ms);
+    assert!(w.informer().relists() > 0);
+    assert_eq!(w.cache_view(), w.server_view(), "converged to the server");
+    assert!(
+        w.informer().cache().get(&mkey("b")).is_none(),
+        "the deletion is seen"
+    );
+    // Intermediate states were skipped: a's first label, and e entirely.
+    assert!(!w.seen("a").contains(&rv_a_mid), "{:?}", w.seen("a"));
+    assert!(w.seen("e").is_empty());
+    assert_eq!(w.seen("d").len(), 1);
+}
+
+#[test]
+fn a_lost_watch_event_is_noticed_at_the_next_one_and_relists() {
+    // A short cut (2 s, no dead-connection detection) loses one event; the next event
+    // arrives with a sequence gap.
+    let steps = vec![
+        create(100, "a"),
+        create(200, "b"),
+        label(11_000, "a", "lost"),
+        label(15_000, "b", "next"),
+    ];
+    let mut w = World::new(
+        9,
+        Default::default(),
+        steps,
+        vec![cut(10_000, 2_000, PartitionMode::Drop)],
+    );
+    w.run_to(14_900);
+    assert_eq!(w.informer().relists(), 0);
+    assert_ne!(w.cache_view(), w.server_view(), "a's label was lost");
+    w.run_to(15_500);
+    assert_eq!(
+        w.informer().relists(),
+        1,
+        "the gap triggered a relist at once"
+    );
+    assert_eq!(w.cache_view(), w.server_view());
+}
+
+#[test]
+fn a_holding_partition_delivers_held_events_in_order_without_relist() {
+    let steps = vec![
+        create(100, "a"),
+        label(11_000, "a", "1"),
+        label(12_000, "a", "2"),
+        create(13_000, "b"),
+        label(14_000, "a", "3"),
+    ];
+    let mut w = World::new(
+        11,
+        Default::default(),
+        steps,
+        vec![cut(10_000, 10_000, PartitionMode::Hold)],
+    );
+    w.run_to(19_900);
+    let rv_a0 = w.seen("a");
+    assert_eq!(rv_a0.len(), 1, "nothing arrives while held");
+    w.run_to(30_000);
+    assert_eq!(w.informer().relists(), 0);
+    assert_eq!(w.cache_view(), w.server_view());
+    // Every held event arrived, in order, right after the heal.
+    let after: Vec<u64> = w
+        .watcher()
+        .log
+        .iter()
+        .filter(|(t, _, _)| t.as_ms() >= 20_000)
+        .map(|(_, _, rv)| *rv)
+        .collect();
+    assert_eq!(after, [2, 3, 4, 5]);
+    assert!(
+        w.watcher()
+            .log
+            .iter()
+            .all(|(t, _, rv)| *rv == 1 || t.as_ms() < 20_100)
+    );
+}
+
+#[test]
+fn a_crashed_informer_restarts_cold_and_resyncs() {
+    let steps = vec![
+        create(100, "a"),
+        create(200, "b"),
+        delete(12_000, "a"),
+        create(13_000, "c"),
+    ];
+    let crash = TimedFault {
+        at_ms: 10_000,
+        duration_ms: Some(5_000),
+        fault: Fault::Crash {
+            process: "watcher".into(),
+        },
+    };
+    let mut w = World::new(13, Default::default(), steps, vec![crash]);
+    w.run_to(9_000);
+    assert!(w.informer().synced());
+    assert_eq!(w.cache_view().len(), 2);
+    w.run_to(14_000);
+    assert!(!w.informer().synced(), "memory lost with the process");
+    assert!(w.informer().cache().is_empty());
+    // Step through the restart: unsynced until its list answers, then synced.
+    let mut saw_unsynced_after_restart = false;
+    while w.sim.step_until(SimTime::from_secs(20)).is_some() {
+        if w.sim.now() >= SimTime::from_ms(15_000) && !w.informer().synced() {
+            saw_unsynced_after_restart = true;
+        }
+        if w.informer().synced() {
+            break;
+        }
+    }
+    assert!(saw_unsynced_after_restart);
+    assert!(w.informer().synced());
+    assert_eq!(w.cache_view(), w.server_view());
+    assert_eq!(w.cache_view().keys().collect::<Vec<_>>(), ["b", "c"]);
+    w.run_to(30_000);
+    assert_eq!(
+        w.informer().relists(),
+        0,
+        "a cold start lists, it does not relist"
+    );
+}
+
+#[test]
+fn gone_on_the_watch_leads_to_a_relist() {
+    // The node's requests to the server take 5 s more; meanwhile the server writes more
+    // than its history holds, so the watch opened after the list is 410 Gone.
+    let mut steps = vec![];
+    for i in 0..120u64 {
+        steps.push(create(1_000 + i * 100, &format!("m{i:03}")));
+    }
+    let slow = TimedFault {
+        at_ms: 0,
+        duration_ms: Some(30_000),
+        fault: Fault::SlowLink {
+            hosts_a: vec!["node".into()],
+            hosts_b: vec!["api".into()],
+            extra_latency_ms: 5_000,
+            one_way: true,
+        },
+    };
+    let config = ApiServerConfig {
+        watch_history_ms: 300_000,
+        watch_history_max: 5,
+        gc_delay_ms: 500,
+    };
+    let mut w = World::new(17, config, steps, vec![slow]);
+    w.run_to(60_000);
+    assert!(w.gone_answers() >= 1, "the watch was answered 410 Gone");
+    assert!(w.informer().relists() >= 1);
+    assert_eq!(w.cache_view(), w.server_view());
+    assert_eq!(w.cache_view().len(), 120);
+}
+
+fn scenario_hash(seed: u64) -> u64 {
+    let mut steps = vec![];
+    for i in 0..20u64 {
+        steps.push(create(100 + i * 1_000, &format!("m{i}")));
+        steps.push(label(600 + i * 1_000, &format!("m{i}"), "x"));
+    }
+    steps.push(delete(30_000, "m3"));
+    let faults = vec![
+        cut(5_000, 3_000, PartitionMode::Drop),
+        cut(9_000, 60_000, PartitionMode::Hold),
+    ];
+    let mut w = World::new(seed, Default::default(), steps, faults);
+    w.run_to(200_000);
+    assert_eq!(w.cache_view(), w.server_view());
+    w.sim.trace().hash()
+}
+
+#[test]
+fn same_seed_same_trace_hash() {
+    let a = scenario_hash(21);
+    assert_eq!(a, scenario_hash(21));
+    assert_ne!(a, scenario_hash(22), "the seed reaches the run");
+}
+
+#[test]
+fn the_watch_timeout_rewatches_and_recovers_a_lost_last_event() {
+    // A short cut loses the deletion of b, and nothing follows it: no gap to notice, no
+    // dead connection. The watch's own timeout (5-10 min) re-watches from the last
+    // resourceVersion, and the replay brings the deletion; no relist is needed.
+    let steps = vec![create(100, "a"), create(200, "b"), delete(11_000, "b")];
+    // History long enough that the re-watch can replay (see the next test otherwise).
+    let config = ApiServerConfig {
+        watch_history_ms: 900_000,
+        ..Default::default()
+    };
+    let faults = vec![cut(10_000, 2_000, PartitionMode::Drop)];
+    let mut w = World::new(23, config, steps, faults);
+    w.run_to(200_000);
+    assert!(
+        w.informer().cache().get(&mkey("b")).is_some(),
+        "stale for now"
+    );
+    w.run_to(11_000 + 2 * MIN_WATCH_TIMEOUT_MS);
+    assert_eq!(w.cache_view(), w.server_view());
+    assert_eq!(
+        w.informer().relists(),
+        0,
+        "a re-watch from the last RV, not a relist"
+    );
+}
+
+#[test]
+fn a_rewatch_after_the_history_expired_relists() {
+    let steps = vec![
+        create(100, "a"),
+        create(200, "b"),
+        delete(11_000, "b"),
+        create(20_000, "c"),
+    ];
+    let config = ApiServerConfig {
+        watch_history_ms: 60_000,
+        ..Default::default()
+    };
+    let faults = vec![
+        cut(10_000, 2_000, PartitionMode::Drop),
+        cut(19_000, 2_000, PartitionMode::Drop),
+    ];
+    let mut w = World::new(29, config, steps, faults);
+    w.run_to(11_000 + 2 * MIN_WATCH_TIMEOUT_MS);
+    assert_eq!(w.cache_view(), w.server_view());
+    assert!(
+        w.gone_answers() >= 1,
+        "the re-watch's resourceVersion was too old"
+    );
+    assert!(w.informer().relists() >= 1);
+}
