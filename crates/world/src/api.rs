@@ -26,11 +26,11 @@ pub enum ApiOp {
     },
     /// Create; with an empty `meta.name`, `meta.generate_name` + 5 random characters.
     /// Server-owned metadata (uid, resourceVersion, timestamps) in the request is ignored.
-    Create(Object),
+    Create(Box<Object>),
     /// Replace the object. With `precondition`, `meta.resource_version` must match the
     /// stored one or the answer is 409 Conflict; without it the last writer wins.
     Update {
-        object: Object,
+        object: Box<Object>,
         precondition: bool,
     },
     /// Apply field-level changes, as a JSON merge patch does; a `resource_version` makes

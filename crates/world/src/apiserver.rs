@@ -231,11 +231,11 @@ impl ApiServer {
                     resource_version: self.resource_version,
                 })
             }
-            ApiOp::Create(object) => self.create(object, ctx),
+            ApiOp::Create(object) => self.create(*object, ctx),
             ApiOp::Update {
                 object,
                 precondition,
-            } => self.update(object, precondition, ctx),
+            } => self.update(*object, precondition, ctx),
             ApiOp::Patch {
                 key,
                 ops,

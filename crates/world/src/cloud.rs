@@ -711,7 +711,7 @@ impl CloudClient {
         if self.sent[i] != 0 {
             return;
         }
-        let id = self.ids.next();
+        let id = self.ids.issue();
         self.sent[i] = id;
         let op = self.steps[i].op.clone();
         ctx.send(self.cloud, Msg::Cloud(CloudRequest { id, op }));

@@ -187,7 +187,7 @@ impl Informer {
     }
 
     fn list(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
-        let req = self.ids.next();
+        let req = self.ids.issue();
         let r = &mut self.reflectors[i];
         if r.synced {
             self.relists += 1;
@@ -208,7 +208,7 @@ impl Informer {
 
     /// Open (or re-open) reflector `i`'s watch after the last resourceVersion it saw.
     fn open_watch(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
-        let req = self.ids.next();
+        let req = self.ids.issue();
         let r = &mut self.reflectors[i];
         r.phase = Phase::Opening { req };
         ctx.send(
@@ -451,7 +451,7 @@ impl Informer {
         match self.ping {
             None => {
                 self.ping = Some(now);
-                let id = self.ids.next();
+                let id = self.ids.issue();
                 ctx.send(
                     self.apiserver,
                     Msg::Api(ApiRequest {

@@ -295,7 +295,7 @@ impl Kubelet {
         if self.epoch > 1 {
             // Close the previous life's watch stream (an Informer uses `id * 16 + i`).
             let stream = self.informer_id * 16;
-            let id = self.ids.next();
+            let id = self.ids.issue();
             self.api(ctx, id, ApiOp::Unwatch { stream });
         }
         self.informer_id = 1 + self.epoch % INFORMER_IDS;
@@ -407,9 +407,13 @@ impl Kubelet {
                 ready_since: Some(ctx.now()),
             },
         };
-        let id = self.ids.next();
+        let id = self.ids.issue();
         self.node_req = Some((id, Req::Register));
-        self.api(ctx, id, ApiOp::Create(Object::new(meta, Body::Node(node))));
+        self.api(
+            ctx,
+            id,
+            ApiOp::Create(Box::new(Object::new(meta, Body::Node(node)))),
+        );
     }
 
     fn on_node_resp(&mut self, req: Req, result: Result<ApiOk, ApiError>, ctx: &mut WorldCtx<'_>) {
@@ -434,7 +438,7 @@ impl Kubelet {
                             ready_since: Some(ctx.now()),
                         },
                     };
-                    let id = self.ids.next();
+                    let id = self.ids.issue();
                     let key = self.node_key();
                     ctx.note(|| "kubelet: node is not Ready, setting Ready=True".into());
                     self.api(
@@ -455,7 +459,7 @@ impl Kubelet {
     }
 
     fn check_node(&mut self, ctx: &mut WorldCtx<'_>) {
-        let id = self.ids.next();
+        let id = self.ids.issue();
         self.node_req = Some((id, Req::GetNode));
         let key = self.node_key();
         self.api(ctx, id, ApiOp::Get(key));
@@ -479,7 +483,7 @@ impl Kubelet {
     }
 
     fn renew_lease(&mut self, ctx: &mut WorldCtx<'_>) {
-        let id = self.ids.next();
+        let id = self.ids.issue();
         match &self.lease {
             Some(current) => {
                 let mut next = (**current).clone();
@@ -494,7 +498,7 @@ impl Kubelet {
                     ctx,
                     id,
                     ApiOp::Update {
-                        object: next,
+                        object: Box::new(next),
                         precondition: true,
                     },
                 );
@@ -535,12 +539,12 @@ impl Kubelet {
                     renew_time: Some(now),
                     lease_transitions: 0,
                 };
-                let id = self.ids.next();
+                let id = self.ids.issue();
                 self.lease_req = Some((id, Req::LeaseCreate));
                 self.api(
                     ctx,
                     id,
-                    ApiOp::Create(Object::new(meta, Body::Lease(lease))),
+                    ApiOp::Create(Box::new(Object::new(meta, Body::Lease(lease)))),
                 );
             }
             (Req::LeaseCreate | Req::LeaseUpdate, Ok(ApiOk::Object(lease))) => {
@@ -637,7 +641,7 @@ impl Kubelet {
         if pod.meta.is_deleting() {
             self.kill(key, ctx);
             ctx.note(|| format!("kubelet: confirming deletion of pod {}/{}", key.0, key.1));
-            let id = self.ids.next();
+            let id = self.ids.issue();
             self.api(
                 ctx,
                 id,
@@ -739,7 +743,7 @@ impl Kubelet {
             },
             ..Default::default()
         };
-        let id = self.ids.next();
+        let id = self.ids.issue();
         self.api(
             ctx,
             id,

@@ -491,7 +491,7 @@ impl LeaderElector {
 
     fn request(&mut self, step: Step, op: ApiOp, ctx: &mut WorldCtx<'_>) {
         debug_assert!(self.in_flight.is_none(), "one request at a time");
-        let req = self.ids.next();
+        let req = self.ids.issue();
         let timeout = self.set_timer(
             self.config.renew_deadline_ms,
             Timer::RequestTimeout { req },
@@ -528,7 +528,11 @@ impl LeaderElector {
     fn send_create(&mut self, ctx: &mut WorldCtx<'_>) {
         let meta = ObjectMeta::named(&self.config.lease_namespace, &self.config.lease_name);
         let body = Body::Lease(self.my_record(None, ctx.now()));
-        self.request(Step::Create, ApiOp::Create(Object::new(meta, body)), ctx);
+        self.request(
+            Step::Create,
+            ApiOp::Create(Box::new(Object::new(meta, body))),
+            ctx,
+        );
     }
 
     /// Remember the fetched record; its observed time moves only when it changed.
@@ -562,7 +566,7 @@ impl LeaderElector {
         self.request(
             Step::Update,
             ApiOp::Update {
-                object,
+                object: Box::new(object),
                 precondition: true,
             },
             ctx,

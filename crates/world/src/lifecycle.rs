@@ -181,7 +181,7 @@ impl NodeLifecycle {
     }
 
     fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) {
-        let id = self.ids.next();
+        let id = self.ids.issue();
         ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
     }
 

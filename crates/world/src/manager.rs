@@ -1,21 +1,540 @@
-//! STUB: to be implemented.
+//! The controller host: what controller-runtime's manager and controller give a reconciler.
+//!
+//! A [`Manager`] is one process (one container) hosting one or more controllers. It owns
+//! a shared [`Informer`] cache, an optional [`LeaderElector`], and per controller a work
+//! queue with controller-runtime's semantics (docs/semantics.md section 2):
+//! - a key is never reconciled concurrently with itself; adds while it is processed mark
+//!   it dirty and it runs once more afterwards (MaxConcurrentReconciles = 1);
+//! - `requeue_after` re-adds after a delay (a second delayed add can only move it
+//!   earlier); an error re-adds with per-item exponential backoff (5 ms doubling, capped
+//!   at 1000 s) and a success forgets the failures;
+//! - controllers start once the cache has synced and, with leader election, once this
+//!   process leads; at start every cached object is offered as an add, as informers
+//!   replay their contents to a new handler; losing the lease stops the process, as
+//!   controller-runtime exits on `OnStoppedLeading`.
+//!
+//! A reconciler is a step machine in the style of Anvil (OSDI '24): each call of
+//! [`Reconciler::reconcile`] returns one [`Step`] — a request to send, or the end of the
+//! reconcile — and the manager calls again with the [`Reply`]. Every request is an
+//! interleaving point for the scheduler, exactly where a real controller awaits.
 
+use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
+use crate::cloud::{CloudError, CloudOp, CloudRequest, Instance};
 use crate::fault::WorldFault;
-use crate::msg::{Msg, Timer as AnyTimer};
-use crate::proc::WorldCtx;
-use reconsim_sim::ProcId;
+use crate::informer::Informer;
+use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::{Kind, Object, ObjectKey};
+use crate::proc::{Endpoints, WorldCtx};
+use reconsim_sim::{ProcId, SimRng, SimTime};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Per-item backoff of the default controller rate limiter.
+pub const BACKOFF_MS_BASE: u64 = 5;
+pub const BACKOFF_MS_MAX: u64 = 1_000_000;
+/// A request unanswered this long failed: the HTTP/2 health check (30 s idle + 15 s
+/// ping) would have closed its connection.
+pub const REQUEST_TIMEOUT_MS: u64 = 45_000;
+
+/// A request a reconcile step makes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Call {
+    Api(ApiOp),
+    Cloud(CloudOp),
+}
+
+/// The answer to the previous step's [`Call`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Reply {
+    Api(Result<ApiOk, ApiError>),
+    Cloud(Result<Vec<Instance>, CloudError>),
+    /// No answer within [`REQUEST_TIMEOUT_MS`] (a partition, a dead server).
+    TimedOut,
+    /// A [`Step::Sleep`] is over.
+    Woke,
+}
+
+/// What a reconcile step decides.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Step {
+    /// Send this request; `reconcile` is called again with its [`Reply`].
+    Call(Call),
+    /// The reconcile ended; with `requeue_after_ms`, reconcile this key again later
+    /// (controller-runtime's `Result{RequeueAfter}`).
+    Done { requeue_after_ms: Option<u64> },
+    /// The reconcile failed: requeue with backoff (the error policy).
+    Error(String),
+    /// Wait this long inside the reconcile (a poll of the cache, as `PollImmediate`
+    /// loops do), then continue with [`Reply::Woke`]. The key stays in processing.
+    Sleep { ms: u64 },
+}
+
+impl Step {
+    pub fn done() -> Self {
+        Step::Done {
+            requeue_after_ms: None,
+        }
+    }
+
+    pub fn requeue_after(ms: u64) -> Self {
+        Step::Done {
+            requeue_after_ms: Some(ms),
+        }
+    }
+}
+
+/// What a reconcile step can see: its key, its cache, the last reply, its clock.
+pub struct ReconcileCtx<'a> {
+    pub key: &'a ObjectKey,
+    pub cache: &'a crate::informer::Cache,
+    /// `None` on the first step of a reconcile.
+    pub reply: Option<Reply>,
+    /// The process's own clock.
+    pub now: SimTime,
+    pub rng: &'a mut SimRng,
+    /// The process's identity (its pod/process name).
+    pub identity: &'a str,
+}
+
+/// A controller's logic, as a step machine. All state lives in `self`.
+pub trait Reconciler: Debug {
+    /// The controller's name, for traces.
+    fn name(&self) -> &str;
+    /// The kinds the manager's cache must hold for this controller.
+    fn watches(&self) -> Vec<Kind>;
+    /// The keys to reconcile when `object` changes: itself (For) and/or its controller
+    /// owner (Owns). Deleted objects are offered with their last state.
+    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>);
+    /// One step of a reconcile of `ctx.key`.
+    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step;
+    /// The process lost its memory: forget everything.
+    fn reset(&mut self);
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {}
+pub enum Timer {
+    /// A delayed add of `key` to controller `ctrl`'s queue.
+    Requeue { ctrl: u16, key: ObjectKey },
+    /// Request `req` of controller `ctrl` timed out unless answered.
+    RequestTimeout { ctrl: u16, req: u64 },
+    /// Sleep `req` of controller `ctrl` is over.
+    Wake { ctrl: u16, req: u64 },
+}
 
-#[derive(Debug, Default)]
-pub struct Manager {}
+/// controller-runtime's work queue for one controller (one worker).
+#[derive(Clone, Debug, Default)]
+pub struct WorkQueue {
+    queue: VecDeque<ObjectKey>,
+    dirty: BTreeSet<ObjectKey>,
+    processing: Option<ObjectKey>,
+    failures: BTreeMap<ObjectKey, u32>,
+    /// Earliest pending delayed add per key.
+    waiting: BTreeMap<ObjectKey, SimTime>,
+}
+
+impl WorkQueue {
+    pub fn add(&mut self, key: ObjectKey) {
+        if !self.dirty.insert(key.clone()) {
+            return;
+        }
+        if self.processing.as_ref() != Some(&key) {
+            self.queue.push_back(key);
+        }
+    }
+
+    /// The next key to process, if any and if the worker is free.
+    pub fn get(&mut self) -> Option<ObjectKey> {
+        if self.processing.is_some() {
+            return None;
+        }
+        let key = self.queue.pop_front()?;
+        self.dirty.remove(&key);
+        self.processing = Some(key.clone());
+        Some(key)
+    }
+
+    /// Processing of the current key ended; a key re-added meanwhile goes back in line.
+    pub fn done(&mut self) {
+        if let Some(key) = self.processing.take()
+            && self.dirty.contains(&key)
+        {
+            self.queue.push_back(key);
+        }
+    }
+
+    /// Whether a delayed add due at `at` should set a timer (it is the earliest).
+    fn wait_until(&mut self, key: &ObjectKey, at: SimTime) -> bool {
+        match self.waiting.get(key) {
+            Some(t) if *t <= at => false,
+            _ => {
+                self.waiting.insert(key.clone(), at);
+                true
+            }
+        }
+    }
+
+    /// A delayed add fired at `now`: add the key if this is its pending delay.
+    fn fire(&mut self, key: ObjectKey, now: SimTime) {
+        if self.waiting.get(&key).is_some_and(|t| *t <= now) {
+            self.waiting.remove(&key);
+            self.add(key);
+        }
+    }
+
+    /// The backoff before retrying `key` after one more failure.
+    fn fail(&mut self, key: &ObjectKey) -> u64 {
+        let n = self.failures.entry(key.clone()).or_insert(0);
+        let delay = BACKOFF_MS_BASE.saturating_mul(1u64 << (*n).min(40));
+        *n += 1;
+        delay.min(BACKOFF_MS_MAX)
+    }
+
+    fn forget(&mut self, key: &ObjectKey) {
+        self.failures.remove(key);
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+#[derive(Debug)]
+struct Controller {
+    reconciler: Box<dyn Reconciler>,
+    queue: WorkQueue,
+    ids: ReqIds,
+    /// The request the current reconcile waits on.
+    in_flight: Option<u64>,
+    reconciles: u64,
+}
+
+/// Settings of a manager process.
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    /// Identity for leader election and traces (the pod name).
+    pub identity: String,
+    pub leader: Option<LeaderConfig>,
+    /// The kubelet running this container, told when the process exits.
+    pub kubelet: Option<ProcId>,
+    /// The pod this container belongs to.
+    pub pod: Option<String>,
+}
+
+/// The controller host process.
+#[derive(Debug)]
+pub struct Manager {
+    config: ManagerConfig,
+    endpoints: Endpoints,
+    informer: Informer,
+    elector: Option<LeaderElector>,
+    controllers: Vec<Controller>,
+    running: bool,
+    exited: bool,
+    changes: Vec<Arc<Object>>,
+    keys: Vec<ObjectKey>,
+}
 
 impl Manager {
-    pub fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_msg(&mut self, _from: ProcId, _msg: Msg, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_timer(&mut self, _t: AnyTimer, _ctx: &mut WorldCtx<'_>) {}
-    pub fn on_crash(&mut self) {}
+    pub fn new(
+        config: ManagerConfig,
+        endpoints: Endpoints,
+        reconcilers: Vec<Box<dyn Reconciler>>,
+    ) -> Self {
+        let mut kinds: Vec<Kind> = reconcilers.iter().flat_map(|r| r.watches()).collect();
+        kinds.sort();
+        kinds.dedup();
+        let elector = config
+            .leader
+            .clone()
+            .map(|lc| LeaderElector::new(lc, config.identity.clone(), endpoints.apiserver));
+        let controllers = reconcilers
+            .into_iter()
+            .enumerate()
+            .map(|(i, reconciler)| Controller {
+                reconciler,
+                queue: WorkQueue::default(),
+                ids: ReqIds::new(tags::RECONCILER + i as u16),
+                in_flight: None,
+                reconciles: 0,
+            })
+            .collect();
+        Manager {
+            informer: Informer::new(0, &kinds, endpoints.apiserver),
+            config,
+            endpoints,
+            elector,
+            controllers,
+            running: false,
+            exited: false,
+            changes: Vec::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.config.identity
+    }
+
+    /// Whether the controllers run (cache synced and, with leader election, leading).
+    pub fn running(&self) -> bool {
+        self.running
+    }
+
+    /// Whether this process believes it holds the lease (true without leader election).
+    pub fn believes_leader(&self) -> bool {
+        self.elector.as_ref().is_none_or(|e| e.is_leader())
+    }
+
+    pub fn informer(&self) -> &Informer {
+        &self.informer
+    }
+
+    pub fn reconciler(&self, i: usize) -> &dyn Reconciler {
+        self.controllers[i].reconciler.as_ref()
+    }
+
+    /// Reconciles started, per controller.
+    pub fn reconciles(&self) -> Vec<u64> {
+        self.controllers.iter().map(|c| c.reconciles).collect()
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.running = false;
+        self.exited = false;
+        self.informer.start(ctx);
+        if let Some(e) = &mut self.elector {
+            e.start(ctx);
+        }
+    }
+
+    pub fn on_crash(&mut self) {
+        self.running = false;
+        if let Some(e) = &mut self.elector {
+            e.reset();
+        }
+        for c in &mut self.controllers {
+            c.queue = WorkQueue::default();
+            c.in_flight = None;
+            c.reconciler.reset();
+        }
+    }
+
     pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        if self.exited {
+            return;
+        }
+        let mut changes = std::mem::take(&mut self.changes);
+        if self.informer.handle(&msg, ctx, &mut changes) {
+            self.offer(&changes, ctx);
+            changes.clear();
+            self.changes = changes;
+            self.maybe_start(ctx);
+            return;
+        }
+        self.changes = changes;
+        if let Some(e) = &mut self.elector {
+            let handled = e.handle(&msg, ctx);
+            if handled.ours {
+                self.on_leader_event(handled.event, ctx);
+                return;
+            }
+        }
+        let (id, reply) = match msg {
+            Msg::ApiResp(r) => (r.id, Reply::Api(r.result)),
+            Msg::CloudResp(r) => (r.id, Reply::Cloud(r.result)),
+            _ => return,
+        };
+        if let Some(i) = self
+            .controllers
+            .iter()
+            .position(|c| c.in_flight == Some(id))
+        {
+            self.controllers[i].in_flight = None;
+            self.step(i, Some(reply), ctx);
+        }
+    }
+
+    pub fn on_timer(&mut self, timer: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        if self.exited {
+            return;
+        }
+        match timer {
+            AnyTimer::Informer(t) => {
+                self.informer.on_timer(&t, ctx);
+            }
+            AnyTimer::Leader(t) => {
+                if let Some(e) = &mut self.elector {
+                    let handled = e.on_timer(&t, ctx);
+                    self.on_leader_event(handled.event, ctx);
+                }
+            }
+            AnyTimer::Manager(Timer::Requeue { ctrl, key }) => {
+                let now = ctx.now();
+                self.controllers[ctrl as usize].queue.fire(key, now);
+                self.pump(ctrl as usize, ctx);
+            }
+            AnyTimer::Manager(Timer::RequestTimeout { ctrl, req }) => {
+                let c = &mut self.controllers[ctrl as usize];
+                if c.in_flight == Some(req) {
+                    c.in_flight = None;
+                    self.step(ctrl as usize, Some(Reply::TimedOut), ctx);
+                }
+            }
+            AnyTimer::Manager(Timer::Wake { ctrl, req }) => {
+                let c = &mut self.controllers[ctrl as usize];
+                if c.in_flight == Some(req) {
+                    c.in_flight = None;
+                    self.step(ctrl as usize, Some(Reply::Woke), ctx);
+                }
+            }
+            other => panic!("manager got a foreign timer {other:?}"),
+        }
+    }
+
+    fn on_leader_event(&mut self, event: Option<LeaderEvent>, ctx: &mut WorldCtx<'_>) {
+        match event {
+            Some(LeaderEvent::StartedLeading) => self.maybe_start(ctx),
+            Some(LeaderEvent::StoppedLeading) => {
+                // controller-runtime: "leader election lost" -> the process exits.
+                self.exited = true;
+                self.running = false;
+                if let (Some(kubelet), Some(pod)) = (self.config.kubelet, &self.config.pod) {
+                    ctx.send(kubelet, Msg::ContainerExited { pod: pod.clone() });
+                }
+                ctx.stop(ctx.me());
+            }
+            None => {}
+        }
+    }
+
+    /// Start the controllers once synced and leading; replay the cache as adds.
+    fn maybe_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        if self.running || !self.informer.synced() || !self.believes_leader() {
+            return;
+        }
+        self.running = true;
+        let all: Vec<Arc<Object>> = self
+            .informer
+            .kinds()
+            .flat_map(|k| self.informer.cache().list(k).cloned().collect::<Vec<_>>())
+            .collect();
+        self.offer(&all, ctx);
+    }
+
+    /// Enqueue the keys the changed objects map to, then let idle workers go.
+    fn offer(&mut self, changed: &[Arc<Object>], ctx: &mut WorldCtx<'_>) {
+        if !self.running {
+            return;
+        }
+        for i in 0..self.controllers.len() {
+            let c = &mut self.controllers[i];
+            for obj in changed {
+                self.keys.clear();
+                c.reconciler.keys_for(obj, &mut self.keys);
+                for key in self.keys.drain(..) {
+                    c.queue.add(key);
+                }
+            }
+            self.pump(i, ctx);
+        }
+    }
+
+    /// If controller `i`'s worker is idle, start reconciling the next key.
+    fn pump(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
+        if !self.running || self.controllers[i].in_flight.is_some() {
+            return;
+        }
+        if self.controllers[i].queue.processing.is_none()
+            && self.controllers[i].queue.get().is_some()
+        {
+            self.controllers[i].reconciles += 1;
+            self.step(i, None, ctx);
+        }
+    }
+
+    /// Run one reconcile step of controller `i`: it sends a request, sleeps, or ends.
+    fn step(&mut self, i: usize, reply: Option<Reply>, ctx: &mut WorldCtx<'_>) {
+        let c = &mut self.controllers[i];
+        let Some(key) = c.queue.processing.clone() else {
+            return;
+        };
+        let now = ctx.now();
+        let step = {
+            let mut rctx = ReconcileCtx {
+                key: &key,
+                cache: self.informer.cache(),
+                reply,
+                now,
+                rng: ctx.rng(),
+                identity: &self.config.identity,
+            };
+            c.reconciler.reconcile(&mut rctx)
+        };
+        match step {
+            Step::Call(call) => {
+                let id = c.ids.issue();
+                c.in_flight = Some(id);
+                let msg = match call {
+                    Call::Api(op) => (self.endpoints.apiserver, Msg::Api(ApiRequest { id, op })),
+                    Call::Cloud(op) => (self.endpoints.cloud, Msg::Cloud(CloudRequest { id, op })),
+                };
+                ctx.send(msg.0, msg.1);
+                ctx.set_timer(
+                    REQUEST_TIMEOUT_MS,
+                    Msg::Timer(AnyTimer::Manager(Timer::RequestTimeout {
+                        ctrl: i as u16,
+                        req: id,
+                    })),
+                );
+            }
+            Step::Sleep { ms } => {
+                let id = c.ids.issue();
+                c.in_flight = Some(id);
+                ctx.set_timer(
+                    ms,
+                    Msg::Timer(AnyTimer::Manager(Timer::Wake {
+                        ctrl: i as u16,
+                        req: id,
+                    })),
+                );
+            }
+            Step::Done { requeue_after_ms } => {
+                c.queue.forget(&key);
+                c.queue.done();
+                if let Some(ms) = requeue_after_ms {
+                    self.add_after(i, key, ms, ctx);
+                }
+                self.pump(i, ctx);
+            }
+            Step::Error(reason) => {
+                ctx.note(|| format!("reconcile {key} failed: {reason}"));
+                let delay = c.queue.fail(&key);
+                c.queue.done();
+                self.add_after(i, key, delay, ctx);
+                self.pump(i, ctx);
+            }
+        }
+    }
+
+    fn add_after(&mut self, i: usize, key: ObjectKey, ms: u64, ctx: &mut WorldCtx<'_>) {
+        let at = ctx.now().plus_ms(ms);
+        if self.controllers[i].queue.wait_until(&key, at) {
+            ctx.set_timer(
+                ms,
+                Msg::Timer(AnyTimer::Manager(Timer::Requeue {
+                    ctrl: i as u16,
+                    key,
+                })),
+            );
+        }
+    }
 }

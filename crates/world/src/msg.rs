@@ -9,8 +9,6 @@ use crate::cloud::{CloudRequest, CloudResponse};
 use crate::{apiserver, cloud, informer, kubelet, leader, lifecycle, manager, script, workloads};
 use serde::Serialize;
 
-// TODO(lead): box the large request bodies once the parallel work has landed.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Msg {
     Api(ApiRequest),
@@ -53,8 +51,8 @@ impl ReqIds {
         ReqIds { tag, next: 0 }
     }
 
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u64 {
+    /// A fresh request id.
+    pub fn issue(&mut self) -> u64 {
         self.next += 1;
         (u64::from(self.tag) << 48) | (self.next & 0xffff_ffff_ffff)
     }
@@ -75,4 +73,19 @@ pub mod tags {
     pub const WORKLOADS: u16 = 0x0600;
     pub const SCRIPT: u16 = 0x0700;
     pub const CLOUD_CLIENT: u16 = 0x0800;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages sit in the kernel's queue by value: keep them small.
+    #[test]
+    fn messages_stay_small() {
+        assert!(
+            std::mem::size_of::<Msg>() <= 128,
+            "{}",
+            std::mem::size_of::<Msg>()
+        );
+    }
 }

@@ -79,7 +79,7 @@ impl Script {
 
     pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         let Timer::Step(i) = t;
-        let id = self.ids.next();
+        let id = self.ids.issue();
         while self.sent.len() <= i {
             self.sent.push(0);
         }

@@ -176,7 +176,7 @@ impl Workloads {
     }
 
     fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) -> u64 {
-        let id = self.ids.next();
+        let id = self.ids.issue();
         ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
         id
     }
@@ -259,7 +259,10 @@ impl Workloads {
                     },
                     status: PodStatus::default(),
                 };
-                let id = self.api(ctx, ApiOp::Create(Object::new(meta, Body::Pod(pod))));
+                let id = self.api(
+                    ctx,
+                    ApiOp::Create(Box::new(Object::new(meta, Body::Pod(pod)))),
+                );
                 e.creates.insert(id);
                 self.create_reqs.insert(id, key.clone());
             }

@@ -196,10 +196,10 @@ fn machine_spec(provider_id: &str) -> Body {
 #[test]
 fn uids_are_unique_and_a_recreated_name_gets_a_new_uid() {
     let mut w = World::new(Default::default());
-    let a1 = w.obj(ApiOp::Create(machine("a")));
-    let b = w.obj(ApiOp::Create(machine("b")));
+    let a1 = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let b = w.obj(ApiOp::Create(Box::new(machine("b"))));
     assert_eq!(w.call(delete(&mkey("a"))), Ok(ApiOk::Deleted));
-    let a2 = w.obj(ApiOp::Create(machine("a")));
+    let a2 = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let uids: BTreeSet<Uid> = [a1.meta.uid, b.meta.uid, a2.meta.uid].into();
     assert_eq!(uids.len(), 3, "uids must be unique: {uids:?}");
     assert!(!uids.contains(&Uid(0)));
@@ -220,7 +220,7 @@ fn client_supplied_server_metadata_is_ignored_on_create() {
     m.meta.generation = 7;
     m.meta.creation_timestamp = SimTime::from_secs(999);
     m.meta.deletion_timestamp = Some(SimTime::from_secs(5));
-    let a = w.obj(ApiOp::Create(m));
+    let a = w.obj(ApiOp::Create(Box::new(m)));
     assert_ne!(a.meta.uid, Uid(999));
     assert_eq!(a.meta.resource_version, w.server().resource_version());
     assert_eq!(a.meta.generation, 1);
@@ -238,10 +238,10 @@ fn resource_version_is_one_global_increasing_counter() {
         )
     };
     let ops = [
-        ApiOp::Create(machine("a")),
-        ApiOp::Create(machine("b")),
+        ApiOp::Create(Box::new(machine("a"))),
+        ApiOp::Create(Box::new(machine("b"))),
         label("a"),
-        ApiOp::Create(machine_set("s")),
+        ApiOp::Create(Box::new(machine_set("s"))),
         label("b"),
     ];
     let rvs: Vec<u64> = ops
@@ -250,7 +250,10 @@ fn resource_version_is_one_global_increasing_counter() {
         .collect();
     // A delete is a write too.
     assert_eq!(w.call(delete(&mkey("a"))), Ok(ApiOk::Deleted));
-    let after_delete = w.obj(ApiOp::Create(machine("c"))).meta.resource_version;
+    let after_delete = w
+        .obj(ApiOp::Create(Box::new(machine("c"))))
+        .meta
+        .resource_version;
     for pair in rvs.windows(2) {
         assert_eq!(
             pair[1],
@@ -285,7 +288,7 @@ fn resource_version_is_one_global_increasing_counter() {
 fn generation_bumps_on_spec_changes_only() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     assert_eq!(a.meta.generation, 1);
     let s = w.obj(patch(
         &k,
@@ -320,7 +323,7 @@ fn generation_bumps_on_spec_changes_only() {
     let mut upd = (*p).clone();
     upd.as_machine_mut().unwrap().status.phase = Some("Running".into());
     let u = w.obj(ApiOp::Update {
-        object: upd.clone(),
+        object: Box::new(upd.clone()),
         precondition: true,
     });
     assert_eq!(u.meta.generation, 2);
@@ -329,7 +332,7 @@ fn generation_bumps_on_spec_changes_only() {
     upd.meta.generation = 40;
     upd.as_machine_mut().unwrap().spec.provider_id = Some("aws:///z/i-2".into());
     let u2 = w.obj(ApiOp::Update {
-        object: upd,
+        object: Box::new(upd),
         precondition: true,
     });
     assert_eq!(u2.meta.generation, 3);
@@ -349,7 +352,7 @@ fn creation_timestamp_is_the_server_clock() {
     let mut w = World::with_plan(1, Default::default(), plan);
     w.run_to(2_000);
     let sent_at = w.t + 1;
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let t = a.meta.creation_timestamp.as_ms();
     assert!(
         (1_000_000 + sent_at..1_000_000 + sent_at + ROUND_TRIP_MS).contains(&t),
@@ -360,7 +363,7 @@ fn creation_timestamp_is_the_server_clock() {
     upd.meta.creation_timestamp = SimTime::ZERO;
     upd.meta.labels.insert("x".into(), "y".into());
     let u = w.obj(ApiOp::Update {
-        object: upd,
+        object: Box::new(upd),
         precondition: false,
     });
     assert_eq!(u.meta.creation_timestamp, a.meta.creation_timestamp);
@@ -371,22 +374,22 @@ fn creation_timestamp_is_the_server_clock() {
 #[test]
 fn create_of_a_taken_name_is_already_exists() {
     let mut w = World::new(Default::default());
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     assert_eq!(
-        w.call(ApiOp::Create(machine("a"))),
+        w.call(ApiOp::Create(Box::new(machine("a")))),
         Err(ApiError::AlreadyExists)
     );
     // Same name in another kind or namespace is another object.
-    w.obj(ApiOp::Create(machine_set("a")));
-    w.obj(ApiOp::Create(Object::new(
+    w.obj(ApiOp::Create(Box::new(machine_set("a"))));
+    w.obj(ApiOp::Create(Box::new(Object::new(
         ObjectMeta::named("other", "a"),
         Body::Machine(Machine::default()),
-    )));
+    ))));
     // A deleting object still holds its name.
     w.obj(patch(&mkey("a"), vec![PatchOp::AddFinalizer("f".into())]));
     w.obj(delete(&mkey("a")));
     assert_eq!(
-        w.call(ApiOp::Create(machine("a"))),
+        w.call(ApiOp::Create(Box::new(machine("a")))),
         Err(ApiError::AlreadyExists)
     );
     assert_eq!(w.stored(&mkey("a")).unwrap().meta.uid, a.meta.uid);
@@ -400,7 +403,7 @@ fn generate_name_gives_unique_names_from_the_real_alphabet() {
     for _ in 0..60 {
         let mut m = machine("");
         m.meta.generate_name = Some("worker-".into());
-        let o = w.obj(ApiOp::Create(m));
+        let o = w.obj(ApiOp::Create(Box::new(m)));
         let name = o.meta.name.clone();
         let suffix = name.strip_prefix("worker-").expect("keeps the prefix");
         assert_eq!(suffix.len(), 5, "{name}");
@@ -417,7 +420,7 @@ fn generate_name_gives_unique_names_from_the_real_alphabet() {
     // A long prefix is cut to 58 characters (63 with the suffix).
     let mut m = machine("");
     m.meta.generate_name = Some("p".repeat(80));
-    let o = w.obj(ApiOp::Create(m));
+    let o = w.obj(ApiOp::Create(Box::new(m)));
     assert_eq!(o.meta.name.len(), 63);
     assert!(o.meta.name.starts_with(&"p".repeat(58)));
 }
@@ -426,7 +429,7 @@ fn generate_name_gives_unique_names_from_the_real_alphabet() {
 fn create_without_name_or_generate_name_is_invalid() {
     let mut w = World::new(Default::default());
     assert!(matches!(
-        w.call(ApiOp::Create(machine(""))),
+        w.call(ApiOp::Create(Box::new(machine("")))),
         Err(ApiError::Invalid(_))
     ));
     // Namespaced kinds need a namespace; cluster-scoped ones must not have one.
@@ -435,16 +438,16 @@ fn create_without_name_or_generate_name_is_invalid() {
         Body::Machine(Machine::default()),
     );
     assert!(matches!(
-        w.call(ApiOp::Create(no_ns)),
+        w.call(ApiOp::Create(Box::new(no_ns))),
         Err(ApiError::Invalid(_))
     ));
     let node_ns = Object::new(ObjectMeta::named(NS, "n"), Body::Node(Node::default()));
     assert!(matches!(
-        w.call(ApiOp::Create(node_ns)),
+        w.call(ApiOp::Create(Box::new(node_ns))),
         Err(ApiError::Invalid(_))
     ));
     let node = Object::new(ObjectMeta::named("", "n"), Body::Node(Node::default()));
-    w.obj(ApiOp::Create(node));
+    w.obj(ApiOp::Create(Box::new(node)));
     assert_eq!(w.server().objects().count(), 1);
     assert_eq!(
         w.server().resource_version(),
@@ -458,19 +461,19 @@ fn create_without_name_or_generate_name_is_invalid() {
 #[test]
 fn update_with_a_stale_resource_version_is_a_conflict() {
     let mut w = World::new(Default::default());
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let mut first = (*a).clone();
     first.meta.labels.insert("writer".into(), "first".into());
     let mut second = (*a).clone();
     second.meta.labels.insert("writer".into(), "second".into());
     let f = w.obj(ApiOp::Update {
-        object: first,
+        object: Box::new(first),
         precondition: true,
     });
     // Both read the same version; the second writer is stale now.
     assert_eq!(
         w.call(ApiOp::Update {
-            object: second.clone(),
+            object: Box::new(second.clone()),
             precondition: true,
         }),
         Err(ApiError::Conflict)
@@ -479,7 +482,7 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
     // GET and retry succeeds.
     second.meta.resource_version = f.meta.resource_version;
     let s = w.obj(ApiOp::Update {
-        object: second,
+        object: Box::new(second),
         precondition: true,
     });
     assert_eq!(s.meta.labels["writer"], "second");
@@ -489,7 +492,7 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
 #[test]
 fn update_without_precondition_last_writer_wins() {
     let mut w = World::new(Default::default());
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let mut first = (*a).clone();
     first.meta.labels.insert("writer".into(), "first".into());
     let mut second = (*a).clone();
@@ -498,11 +501,11 @@ fn update_without_precondition_last_writer_wins() {
         .annotations
         .insert("writer".into(), "second".into());
     w.obj(ApiOp::Update {
-        object: first,
+        object: Box::new(first),
         precondition: false,
     });
     let s = w.obj(ApiOp::Update {
-        object: second,
+        object: Box::new(second),
         precondition: false,
     });
     // A PUT replaces the whole object: the first writer's label is gone.
@@ -514,14 +517,14 @@ fn update_without_precondition_last_writer_wins() {
 #[test]
 fn update_of_a_recreated_object_is_a_conflict_by_uid() {
     let mut w = World::new(Default::default());
-    let old = w.obj(ApiOp::Create(machine("a")));
+    let old = w.obj(ApiOp::Create(Box::new(machine("a"))));
     w.call(delete(&mkey("a"))).unwrap();
-    let new = w.obj(ApiOp::Create(machine("a")));
+    let new = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let mut stale = (*old).clone();
     stale.meta.labels.insert("x".into(), "y".into());
     assert_eq!(
         w.call(ApiOp::Update {
-            object: stale,
+            object: Box::new(stale),
             precondition: false,
         }),
         Err(ApiError::Conflict)
@@ -530,7 +533,7 @@ fn update_of_a_recreated_object_is_a_conflict_by_uid() {
     // Update of a missing object is NotFound.
     assert_eq!(
         w.call(ApiOp::Update {
-            object: machine("zz"),
+            object: Box::new(machine("zz")),
             precondition: false,
         }),
         Err(ApiError::NotFound)
@@ -541,9 +544,9 @@ fn update_of_a_recreated_object_is_a_conflict_by_uid() {
 fn patch_ops_change_only_their_fields() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let set = w.obj(ApiOp::Create(machine_set("s")));
-    let other = w.obj(ApiOp::Create(machine_set("t")));
-    w.obj(ApiOp::Create(machine("a")));
+    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
+    let other = w.obj(ApiOp::Create(Box::new(machine_set("t"))));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
 
     let o = w.obj(patch(
         &k,
@@ -647,7 +650,7 @@ fn patch_ops_change_only_their_fields() {
 fn conditional_patch_with_a_stale_resource_version_is_a_conflict() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let b = w.obj(patch(
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
@@ -673,7 +676,7 @@ fn a_no_op_write_bumps_nothing_and_emits_no_event() {
     let k = mkey("a");
     let watch = w.watcher("watch", 1, vec![Kind::Machine], 0);
     w.run_to(100);
-    w.obj(ApiOp::Create(machine("a")));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
     let a = w.obj(patch(
         &k,
         vec![
@@ -702,7 +705,7 @@ fn a_no_op_write_bumps_nothing_and_emits_no_event() {
             vec![PatchOp::Status(Body::Machine(Machine::default()))],
         )),
         w.obj(ApiOp::Update {
-            object: (*a).clone(),
+            object: Box::new((*a).clone()),
             precondition: true,
         }),
     ];
@@ -723,7 +726,7 @@ fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
     let k = mkey("a");
     let watch = w.watcher("watch", 1, vec![Kind::Machine], 0);
     w.run_to(100);
-    w.obj(ApiOp::Create(machine("a")));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
     let a = w.obj(patch(
         &k,
         vec![
@@ -762,7 +765,7 @@ fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
     let mut upd = (*d).clone();
     upd.meta.finalizers.push("f3".into());
     let r = w.call(ApiOp::Update {
-        object: upd,
+        object: Box::new(upd),
         precondition: true,
     });
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");
@@ -771,7 +774,7 @@ fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
     upd.meta.deletion_timestamp = None;
     upd.meta.labels.insert("x".into(), "y".into());
     let u = w.obj(ApiOp::Update {
-        object: upd,
+        object: Box::new(upd),
         precondition: true,
     });
     assert_eq!(u.meta.deletion_timestamp, d.meta.deletion_timestamp);
@@ -806,9 +809,9 @@ fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
 fn delete_with_a_uid_precondition_spares_a_recreated_object() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let old = w.obj(ApiOp::Create(machine("a")));
+    let old = w.obj(ApiOp::Create(Box::new(machine("a"))));
     w.call(delete(&k)).unwrap();
-    let new = w.obj(ApiOp::Create(machine("a")));
+    let new = w.obj(ApiOp::Create(Box::new(machine("a"))));
     let by_old_uid = ApiOp::Delete {
         key: k.clone(),
         uid: Some(old.meta.uid),
@@ -843,9 +846,9 @@ fn pod(name: &str, node: Option<&str>) -> Object {
 fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
     let mut w = World::new(Default::default());
     let pk = |n: &str| key(Kind::Pod, n);
-    w.obj(ApiOp::Create(pod("unbound", None)));
-    w.obj(ApiOp::Create(pod("bound", Some("node-1"))));
-    w.obj(ApiOp::Create(pod("forced", Some("node-1"))));
+    w.obj(ApiOp::Create(Box::new(pod("unbound", None))));
+    w.obj(ApiOp::Create(Box::new(pod("bound", Some("node-1")))));
+    w.obj(ApiOp::Create(Box::new(pod("forced", Some("node-1")))));
     w.run_to(10_000);
 
     // Unbound: gone at once.
@@ -908,7 +911,7 @@ fn a_terminating_pod_needs_both_its_kubelet_and_its_finalizers() {
     for name in ["kubelet-last", "finalizer-last"] {
         let mut p = pod(name, Some("node-1"));
         p.meta.finalizers.push("f".into());
-        w.obj(ApiOp::Create(p));
+        w.obj(ApiOp::Create(Box::new(p)));
         w.obj(delete(&key(Kind::Pod, name)));
     }
     // Finalizer removed first: still waiting for the kubelet.
@@ -942,7 +945,7 @@ fn family() -> Family {
         gc_delay_ms: 2_000,
         ..Default::default()
     });
-    let set = w.obj(ApiOp::Create(machine_set("s")));
+    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
     for (name, fin) in [
         ("plain", None),
         ("guarded", Some("machine.openshift.io/machine")),
@@ -952,7 +955,7 @@ fn family() -> Family {
         if let Some(f) = fin {
             m.meta.finalizers.push(f.into());
         }
-        w.obj(ApiOp::Create(m));
+        w.obj(ApiOp::Create(Box::new(m)));
     }
     w.run_to(5_000);
     Family { w, set }
@@ -995,7 +998,7 @@ fn collection_cascades_through_generations() {
     let plain = w.stored(&mkey("plain")).unwrap();
     let mut p = pod("grandchild", None);
     p.meta.owner_references.push(owner(&plain));
-    w.obj(ApiOp::Create(p));
+    w.obj(ApiOp::Create(Box::new(p)));
     w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
     w.run_for(10_000);
     assert!(w.stored(&mkey("plain")).is_none());
@@ -1005,7 +1008,7 @@ fn collection_cascades_through_generations() {
 #[test]
 fn an_object_with_two_owners_lives_until_both_are_gone() {
     let Family { mut w, set } = family();
-    let other = w.obj(ApiOp::Create(machine_set("t")));
+    let other = w.obj(ApiOp::Create(Box::new(machine_set("t"))));
     w.obj(patch(
         &mkey("plain"),
         vec![PatchOp::SetOwnerReferences(vec![
@@ -1068,18 +1071,18 @@ fn an_object_created_with_only_dangling_owners_is_collected() {
     w.run_for(10_000);
     let mut late = machine("late");
     late.meta.owner_references.push(owner(&set));
-    w.obj(ApiOp::Create(late));
+    w.obj(ApiOp::Create(Box::new(late)));
     w.run_for(10_000);
     assert!(
         w.stored(&mkey("late")).is_none(),
         "its owner is gone: collected"
     );
     // A dependent of a re-created owner (same name, new uid) is collected too.
-    let new_set = w.obj(ApiOp::Create(machine_set("s")));
+    let new_set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
     assert_ne!(new_set.meta.uid, set.meta.uid);
     let mut stale = machine("stale");
     stale.meta.owner_references.push(owner(&set));
-    w.obj(ApiOp::Create(stale));
+    w.obj(ApiOp::Create(Box::new(stale)));
     w.run_for(10_000);
     assert!(w.stored(&mkey("stale")).is_none());
 }
@@ -1101,10 +1104,10 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
         },
         plan,
     );
-    let set = w.obj(ApiOp::Create(machine_set("s")));
+    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
     let mut m = machine("plain");
     m.meta.owner_references.push(owner(&set));
-    w.obj(ApiOp::Create(m));
+    w.obj(ApiOp::Create(Box::new(m)));
     w.run_to(10_000);
     w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
     // The crash (at 10.1 s) kills the sweep armed for ~12 s; the store survives.
@@ -1132,15 +1135,15 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
         w.script(w1).response(0).unwrap().result,
         Ok(ApiOk::Watching { .. })
     ));
-    w.obj(ApiOp::Create(machine("a")));
-    w.obj(ApiOp::Create(machine_set("s")));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    w.obj(ApiOp::Create(Box::new(machine_set("s"))));
     for i in 0..20 {
         w.obj(patch(
             &k,
             vec![PatchOp::SetLabel("i".into(), Some(i.to_string()))],
         ));
     }
-    w.obj(ApiOp::Create(machine("b")));
+    w.obj(ApiOp::Create(Box::new(machine("b"))));
     w.call(delete(&k)).unwrap();
     w.run_for(100);
     let e1 = w.events(w1);
@@ -1185,7 +1188,7 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
 fn a_watch_replays_from_a_resource_version() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    w.obj(ApiOp::Create(machine("a")));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
     let mid = w.obj(patch(
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
@@ -1194,7 +1197,7 @@ fn a_watch_replays_from_a_resource_version() {
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("2".into()))],
     ));
-    w.obj(ApiOp::Create(machine("b")));
+    w.obj(ApiOp::Create(Box::new(machine("b"))));
     let from = mid.meta.resource_version;
     let at = w.t + 10;
     let late = w.watcher("late", at, vec![Kind::Machine], from);
@@ -1227,7 +1230,7 @@ fn a_watch_from_before_the_history_is_gone() {
         gc_delay_ms: 500,
     });
     let k = mkey("a");
-    let a = w.obj(ApiOp::Create(machine("a")));
+    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
     w.run_to(5_000);
     w.obj(patch(
         &k,
@@ -1270,7 +1273,7 @@ fn a_watch_beyond_the_bounded_history_is_gone() {
         gc_delay_ms: 500,
     });
     let k = mkey("a");
-    w.obj(ApiOp::Create(machine("a")));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
     for i in 0..5 {
         w.obj(patch(
             &k,
@@ -1321,10 +1324,10 @@ fn unwatch_stops_the_stream() {
         )),
     );
     w.run_to(100);
-    w.obj(ApiOp::Create(machine("a")));
+    w.obj(ApiOp::Create(Box::new(machine("a"))));
     w.run_to(2_000);
     assert_eq!(w.server().watcher_count(), 0);
-    w.obj(ApiOp::Create(machine("b")));
+    w.obj(ApiOp::Create(Box::new(machine("b"))));
     w.run_for(100);
     assert_eq!(w.events(pid).len(), 1);
 }
@@ -1334,12 +1337,12 @@ fn unwatch_stops_the_stream() {
 fn scenario_hash(seed: u64) -> u64 {
     let mut w = World::with_plan(seed, Default::default(), FaultPlan::default());
     w.watcher("watch", 1, vec![Kind::Machine, Kind::MachineSet], 0);
-    let set = w.obj(ApiOp::Create(machine_set("s")));
+    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
     for i in 0..10 {
         let mut m = machine("");
         m.meta.generate_name = Some("m-".into());
         m.meta.owner_references.push(owner(&set));
-        w.obj(ApiOp::Create(m));
+        w.obj(ApiOp::Create(Box::new(m)));
         w.run_for(i * 7);
     }
     w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();

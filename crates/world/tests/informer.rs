@@ -39,7 +39,7 @@ fn mkey(name: &str) -> ObjectKey {
 fn create(at_ms: u64, name: &str) -> Step {
     Step {
         at_ms,
-        op: ApiOp::Create(machine(name)),
+        op: ApiOp::Create(Box::new(machine(name))),
     }
 }
 

@@ -231,7 +231,7 @@ fn step(at_ms: u64, op: ApiOp) -> Step {
 }
 
 fn create(at_ms: u64, o: Object) -> Step {
-    step(at_ms, ApiOp::Create(o))
+    step(at_ms, ApiOp::Create(Box::new(o)))
 }
 
 /// Set a node's spec (as `kubectl cordon` / `kubectl taint` would).
