@@ -9,6 +9,7 @@ use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Timer {
@@ -32,7 +33,8 @@ pub struct Script {
     pub responses: Vec<(usize, SimTime, ApiResponse)>,
     /// Every watch event received (when a step opened a watch).
     pub events: Vec<(SimTime, WatchEvent)>,
-    sent: Vec<u64>,
+    /// Request id -> step, for the answers still to come.
+    sent: BTreeMap<u64, usize>,
 }
 
 impl Script {
@@ -43,7 +45,7 @@ impl Script {
             ids: ReqIds::new(tags::SCRIPT),
             responses: Vec::new(),
             events: Vec::new(),
-            sent: Vec::new(),
+            sent: BTreeMap::new(),
         }
     }
 
@@ -68,7 +70,7 @@ impl Script {
     pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::ApiResp(resp) => {
-                if let Some(step) = self.sent.iter().position(|id| *id == resp.id) {
+                if let Some(step) = self.sent.remove(&resp.id) {
                     self.responses.push((step, ctx.now(), resp));
                 }
             }
@@ -80,10 +82,7 @@ impl Script {
     pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         let Timer::Step(i) = t;
         let id = self.ids.issue();
-        while self.sent.len() <= i {
-            self.sent.push(0);
-        }
-        self.sent[i] = id;
+        self.sent.insert(id, i);
         let op = self.steps[i].op.clone();
         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
     }
