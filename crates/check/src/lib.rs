@@ -1,8 +1,19 @@
-//! Checkers: one per invariant, evaluated against the world after every event (safety),
-//! and convergence checks evaluated once faults heal (liveness).
+//! Checkers: one per invariant, evaluated against the world after every event that can
+//! change it (safety), and convergence, evaluated once faults have healed (liveness).
 //!
-//! Table of contents (filled by the seed-incident work):
-//! - `no_leaked_instances`, `no_duplicate_machines`: incident 1.
-//! - KCP invariants (no create while deleting, surge, etcd quorum): incident 2.
-//! - `no_missing_referenced_config`: incident 3.
-//! - `convergence`: the desired state is reached after the last fault heals.
+//! A checker reads the world only through a [`View`] (the API server's store and the
+//! cloud's ground truth, never a controller's cache) and keeps whatever memory it needs
+//! between events in its own state. The first violation stops the run.
+//!
+//! Table of contents:
+//! - [`view`]: what checkers may read.
+//! - [`violation`]: a violation: which invariant, when, what, which objects.
+//! - [`machineapi`]: `no_leaked_instances`, `no_duplicate_machines` and the machine-api
+//!   convergence check (seed incident 1).
+
+pub mod machineapi;
+pub mod view;
+pub mod violation;
+
+pub use view::View;
+pub use violation::Violation;

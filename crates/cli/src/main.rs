@@ -1,1 +1,407 @@
-fn main() {}
+//! The `reconsim` command line: parse, call the scenario crate, print.
+//!
+//! Exit codes: 0 every invariant held, 1 a violation was found (or a replay did not
+//! reproduce), 2 bad usage or bad input. `--json` prints exactly one JSON document on
+//! stdout; the shapes are a contract (DESIGN.md section 8): fields are added, never
+//! renamed or removed. Every failure printed for a person ends with the command that
+//! replays it.
+
+use clap::{Parser, Subcommand};
+use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::fuzz::{Campaign, fuzz};
+use reconsim::scenario::{Scenario, library, runner};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "reconsim",
+    version,
+    about = "Deterministic simulation of Kubernetes reconciler races"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the shipped scenarios.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one seed of a scenario.
+    Run {
+        /// A scenario file, or the name of a shipped scenario.
+        scenario: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write a failure file here if an invariant is violated.
+        #[arg(long, value_name = "FILE")]
+        save_failure: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a scenario over a range of seeds.
+    Fuzz {
+        scenario: String,
+        /// Seeds `A..B` (B excluded); default: the scenario's seed budget `0..seeds`.
+        #[arg(long, value_name = "A..B")]
+        seeds: Option<String>,
+        /// Threads (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only the seeds `s` with `s % N == I`.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Stop at the smallest failing seed.
+        #[arg(long)]
+        stop_on_first: bool,
+        /// Save a failure file per failing seed in this directory.
+        #[arg(long, value_name = "DIR")]
+        failures_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run a failure file and check it fails the same way.
+    Replay {
+        failure: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A user error: printed on one line, exit code 2.
+struct UsageError(String);
+
+impl<E: std::fmt::Display> From<E> for UsageError {
+    fn from(e: E) -> Self {
+        UsageError(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List { json } => list(json),
+        Command::Run {
+            scenario,
+            seed,
+            save_failure,
+            json,
+        } => run(&scenario, seed, save_failure.as_deref(), json),
+        Command::Fuzz {
+            scenario,
+            seeds,
+            jobs,
+            shard,
+            stop_on_first,
+            failures_dir,
+            json,
+        } => fuzz_cmd(
+            &scenario,
+            seeds.as_deref(),
+            jobs,
+            shard.as_deref(),
+            stop_on_first,
+            failures_dir.as_deref(),
+            json,
+        ),
+        Command::Replay { failure, json } => replay(&failure, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(UsageError(msg)) => {
+            eprintln!("reconsim: error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn list(json: bool) -> Result<ExitCode, UsageError> {
+    let mut rows = Vec::new();
+    for path in library::files()? {
+        let s = Scenario::load(&path)?;
+        rows.push((path, s));
+    }
+    if json {
+        let doc: Vec<_> = rows
+            .iter()
+            .map(|(p, s)| {
+                json!({"name": s.name, "path": p.display().to_string(), "expect": s.expect.to_string(), "description": s.description})
+            })
+            .collect();
+        println!("{}", serde_json::to_string(&doc)?);
+    } else {
+        for (_, s) in &rows {
+            println!(
+                "{:<40} expect {:<9} seeds {}",
+                s.name,
+                s.expect.to_string(),
+                s.seeds
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(arg: &str, seed: u64, save: Option<&Path>, json: bool) -> Result<ExitCode, UsageError> {
+    let (_, scenario) = library::load(arg)?;
+    let start = Instant::now();
+    let (outcome, plan) = runner::run(&scenario, seed);
+    let wall_ms = start.elapsed().as_millis() as u64;
+    let failure = FailureFile::new(&scenario, &plan, &outcome);
+    if let (Some(path), Some(f)) = (save, &failure) {
+        f.save(path).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot write the failure file: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    let v = outcome.violation.as_ref();
+    if json {
+        let doc = json!({
+            "scenario": scenario.name,
+            "seed": seed,
+            "outcome": if v.is_some() { "violation" } else { "clean" },
+            "invariant": v.map(|v| v.invariant.clone()),
+            "time_ms": v.map(|v| v.time.as_ms()),
+            "message": v.map(|v| v.message.clone()),
+            "objects": v.map(|v| v.objects.clone()),
+            "events": outcome.events,
+            "sim_ms": outcome.sim_ms,
+            "wall_ms": wall_ms,
+            "trace_hash": outcome.trace_hash_hex(),
+            "faults": plan.len(),
+        });
+        println!("{doc}");
+    } else {
+        match v {
+            None => println!(
+                "{} seed {seed}: clean ({} events, {} simulated, {wall_ms} ms, trace {})",
+                scenario.name,
+                outcome.events,
+                reconsim::sim::SimTime(outcome.sim_ms),
+                outcome.trace_hash_hex()
+            ),
+            Some(v) => {
+                println!(
+                    "{} seed {seed}: VIOLATION of {} at t={}\n  {}\n  objects: {}",
+                    scenario.name,
+                    v.invariant,
+                    v.time,
+                    v.message,
+                    v.objects.join(", ")
+                );
+                match save {
+                    Some(p) => println!(
+                        "  saved {}\n  replay: {}",
+                        p.display(),
+                        FailureFile::replay_command(p)
+                    ),
+                    None => println!("  replay: reconsim run {arg} --seed {seed}"),
+                }
+            }
+        }
+    }
+    Ok(if v.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn parse_seeds(s: &str) -> Result<(u64, u64), UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--seeds: expected A..B with A < B (e.g. 0..200), not `{s}`"
+        ))
+    };
+    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--shard: expected I/N with I < N (e.g. 0/4), not `{s}`"
+        ))
+    };
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fuzz_cmd(
+    arg: &str,
+    seeds: Option<&str>,
+    jobs: Option<usize>,
+    shard: Option<&str>,
+    stop_on_first: bool,
+    failures_dir: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    let (_, scenario) = library::load(arg)?;
+    let (start, end) = match seeds {
+        Some(s) => parse_seeds(s)?,
+        None => (0, scenario.seeds),
+    };
+    let shard = shard.map(parse_shard).transpose()?;
+    let jobs = match jobs {
+        Some(0) => return Err(UsageError("--jobs: expected at least 1".into())),
+        Some(j) => j,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    if let Some(dir) = failures_dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot create the failures directory: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    let campaign = Campaign {
+        start,
+        end,
+        jobs,
+        shard,
+        stop_on_first,
+    };
+    let save_errors = std::sync::Mutex::new(Vec::new());
+    let failure_path =
+        |seed: u64| failures_dir.map(|d| d.join(format!("{}-seed-{seed}.json", scenario.name)));
+    let on_failure = |outcome: &runner::Outcome, plan: &reconsim::scenario::Plan| {
+        if let (Some(path), Some(f)) = (
+            failure_path(outcome.seed),
+            FailureFile::new(&scenario, plan, outcome),
+        ) && let Err(e) = f.save(&path)
+        {
+            save_errors
+                .lock()
+                .expect("not poisoned")
+                .push(format!("{}: {e}", path.display()));
+        }
+    };
+    let wall = Instant::now();
+    let report = fuzz(&scenario, campaign, &on_failure, &|_, _| {});
+    let wall_ms = wall.elapsed().as_millis() as u64;
+    for e in save_errors.into_inner().expect("not poisoned") {
+        eprintln!("reconsim: error: cannot write the failure file {e}");
+    }
+    if json {
+        let doc = json!({
+            "scenario": scenario.name,
+            "runs": report.runs,
+            "failures": report.failures,
+            "first_failure_seed": report.first_failure_seed,
+            "events": report.events,
+            "sim_ms": report.sim_ms,
+            "wall_ms": wall_ms,
+            "seeds": format!("{start}..{end}"),
+            "shard": shard.map(|(i, n)| format!("{i}/{n}")),
+            "jobs": jobs,
+        });
+        println!("{doc}");
+    } else {
+        let secs = wall_ms.max(1) as f64 / 1000.0;
+        println!(
+            "{}: {} runs over seeds {start}..{end}{} in {secs:.2} s ({:.0} runs/s, {:.0}x faster than simulated time), {} failing",
+            scenario.name,
+            report.runs,
+            shard
+                .map(|(i, n)| format!(" (shard {i}/{n})"))
+                .unwrap_or_default(),
+            report.runs as f64 / secs,
+            report.sim_ms as f64 / wall_ms.max(1) as f64,
+            report.failures.len()
+        );
+        for f in report.failures.iter().take(10) {
+            println!(
+                "  seed {}: {} at t={}",
+                f.seed,
+                f.invariant,
+                reconsim::sim::SimTime(f.time_ms)
+            );
+        }
+        if report.failures.len() > 10 {
+            println!("  ... and {} more", report.failures.len() - 10);
+        }
+        if let Some(seed) = report.first_failure_seed {
+            match failure_path(seed) {
+                Some(p) => println!("  replay: {}", FailureFile::replay_command(&p)),
+                None => println!("  replay: reconsim run {arg} --seed {seed}"),
+            }
+        }
+    }
+    Ok(if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn replay(path: &Path, json: bool) -> Result<ExitCode, UsageError> {
+    let f = FailureFile::load(path)?;
+    let r = f.replay(reconsim::sim::TraceMode::Hash);
+    if json {
+        let doc = json!({
+            "reproduced": r.reproduced,
+            "trace_hash": r.trace_hash,
+            "invariant": r.invariant,
+            "expected_trace_hash": f.trace_hash,
+            "expected_invariant": f.invariant,
+            "time_ms": r.outcome.violation.as_ref().map(|v| v.time.as_ms()),
+        });
+        println!("{doc}");
+    } else if r.reproduced {
+        let v = r
+            .outcome
+            .violation
+            .as_ref()
+            .expect("reproduced means violated");
+        println!(
+            "reproduced: {} seed {}: {} at t={} (trace {})\n  {}\n  replay: {}",
+            f.scenario.name,
+            f.seed,
+            v.invariant,
+            v.time,
+            r.trace_hash,
+            v.message,
+            FailureFile::replay_command(path)
+        );
+    } else {
+        println!(
+            "NOT reproduced: expected {} with trace {}, got {} with trace {}{}",
+            f.invariant,
+            f.trace_hash,
+            r.invariant.as_deref().unwrap_or("no violation"),
+            r.trace_hash,
+            if f.reconsim_version != reconsim::scenario::failure::VERSION {
+                format!(
+                    " (the file was written by reconsim {}, this is {})",
+                    f.reconsim_version,
+                    reconsim::scenario::failure::VERSION
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(if r.reproduced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

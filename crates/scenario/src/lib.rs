@@ -1,8 +1,22 @@
-//! Scenarios: the JSON file format and its loader, the runner that builds a world from a
-//! scenario and checks it after every event, fuzz campaigns, replay, shrink and explain.
+//! Scenarios: the JSON file format and its loader, the world builder, fault plans, the
+//! runner that checks a world after every event, fuzz campaigns and failure files.
 //!
-//! Table of contents (filled by the seed-incident work):
-//! - `format`: the scenario file and its validation (file, field path, expectation).
-//! - `runner`: one (scenario, fault plan, seed) run and its outcome.
-//! - `fuzz`: seed ranges, shards, jobs; results independent of `--jobs`.
-//! - `failure`: self-contained failure files; `replay`, `shrink`, `explain`.
+//! Table of contents:
+//! - [`format`]: the scenario file and its validation (file, field path, expectation).
+//! - [`build`]: a world from a scenario: hosts, processes, objects, controllers as pods.
+//! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
+//! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
+//! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
+//! - [`failure`]: self-contained failure files and their replay.
+//! - [`library`]: the shipped scenarios/ directory, by name.
+
+pub mod build;
+pub mod failure;
+pub mod faults;
+pub mod format;
+pub mod fuzz;
+pub mod library;
+pub mod runner;
+
+pub use format::{Expect, LoadError, Plan, Scenario};
+pub use runner::{Outcome, run, run_world};

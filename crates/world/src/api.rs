@@ -78,11 +78,16 @@ pub enum PatchOp {
     Spec(crate::object::Body),
     /// Replace the status part with that of the given body (same kind).
     Status(crate::object::Body),
-    /// machine-api's merge patch after create: spec.providerID and
-    /// status.providerStatus.instanceId, leaving every other field alone.
-    MachineProvider {
+    /// machine-api's merge patch of a Machine's provider fields and status: each field
+    /// that is `Some` is set (spec.providerID, status.providerStatus.instanceId,
+    /// status.phase, status.errorMessage, status.lastUpdated), every other field is left
+    /// alone.
+    MachineFields {
         provider_id: Option<String>,
         instance_id: Option<String>,
+        phase: Option<String>,
+        error_message: Option<String>,
+        last_updated: Option<reconsim_sim::SimTime>,
     },
 }
 

@@ -619,13 +619,16 @@ fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {
                 return Err(ApiError::Invalid("status patch of another kind".into()));
             }
         }
-        PatchOp::MachineProvider {
+        PatchOp::MachineFields {
             provider_id,
             instance_id,
+            phase,
+            error_message,
+            last_updated,
         } => {
             let Body::Machine(m) = &mut object.body else {
                 return Err(ApiError::Invalid(
-                    "MachineProvider patch on a non-Machine".into(),
+                    "MachineFields patch on a non-Machine".into(),
                 ));
             };
             if provider_id.is_some() {
@@ -633,6 +636,15 @@ fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {
             }
             if instance_id.is_some() {
                 m.status.instance_id = instance_id.clone();
+            }
+            if phase.is_some() {
+                m.status.phase = phase.clone();
+            }
+            if error_message.is_some() {
+                m.status.error_message = error_message.clone();
+            }
+            if last_updated.is_some() {
+                m.status.last_updated = *last_updated;
             }
         }
     }

@@ -7,7 +7,11 @@
 //!   it dirty and it runs once more afterwards (MaxConcurrentReconciles = 1);
 //! - `requeue_after` re-adds after a delay (a second delayed add can only move it
 //!   earlier); an error re-adds with per-item exponential backoff (5 ms doubling, capped
-//!   at 1000 s) and a success forgets the failures;
+//!   at 1000 s) and a success forgets the failures (the default rate limiter's overall
+//!   10 qps / burst 100 token bucket, 2.3, is not modelled). Delayed adds are timers on
+//!   true time matched by a token, so a clock skew that changes meanwhile cannot lose one;
+//! - the worker loops over the queue (no recursion per key), so a large cache replayed at
+//!   start costs no stack;
 //! - controllers start once the cache has synced and, with leader election, once this
 //!   process leads; at start every cached object is offered as an add, as informers
 //!   replay their contents to a new handler; losing the lease stops the process, as
@@ -112,12 +116,22 @@ pub trait Reconciler: Debug {
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step;
     /// The process lost its memory: forget everything.
     fn reset(&mut self);
+    /// The reconciler as `Any`, so tests can downcast [`Manager::reconciler`] to their
+    /// own type and read its state. `None` unless the implementation opts in.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Timer {
-    /// A delayed add of `key` to controller `ctrl`'s queue.
-    Requeue { ctrl: u16, key: ObjectKey },
+    /// A delayed add of `key` to controller `ctrl`'s queue; `token` names the delay it
+    /// was set for (only the key's pending one adds).
+    Requeue {
+        ctrl: u16,
+        key: ObjectKey,
+        token: u64,
+    },
     /// Request `req` of controller `ctrl` timed out unless answered.
     RequestTimeout { ctrl: u16, req: u64 },
     /// Sleep `req` of controller `ctrl` is over.
@@ -131,8 +145,9 @@ pub struct WorkQueue {
     dirty: BTreeSet<ObjectKey>,
     processing: Option<ObjectKey>,
     failures: BTreeMap<ObjectKey, u32>,
-    /// Earliest pending delayed add per key.
-    waiting: BTreeMap<ObjectKey, SimTime>,
+    /// Earliest pending delayed add per key: when (own clock) and its timer's token.
+    waiting: BTreeMap<ObjectKey, (SimTime, u64)>,
+    next_token: u64,
 }
 
 impl WorkQueue {
@@ -165,20 +180,24 @@ impl WorkQueue {
         }
     }
 
-    /// Whether a delayed add due at `at` should set a timer (it is the earliest).
-    fn wait_until(&mut self, key: &ObjectKey, at: SimTime) -> bool {
+    /// A delayed add due at `at`: the token of the timer to set, or `None` if an earlier
+    /// (or equal) one is already pending (a later add never postpones, semantics 2.2).
+    fn wait_until(&mut self, key: &ObjectKey, at: SimTime) -> Option<u64> {
         match self.waiting.get(key) {
-            Some(t) if *t <= at => false,
+            Some((t, _)) if *t <= at => None,
             _ => {
-                self.waiting.insert(key.clone(), at);
-                true
+                self.next_token += 1;
+                self.waiting.insert(key.clone(), (at, self.next_token));
+                Some(self.next_token)
             }
         }
     }
 
-    /// A delayed add fired at `now`: add the key if this is its pending delay.
-    fn fire(&mut self, key: ObjectKey, now: SimTime) {
-        if self.waiting.get(&key).is_some_and(|t| *t <= now) {
+    /// The delayed add with `token` fired: add the key if that is its pending delay (a
+    /// superseded, later one does nothing). Matched by token, not by comparing clocks: the
+    /// timer runs on true time, and a clock skew that changed meanwhile must not lose it.
+    fn fire(&mut self, key: ObjectKey, token: u64) {
+        if self.waiting.get(&key).is_some_and(|(_, t)| *t == token) {
             self.waiting.remove(&key);
             self.add(key);
         }
@@ -300,6 +319,11 @@ impl Manager {
         self.controllers[i].reconciler.as_ref()
     }
 
+    /// Controller `i`'s work queue.
+    pub fn queue(&self, i: usize) -> &WorkQueue {
+        &self.controllers[i].queue
+    }
+
     /// Reconciles started, per controller.
     pub fn reconciles(&self) -> Vec<u64> {
         self.controllers.iter().map(|c| c.reconciles).collect()
@@ -360,6 +384,7 @@ impl Manager {
         {
             self.controllers[i].in_flight = None;
             self.step(i, Some(reply), ctx);
+            self.pump(i, ctx);
         }
     }
 
@@ -377,9 +402,8 @@ impl Manager {
                     self.on_leader_event(handled.event, ctx);
                 }
             }
-            AnyTimer::Manager(Timer::Requeue { ctrl, key }) => {
-                let now = ctx.now();
-                self.controllers[ctrl as usize].queue.fire(key, now);
+            AnyTimer::Manager(Timer::Requeue { ctrl, key, token }) => {
+                self.controllers[ctrl as usize].queue.fire(key, token);
                 self.pump(ctrl as usize, ctx);
             }
             AnyTimer::Manager(Timer::RequestTimeout { ctrl, req }) => {
@@ -387,6 +411,7 @@ impl Manager {
                 if c.in_flight == Some(req) {
                     c.in_flight = None;
                     self.step(ctrl as usize, Some(Reply::TimedOut), ctx);
+                    self.pump(ctrl as usize, ctx);
                 }
             }
             AnyTimer::Manager(Timer::Wake { ctrl, req }) => {
@@ -394,6 +419,7 @@ impl Manager {
                 if c.in_flight == Some(req) {
                     c.in_flight = None;
                     self.step(ctrl as usize, Some(Reply::Woke), ctx);
+                    self.pump(ctrl as usize, ctx);
                 }
             }
             other => panic!("manager got a foreign timer {other:?}"),
@@ -448,12 +474,13 @@ impl Manager {
         }
     }
 
-    /// If controller `i`'s worker is idle, start reconciling the next key.
+    /// While controller `i`'s worker is idle, start reconciling the next key. A loop, not
+    /// a recursion through `step`: reconciles that end at once (a full queue at start)
+    /// must not grow the stack per key. Bounded by the queue's length: a reconcile that
+    /// ends never adds to the queue at once (requeues go through timers).
     fn pump(&mut self, i: usize, ctx: &mut WorldCtx<'_>) {
-        if !self.running || self.controllers[i].in_flight.is_some() {
-            return;
-        }
-        if self.controllers[i].queue.processing.is_none()
+        while self.running
+            && self.controllers[i].in_flight.is_none()
             && self.controllers[i].queue.get().is_some()
         {
             self.controllers[i].reconciles += 1;
@@ -461,7 +488,8 @@ impl Manager {
         }
     }
 
-    /// Run one reconcile step of controller `i`: it sends a request, sleeps, or ends.
+    /// Run one reconcile step of controller `i`: it sends a request, sleeps, or ends. The
+    /// caller pumps afterwards, so the next key starts once this reconcile ended.
     fn step(&mut self, i: usize, reply: Option<Reply>, ctx: &mut WorldCtx<'_>) {
         let c = &mut self.controllers[i];
         let Some(key) = c.queue.processing.clone() else {
@@ -513,28 +541,92 @@ impl Manager {
                 if let Some(ms) = requeue_after_ms {
                     self.add_after(i, key, ms, ctx);
                 }
-                self.pump(i, ctx);
             }
             Step::Error(reason) => {
                 ctx.note(|| format!("reconcile {key} failed: {reason}"));
                 let delay = c.queue.fail(&key);
                 c.queue.done();
                 self.add_after(i, key, delay, ctx);
-                self.pump(i, ctx);
             }
         }
     }
 
     fn add_after(&mut self, i: usize, key: ObjectKey, ms: u64, ctx: &mut WorldCtx<'_>) {
         let at = ctx.now().plus_ms(ms);
-        if self.controllers[i].queue.wait_until(&key, at) {
+        if let Some(token) = self.controllers[i].queue.wait_until(&key, at) {
             ctx.set_timer(
                 ms,
                 Msg::Timer(AnyTimer::Manager(Timer::Requeue {
                     ctrl: i as u16,
                     key,
+                    token,
                 })),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new(Kind::MachineSet, "ns", name)
+    }
+
+    #[test]
+    fn a_later_delayed_add_does_not_postpone_an_earlier_one() {
+        // semantics 2.2: only an earlier ready time replaces the pending one.
+        let mut q = WorkQueue::default();
+        let a = key("a");
+        let first = q
+            .wait_until(&a, SimTime(100))
+            .expect("nothing pending: set a timer");
+        assert_eq!(q.wait_until(&a, SimTime(200)), None, "later: no new timer");
+        assert_eq!(
+            q.wait_until(&a, SimTime(100)),
+            None,
+            "same time: no new timer"
+        );
+        q.fire(a.clone(), first);
+        assert_eq!(q.get(), Some(a.clone()), "the first delay added the key");
+        q.done();
+        assert_eq!(q.get(), None);
+        // Once fired, a new delayed add sets a timer again.
+        assert!(q.wait_until(&a, SimTime(300)).is_some());
+    }
+
+    #[test]
+    fn an_earlier_delayed_add_supersedes_and_the_old_timer_does_nothing() {
+        let mut q = WorkQueue::default();
+        let a = key("a");
+        let late = q.wait_until(&a, SimTime(500)).unwrap();
+        let early = q.wait_until(&a, SimTime(100)).unwrap();
+        assert_ne!(late, early);
+        q.fire(a.clone(), early);
+        assert_eq!(q.get(), Some(a.clone()));
+        q.done();
+        q.fire(a.clone(), late);
+        assert_eq!(q.get(), None, "the superseded timer adds nothing");
+        // A timer fires by its token, whatever the clock says now (a skew that changed).
+        let t = q.wait_until(&a, SimTime(1_000_000)).unwrap();
+        q.fire(a.clone(), t);
+        assert_eq!(q.get(), Some(a));
+    }
+
+    #[test]
+    fn error_backoff_doubles_from_5_ms_and_caps_at_1000_s() {
+        // semantics 2.3: 5 ms x 2^failures, capped at 1000 s, per item.
+        let mut q = WorkQueue::default();
+        let (a, b) = (key("a"), key("b"));
+        let delays: Vec<u64> = (0..100).map(|_| q.fail(&a)).collect();
+        assert_eq!(&delays[..5], &[5, 10, 20, 40, 80]);
+        assert_eq!(delays[17], 655_360);
+        assert!(delays[18..].iter().all(|d| *d == BACKOFF_MS_MAX));
+        assert_eq!(BACKOFF_MS_MAX, 1_000_000);
+        assert_eq!(q.fail(&b), 5, "per item: b's count is its own");
+        q.forget(&a);
+        assert_eq!(q.fail(&a), 5, "a success forgets the failures");
+        assert_eq!(q.fail(&b), 10, "forgetting a leaves b alone");
     }
 }

@@ -414,6 +414,8 @@ pub struct MachineStatus {
     /// status.nodeRef.name
     pub node_ref: Option<String>,
     pub error_message: Option<String>,
+    /// status.lastUpdated: when the controller last wrote the status (its clock).
+    pub last_updated: Option<SimTime>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

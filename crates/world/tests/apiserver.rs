@@ -307,9 +307,12 @@ fn generation_bumps_on_spec_changes_only() {
     assert_eq!(l.meta.generation, 1, "metadata changes keep generation");
     let i = w.obj(patch(
         &k,
-        vec![PatchOp::MachineProvider {
+        vec![PatchOp::MachineFields {
             provider_id: None,
             instance_id: Some("i-1".into()),
+            phase: None,
+            error_message: None,
+            last_updated: None,
         }],
     ));
     assert_eq!(i.meta.generation, 1, "instanceId is status");
@@ -612,9 +615,12 @@ fn patch_ops_change_only_their_fields() {
     // machine-api's provider patch sets only what it carries.
     let o = w.obj(patch(
         &k,
-        vec![PatchOp::MachineProvider {
+        vec![PatchOp::MachineFields {
             provider_id: None,
             instance_id: Some("i-9".into()),
+            phase: None,
+            error_message: None,
+            last_updated: None,
         }],
     ));
     let m = o.as_machine().unwrap();
@@ -626,9 +632,12 @@ fn patch_ops_change_only_their_fields() {
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");
     let r = w.call(patch(
         &key(Kind::MachineSet, "s"),
-        vec![PatchOp::MachineProvider {
+        vec![PatchOp::MachineFields {
             provider_id: Some("p".into()),
             instance_id: None,
+            phase: None,
+            error_message: None,
+            last_updated: None,
         }],
     ));
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");

@@ -1,0 +1,12 @@
+//! The world as checkers see it: ground truth, not any controller's view.
+
+use reconsim_sim::SimTime;
+use reconsim_world::apiserver::ApiServer;
+use reconsim_world::cloud::Cloud;
+
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub now: SimTime,
+    pub api: &'a ApiServer,
+    pub cloud: &'a Cloud,
+}

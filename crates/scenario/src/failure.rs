@@ -1,0 +1,110 @@
+//! Failure files: everything needed to replay a violation, in one JSON document.
+//!
+//! A failure file holds the scenario itself (not a path to it), the seed, the exact fault
+//! plan, the trace hash and the violated invariant, and the version of reconsim that
+//! found it. `replay` re-runs it and checks the trace hash and the invariant; a file is
+//! written to a temporary name and renamed, so a crash never leaves half a failure.
+
+use crate::format::{LoadError, Plan, Scenario};
+use crate::runner::{Outcome, run_world};
+use reconsim_sim::TraceMode;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The version written into failure files.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureFile {
+    pub reconsim_version: String,
+    pub scenario: Scenario,
+    pub seed: u64,
+    pub plan: Plan,
+    /// 16 hex digits.
+    pub trace_hash: String,
+    pub invariant: String,
+    pub time_ms: u64,
+    pub message: String,
+}
+
+impl FailureFile {
+    /// The failure of a run that violated an invariant.
+    pub fn new(scenario: &Scenario, plan: &Plan, outcome: &Outcome) -> Option<FailureFile> {
+        let v = outcome.violation.as_ref()?;
+        Some(FailureFile {
+            reconsim_version: VERSION.to_string(),
+            scenario: scenario.clone(),
+            seed: outcome.seed,
+            plan: plan.clone(),
+            trace_hash: outcome.trace_hash_hex(),
+            invariant: v.invariant.clone(),
+            time_ms: v.time.as_ms(),
+            message: v.message.clone(),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<FailureFile, LoadError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            file: file.clone(),
+            path: ".".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let f: FailureFile = serde_path_to_error::deserialize(de).map_err(|e| LoadError {
+            file: file.clone(),
+            path: format!(".{}", e.path()),
+            message: e.inner().to_string(),
+        })?;
+        f.scenario.validate().map_err(|(p, message)| LoadError {
+            file,
+            path: format!(".scenario{p}"),
+            message,
+        })?;
+        Ok(f)
+    }
+
+    /// Write atomically: a temporary file in the same directory, then a rename.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_string_pretty(self).expect("failure files serialize");
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, json + "\n")?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Re-run the failure.
+    pub fn replay(&self, trace: TraceMode) -> Replay {
+        let (outcome, _) = run_world(&self.scenario, self.seed, self.plan.clone(), trace);
+        Replay::judge(self, outcome)
+    }
+
+    /// The command that replays this file, for people.
+    pub fn replay_command(path: &Path) -> String {
+        format!("reconsim replay {}", path.display())
+    }
+}
+
+/// What a replay found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Replay {
+    /// The same invariant failed and the trace hash matched.
+    pub reproduced: bool,
+    pub trace_hash: String,
+    pub invariant: Option<String>,
+    pub outcome: Outcome,
+}
+
+impl Replay {
+    fn judge(f: &FailureFile, outcome: Outcome) -> Replay {
+        let invariant = outcome.violation.as_ref().map(|v| v.invariant.clone());
+        let trace_hash = outcome.trace_hash_hex();
+        Replay {
+            reproduced: invariant.as_deref() == Some(f.invariant.as_str())
+                && trace_hash == f.trace_hash,
+            trace_hash,
+            invariant,
+            outcome,
+        }
+    }
+}

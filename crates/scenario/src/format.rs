@@ -1,0 +1,553 @@
+//! The scenario file: what to build, what to do, which faults to draw, what to expect.
+//!
+//! A scenario is JSON (docs/scenario-format.md is the reference). Loading is strict:
+//! unknown fields and bad values are rejected with the file, the JSON path of the field
+//! and what was expected, and [`Scenario::validate`] checks what serde cannot (ranges,
+//! names that must exist, a convergence bound that fits in the run). A scenario is also
+//! embedded verbatim in every failure file, so it round-trips through serde.
+
+use reconsim_world::WorldFault;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+/// What a scenario expects of its seed budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// A buggy variant: some seed within the budget must violate an invariant.
+    Violation,
+    /// A fixed variant: every seed within the budget must hold.
+    Clean,
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Expect::Violation => "violation",
+            Expect::Clean => "clean",
+        })
+    }
+}
+
+/// An inclusive range `[lo, hi]` drawn uniformly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "[u64; 2]", into = "[u64; 2]")]
+pub struct Range {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl From<[u64; 2]> for Range {
+    fn from([lo, hi]: [u64; 2]) -> Self {
+        Range { lo, hi }
+    }
+}
+
+impl From<Range> for [u64; 2] {
+    fn from(r: Range) -> Self {
+        [r.lo, r.hi]
+    }
+}
+
+impl Range {
+    pub const fn fixed(v: u64) -> Self {
+        Range { lo: v, hi: v }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub expect: Expect,
+    /// The seed budget: seeds `0..seeds` are the scenario's contract.
+    pub seeds: u64,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub net: NetSpec,
+    pub topology: Topology,
+    #[serde(default)]
+    pub cloud: CloudSpec,
+    pub controllers: Controllers,
+    #[serde(default)]
+    pub workload: Vec<TimedAction>,
+    #[serde(default)]
+    pub faults: Vec<FaultGen>,
+    pub invariants: Vec<Invariant>,
+    #[serde(default)]
+    pub convergence: Option<ConvergenceSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetSpec {
+    pub latency_ms: Range,
+}
+
+impl Default for NetSpec {
+    fn default() -> Self {
+        NetSpec {
+            latency_ms: Range { lo: 1, hi: 5 },
+        }
+    }
+}
+
+/// The cluster's machines. Every node runs a kubelet; the API server, the controller
+/// manager (node lifecycle, workloads), the cloud and the user each have their own host:
+/// `api`, `controller-manager`, `cloud`, `user`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub control_plane_nodes: Vec<String>,
+    #[serde(default)]
+    pub worker_nodes: Vec<String>,
+}
+
+/// The cloud's timing (docs/semantics.md section 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloudSpec {
+    pub boot_ms: Range,
+    /// How long a new instance stays invisible to DescribeInstances.
+    pub describe_lag_ms: Range,
+    /// From running to its Node registering.
+    pub join_ms: Range,
+    pub terminate_ms: u64,
+    /// Whether booted instances register Nodes at all.
+    pub join: bool,
+}
+
+impl Default for CloudSpec {
+    fn default() -> Self {
+        CloudSpec {
+            boot_ms: Range {
+                lo: 10_000,
+                hi: 30_000,
+            },
+            describe_lag_ms: Range {
+                lo: 1_000,
+                hi: 5_000,
+            },
+            join_ms: Range {
+                lo: 60_000,
+                hi: 120_000,
+            },
+            terminate_ms: 30_000,
+            join: true,
+        }
+    }
+}
+
+/// The controllers under test.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Controllers {
+    #[serde(default)]
+    pub machine_api: Option<MachineApiSpec>,
+}
+
+/// OpenShift machine-api (seed incident 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineApiSpec {
+    pub variant: MachineApiVariant,
+    /// Create instances with the Machine's uid as client token (the answer to the
+    /// lease-expiry question).
+    #[serde(default)]
+    pub idempotent_create: bool,
+    /// The node the controllers' pods start on.
+    pub node: String,
+    /// How long the pods tolerate an unreachable node (machine-api: 120 s).
+    #[serde(default = "default_toleration_seconds")]
+    pub toleration_seconds: u64,
+    /// Lease timings for `leader-election` (default: 120 s / 110 s / 20 s).
+    #[serde(default)]
+    pub lease: Option<LeaseSpec>,
+    pub machine_sets: Vec<MachineSetSpec>,
+}
+
+fn default_toleration_seconds() -> u64 {
+    120
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MachineApiVariant {
+    /// OpenShift 4.5 and earlier.
+    NoLeaderElection,
+    /// OpenShift 4.6: one Lease per controller.
+    LeaderElection,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseSpec {
+    pub lease_duration_ms: u64,
+    pub renew_deadline_ms: u64,
+    pub retry_period_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSetSpec {
+    pub name: String,
+    #[serde(default)]
+    pub replicas: u32,
+}
+
+/// A user action at a time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimedAction {
+    pub at_ms: u64,
+    pub action: Action,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    /// Set a MachineSet's spec.replicas.
+    ScaleMachineSet { machine_set: String, replicas: u32 },
+}
+
+/// A fault generator: `count` faults of one kind, each at a time drawn from `at_ms`,
+/// lasting a time drawn from `duration_ms`, on targets drawn from its list. Each
+/// generator draws from its own stream, so editing one never moves another's faults.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultGen {
+    pub count: Range,
+    pub at_ms: Range,
+    pub duration_ms: Range,
+    pub fault: FaultKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultKind {
+    /// Stop the kubelet of one of `nodes`; its containers keep running.
+    KubeletStop { nodes: Vec<String> },
+    /// Cut one host of `hosts_a` from every host of `hosts_b`.
+    Partition {
+        hosts_a: Vec<String>,
+        hosts_b: Vec<String>,
+        mode: PartitionChoice,
+        #[serde(default)]
+        one_way: bool,
+    },
+    /// Slow every message between one host of `hosts_a` and `hosts_b` (watch lag).
+    SlowLink {
+        hosts_a: Vec<String>,
+        hosts_b: Vec<String>,
+        extra_latency_ms: Range,
+    },
+    /// Stop the world for one of `processes` (a GC pause, a frozen VM).
+    Pause { processes: Vec<String> },
+    /// Crash one of `processes`; it restarts cold when the fault ends.
+    Crash { processes: Vec<String> },
+    /// New instances stay invisible to DescribeInstances this much longer.
+    CloudDescribeLag { lag_ms: Range },
+    /// Booted instances take this much longer to register their Node.
+    NodeJoinDelay { extra_ms: Range },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartitionChoice {
+    Drop,
+    Hold,
+    /// Drawn per fault.
+    Either,
+}
+
+/// The invariants a scenario checks (crates/check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Invariant {
+    NoLeakedInstances,
+    NoDuplicateMachines,
+}
+
+/// After the last fault heals and the last user action, the desired state must be
+/// reached within `within_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvergenceSpec {
+    pub within_ms: u64,
+}
+
+/// A scenario that could not be loaded: where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub file: String,
+    /// The JSON path of the offending field (`.` for the document).
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: at {}: {}", self.file, self.path, self.message)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The world faults a plan can hold (re-exported for plan files).
+pub type Plan = reconsim_sim::FaultPlan<WorldFault>;
+
+/// Hosts every world has besides its nodes.
+pub const FIXED_HOSTS: [&str; 4] = ["api", "controller-manager", "cloud", "user"];
+
+impl Scenario {
+    /// Read and validate a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, LoadError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            file: file.clone(),
+            path: ".".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Scenario::parse(&file, &text)
+    }
+
+    /// Parse and validate scenario JSON; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, LoadError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| LoadError {
+            file: file.to_string(),
+            path: json_path(&e.path().to_string()),
+            message: e.inner().to_string(),
+        })?;
+        scenario.validate().map_err(|(path, message)| LoadError {
+            file: file.to_string(),
+            path,
+            message,
+        })?;
+        Ok(scenario)
+    }
+
+    /// Every host name of the world this scenario builds.
+    pub fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = FIXED_HOSTS.iter().map(|h| h.to_string()).collect();
+        hosts.extend(self.topology.control_plane_nodes.iter().cloned());
+        hosts.extend(self.topology.worker_nodes.iter().cloned());
+        hosts
+    }
+
+    /// The names of the processes the scenario starts with (targets of faults).
+    pub fn processes(&self) -> Vec<String> {
+        let mut procs = vec![
+            "apiserver".to_string(),
+            "cloud".to_string(),
+            "node-lifecycle".to_string(),
+            "workloads".to_string(),
+        ];
+        for n in self.nodes() {
+            procs.push(format!("kubelet/{n}"));
+        }
+        if self.controllers.machine_api.is_some() {
+            procs.extend(
+                crate::build::MACHINE_API_PODS
+                    .iter()
+                    .map(|p| format!("{p}-0")),
+            );
+        }
+        procs
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &String> {
+        self.topology
+            .control_plane_nodes
+            .iter()
+            .chain(self.topology.worker_nodes.iter())
+    }
+
+    /// When the last scripted thing happens: the last user action or the latest end of
+    /// any fault a generator can draw.
+    pub fn last_scripted_ms(&self) -> u64 {
+        let actions = self.workload.iter().map(|a| a.at_ms);
+        let faults = self
+            .faults
+            .iter()
+            .map(|f| f.at_ms.hi.saturating_add(f.duration_ms.hi));
+        actions.chain(faults).max().unwrap_or(0)
+    }
+
+    /// Checks serde cannot make: `Err((json path, what was expected))`.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let err = |path: &str, msg: String| Err((path.to_string(), msg));
+        if self.name.is_empty() {
+            return err(".name", "a non-empty name".into());
+        }
+        if self.seeds == 0 {
+            return err(".seeds", "a seed budget of at least 1".into());
+        }
+        if self.duration_ms == 0 {
+            return err(".duration_ms", "a positive duration".into());
+        }
+        check_range(".net.latency_ms", self.net.latency_ms)?;
+        check_range(".cloud.boot_ms", self.cloud.boot_ms)?;
+        check_range(".cloud.describe_lag_ms", self.cloud.describe_lag_ms)?;
+        check_range(".cloud.join_ms", self.cloud.join_ms)?;
+        if self.topology.control_plane_nodes.is_empty() {
+            return err(
+                ".topology.control_plane_nodes",
+                "at least one control-plane node".into(),
+            );
+        }
+        let hosts = self.hosts();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, h) in hosts.iter().enumerate() {
+            if !seen.insert(h) {
+                let path = if i < FIXED_HOSTS.len() + self.topology.control_plane_nodes.len() {
+                    ".topology.control_plane_nodes"
+                } else {
+                    ".topology.worker_nodes"
+                };
+                return err(
+                    path,
+                    format!("unique node names not clashing with {FIXED_HOSTS:?}; `{h}` is taken"),
+                );
+            }
+        }
+        if self.controllers.machine_api.is_none() {
+            return err(
+                ".controllers",
+                "at least one controller (machine_api)".into(),
+            );
+        }
+        if let Some(ma) = &self.controllers.machine_api {
+            if !self.nodes().any(|n| *n == ma.node) {
+                return err(
+                    ".controllers.machine_api.node",
+                    format!("one of the topology's nodes, not `{}`", ma.node),
+                );
+            }
+            if let Some(l) = ma.lease
+                && !(l.lease_duration_ms > l.renew_deadline_ms
+                    && l.renew_deadline_ms * 10 > l.retry_period_ms * 12)
+            {
+                return err(
+                    ".controllers.machine_api.lease",
+                    "lease_duration_ms > renew_deadline_ms > 1.2 * retry_period_ms (client-go's rule)".into(),
+                );
+            }
+            let mut names = std::collections::BTreeSet::new();
+            for (i, ms) in ma.machine_sets.iter().enumerate() {
+                if ms.name.is_empty() || !names.insert(&ms.name) {
+                    return err(
+                        &format!(".controllers.machine_api.machine_sets[{i}].name"),
+                        "a unique, non-empty MachineSet name".into(),
+                    );
+                }
+            }
+        }
+        for (i, a) in self.workload.iter().enumerate() {
+            let Action::ScaleMachineSet { machine_set, .. } = &a.action;
+            let known = self
+                .controllers
+                .machine_api
+                .as_ref()
+                .is_some_and(|ma| ma.machine_sets.iter().any(|m| &m.name == machine_set));
+            if !known {
+                return err(
+                    &format!(".workload[{i}].machine_set"),
+                    format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
+                );
+            }
+            if a.at_ms > self.duration_ms {
+                return err(
+                    &format!(".workload[{i}].at_ms"),
+                    "a time within duration_ms".into(),
+                );
+            }
+        }
+        let processes = self.processes();
+        for (i, f) in self.faults.iter().enumerate() {
+            let at = |field: &str| format!(".faults[{i}].{field}");
+            check_range(&at("count"), f.count)?;
+            check_range(&at("at_ms"), f.at_ms)?;
+            check_range(&at("duration_ms"), f.duration_ms)?;
+            if f.count.hi > 64 {
+                return err(&at("count"), "at most 64 faults per generator".into());
+            }
+            let names_in = |field: &str, names: &[String], known: &[String]| {
+                if names.is_empty() {
+                    return err(&at(field), "a non-empty list".into());
+                }
+                for (j, n) in names.iter().enumerate() {
+                    if !known.contains(n) {
+                        return err(
+                            &format!("{}[{j}]", at(field)),
+                            format!("one of {known:?}, not `{n}`"),
+                        );
+                    }
+                }
+                Ok(())
+            };
+            let nodes: Vec<String> = self.nodes().cloned().collect();
+            match &f.fault {
+                FaultKind::KubeletStop { nodes: ns } => names_in("nodes", ns, &nodes)?,
+                FaultKind::Partition {
+                    hosts_a, hosts_b, ..
+                } => {
+                    names_in("hosts_a", hosts_a, &hosts)?;
+                    names_in("hosts_b", hosts_b, &hosts)?;
+                }
+                FaultKind::SlowLink {
+                    hosts_a,
+                    hosts_b,
+                    extra_latency_ms,
+                } => {
+                    names_in("hosts_a", hosts_a, &hosts)?;
+                    names_in("hosts_b", hosts_b, &hosts)?;
+                    check_range(&at("extra_latency_ms"), *extra_latency_ms)?;
+                }
+                FaultKind::Pause { processes: ps } | FaultKind::Crash { processes: ps } => {
+                    names_in("processes", ps, &processes)?
+                }
+                FaultKind::CloudDescribeLag { lag_ms } => check_range(&at("lag_ms"), *lag_ms)?,
+                FaultKind::NodeJoinDelay { extra_ms } => check_range(&at("extra_ms"), *extra_ms)?,
+            }
+        }
+        if self.invariants.is_empty() {
+            return err(".invariants", "at least one invariant".into());
+        }
+        if let Some(c) = self.convergence
+            && self.last_scripted_ms().saturating_add(c.within_ms) > self.duration_ms
+        {
+            return err(
+                ".convergence.within_ms",
+                format!(
+                    "a bound that ends within duration_ms ({} ms): the last action or fault can end at {} ms",
+                    self.duration_ms,
+                    self.last_scripted_ms()
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn check_range(path: &str, r: Range) -> Result<(), (String, String)> {
+    if r.lo > r.hi {
+        return Err((
+            path.to_string(),
+            format!("[lo, hi] with lo <= hi, not [{}, {}]", r.lo, r.hi),
+        ));
+    }
+    Ok(())
+}
+
+/// serde_path_to_error writes `a.b[0].c`; we print `.a.b[0].c`.
+fn json_path(p: &str) -> String {
+    if p == "." || p.is_empty() {
+        ".".to_string()
+    } else {
+        format!(".{p}")
+    }
+}

@@ -1,0 +1,122 @@
+//! Fuzz campaigns: run a scenario over a range of seeds, on several threads, with results
+//! that do not depend on the number of threads.
+//!
+//! Threads claim seeds in increasing order from a shared counter and every result is
+//! kept by seed, so the report (sorted by seed) is the same for `--jobs 1` and
+//! `--jobs 8`. With `stop_on_first`, the campaign ends at the smallest failing seed of
+//! the range: seeds above it that some thread already ran are dropped from the report,
+//! and every seed below it has run, so the report is still independent of `--jobs`.
+//! A shard `I/N` runs the seeds `s` of the range with `s % N == I`.
+
+use crate::format::{Plan, Scenario};
+use crate::runner::{Outcome, run};
+use serde::Serialize;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// What to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Campaign {
+    /// Seeds `start..end`.
+    pub start: u64,
+    pub end: u64,
+    pub jobs: usize,
+    /// `(index, count)`: run only seeds with `seed % count == index`.
+    pub shard: Option<(u64, u64)>,
+    pub stop_on_first: bool,
+}
+
+impl Campaign {
+    /// The seeds of this campaign, in order.
+    pub fn seeds(&self) -> Vec<u64> {
+        (self.start..self.end)
+            .filter(|s| self.shard.is_none_or(|(i, n)| s % n == i))
+            .collect()
+    }
+}
+
+/// One failing seed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailureSummary {
+    pub seed: u64,
+    pub invariant: String,
+    pub time_ms: u64,
+}
+
+/// The report of a campaign (the `fuzz --json` contract's data).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub runs: u64,
+    pub failures: Vec<FailureSummary>,
+    pub first_failure_seed: Option<u64>,
+    pub events: u64,
+    pub sim_ms: u64,
+}
+
+/// Run a campaign. `on_failure` sees each failing run (with its plan) as it is found, on
+/// the thread that found it, so a caller can save it at once; `on_progress` sees the
+/// number of finished runs and failures.
+pub fn fuzz(
+    scenario: &Scenario,
+    campaign: Campaign,
+    on_failure: &(dyn Fn(&Outcome, &Plan) + Sync),
+    on_progress: &(dyn Fn(u64, u64) + Sync),
+) -> Report {
+    let seeds = campaign.seeds();
+    let next = AtomicUsize::new(0);
+    // Index (in `seeds`) of the smallest failing seed so far: threads stop claiming past it.
+    let cutoff = AtomicUsize::new(usize::MAX);
+    let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::with_capacity(seeds.len()));
+    let done = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
+    let jobs = campaign.jobs.max(1).min(seeds.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= seeds.len()
+                        || (campaign.stop_on_first && i > cutoff.load(Ordering::SeqCst))
+                    {
+                        break;
+                    }
+                    let (outcome, plan) = run(scenario, seeds[i]);
+                    if outcome.violation.is_some() {
+                        if campaign.stop_on_first {
+                            cutoff.fetch_min(i, Ordering::SeqCst);
+                        }
+                        failed.fetch_add(1, Ordering::SeqCst);
+                        on_failure(&outcome, &plan);
+                    }
+                    let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    on_progress(n, failed.load(Ordering::SeqCst));
+                    results
+                        .lock()
+                        .expect("no thread panics holding it")
+                        .push((i, outcome));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("threads are done");
+    results.sort_by_key(|(i, _)| *i);
+    let cut = cutoff.into_inner();
+    let mut report = Report::default();
+    for (i, o) in results {
+        if campaign.stop_on_first && i > cut {
+            continue;
+        }
+        report.runs += 1;
+        report.events += o.events;
+        report.sim_ms += o.sim_ms;
+        if let Some(v) = &o.violation {
+            report.first_failure_seed.get_or_insert(o.seed);
+            report.failures.push(FailureSummary {
+                seed: o.seed,
+                invariant: v.invariant.clone(),
+                time_ms: v.time.as_ms(),
+            });
+        }
+    }
+    report
+}

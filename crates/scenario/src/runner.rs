@@ -1,0 +1,163 @@
+//! One run: build the world, step it, check every invariant after every event that can
+//! change what they read, and check convergence once faults have healed.
+//!
+//! Checkers read the API server's store and the cloud's ground truth, which only those
+//! two processes change, so a step that neither of them handled (and no fault) skips the
+//! checks: the hot loop pays for checking only when there is something new to check.
+
+use crate::build::{World, build};
+use crate::format::{Invariant, Plan, Scenario};
+use reconsim_check::machineapi::{self, NoDuplicateMachines, NoLeakedInstances};
+use reconsim_check::{View, Violation};
+use reconsim_sim::{SimTime, StepKind, TraceMode};
+use reconsim_world::Proc;
+use serde::Serialize;
+
+/// The result of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub seed: u64,
+    pub violation: Option<Violation>,
+    /// Events the kernel handled.
+    pub events: u64,
+    /// Simulated time covered, in ms.
+    pub sim_ms: u64,
+    pub trace_hash: u64,
+}
+
+impl Outcome {
+    pub fn trace_hash_hex(&self) -> String {
+        format!("{:016x}", self.trace_hash)
+    }
+}
+
+/// The invariant name of a run that hit the kernel's event budget (a livelock).
+pub const EVENT_BUDGET: &str = "event_budget";
+/// The invariant name of a failed convergence check.
+pub const CONVERGENCE: &str = "convergence";
+
+enum Checker {
+    Duplicates(NoDuplicateMachines),
+    Leaks(NoLeakedInstances),
+}
+
+impl Checker {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        match self {
+            Checker::Duplicates(c) => c.check(view),
+            Checker::Leaks(c) => c.check(view),
+        }
+    }
+}
+
+fn view<'a>(world: &'a World) -> View<'a> {
+    let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
+        unreachable!("process 0 is the API server")
+    };
+    let Proc::Cloud(cloud) = world.sim.actor(world.cloud) else {
+        unreachable!("process 1 is the cloud")
+    };
+    View {
+        now: world.sim.now(),
+        api,
+        cloud,
+    }
+}
+
+/// When convergence is judged: `within_ms` after the last user action and the last
+/// fault's end; `None` if the scenario has no bound or a fault never ends.
+pub fn convergence_deadline(scenario: &Scenario, plan: &Plan) -> Option<SimTime> {
+    let c = scenario.convergence?;
+    let heal = plan.last_heal_ms()?;
+    let last_action = scenario.workload.iter().map(|a| a.at_ms).max().unwrap_or(0);
+    Some(SimTime(
+        heal.max(last_action)
+            .saturating_add(c.within_ms)
+            .min(scenario.duration_ms),
+    ))
+}
+
+/// Run `scenario` with `seed` and `plan`; the world is returned for inspection
+/// (timelines, Chrome traces).
+pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> (Outcome, World) {
+    let deadline = convergence_deadline(scenario, &plan);
+    let mut world = build(scenario, seed, plan, trace);
+    let mut checkers: Vec<Checker> = scenario
+        .invariants
+        .iter()
+        .map(|i| match i {
+            Invariant::NoDuplicateMachines => Checker::Duplicates(NoDuplicateMachines::default()),
+            Invariant::NoLeakedInstances => Checker::Leaks(NoLeakedInstances::new(0)),
+        })
+        .collect();
+    let end = SimTime(scenario.duration_ms);
+    let (api, cloud) = (world.apiserver, world.cloud);
+    let mut violation = None;
+    let mut pending_convergence = deadline;
+    'run: loop {
+        let horizon = pending_convergence.unwrap_or(end).min(end);
+        while let Some(step) = world.sim.step_until(horizon) {
+            let relevant = match step {
+                StepKind::Handled(p) => p == api || p == cloud,
+                StepKind::Lost(_) => false,
+                StepKind::Fault { .. } => true,
+            };
+            if !relevant {
+                continue;
+            }
+            let v = view(&world);
+            if let Some(found) = checkers.iter_mut().find_map(|c| c.check(&v)) {
+                violation = Some(found);
+                break 'run;
+            }
+        }
+        if world.sim.budget_exhausted() {
+            violation = Some(Violation {
+                invariant: EVENT_BUDGET.into(),
+                time: world.sim.now(),
+                message: format!(
+                    "the run hit the kernel's event budget of {} events: a livelock",
+                    world.sim.config().max_events
+                ),
+                objects: vec![],
+            });
+            break;
+        }
+        match pending_convergence.take() {
+            Some(at) => {
+                if let Err(reason) = machineapi::converged(&View {
+                    now: at,
+                    ..view(&world)
+                }) {
+                    violation = Some(Violation {
+                        invariant: CONVERGENCE.into(),
+                        time: at,
+                        message: format!(
+                            "not converged {} ms after the last fault healed: {reason}",
+                            scenario.convergence.map_or(0, |c| c.within_ms)
+                        ),
+                        objects: vec![],
+                    });
+                    break;
+                }
+            }
+            None => break,
+        }
+    }
+    let sim_ms = violation.as_ref().map_or(end.as_ms(), |v| v.time.as_ms());
+    let outcome = Outcome {
+        seed,
+        violation,
+        events: world.sim.handled(),
+        sim_ms,
+        trace_hash: world.sim.trace().hash(),
+    };
+    (outcome, world)
+}
+
+/// Run `scenario` with `seed`, generating its fault plan.
+pub fn run(scenario: &Scenario, seed: u64) -> (Outcome, Plan) {
+    let plan = crate::faults::generate(scenario, seed);
+    let (outcome, _) = run_world(scenario, seed, plan.clone(), TraceMode::Hash);
+    (outcome, plan)
+}
