@@ -219,7 +219,7 @@ fn seed_machine_api(server: &mut ApiServer, ma: &MachineApiSpec) {
             meta,
             Body::Pod(Pod {
                 spec: PodSpec {
-                    node_name: Some(ma.node.clone()),
+                    node_name: Some(ma.pod_nodes.get(name).unwrap_or(&ma.node).clone()),
                     ..template
                 },
                 status: Default::default(),

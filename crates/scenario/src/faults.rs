@@ -78,6 +78,9 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Plan {
                 FaultKind::Pause { processes } => Fault::Pause {
                     process: pick(&mut rng, processes).clone(),
                 },
+                FaultKind::PauseHost { hosts } => Fault::PauseHost {
+                    host: pick(&mut rng, hosts).clone(),
+                },
                 FaultKind::Crash { processes } => Fault::Crash {
                     process: pick(&mut rng, processes).clone(),
                 },

@@ -160,6 +160,10 @@ pub struct MachineApiSpec {
     pub idempotent_create: bool,
     /// The node the controllers' pods start on.
     pub node: String,
+    /// Per-pod exceptions to `node`, by Deployment name (`machineset-controller`,
+    /// `machine-controller`).
+    #[serde(default)]
+    pub pod_nodes: std::collections::BTreeMap<String, String>,
     /// How long the pods tolerate an unreachable node (machine-api: 120 s).
     #[serde(default = "default_toleration_seconds")]
     pub toleration_seconds: u64,
@@ -246,6 +250,8 @@ pub enum FaultKind {
     },
     /// Stop the world for one of `processes` (a GC pause, a frozen VM).
     Pause { processes: Vec<String> },
+    /// Freeze one of `hosts` (a frozen VM): every process on it pauses.
+    PauseHost { hosts: Vec<String> },
     /// Crash one of `processes`; it restarts cold when the fault ends.
     Crash { processes: Vec<String> },
     /// New instances stay invisible to DescribeInstances this much longer.
@@ -427,6 +433,20 @@ impl Scenario {
                     format!("one of the topology's nodes, not `{}`", ma.node),
                 );
             }
+            for (pod, node) in &ma.pod_nodes {
+                if !crate::build::MACHINE_API_PODS.contains(&pod.as_str()) {
+                    return err(
+                        ".controllers.machine_api.pod_nodes",
+                        format!("keys among {:?}, not `{pod}`", crate::build::MACHINE_API_PODS),
+                    );
+                }
+                if !self.nodes().any(|n| n == node) {
+                    return err(
+                        &format!(".controllers.machine_api.pod_nodes.{pod}"),
+                        format!("one of the topology's nodes, not `{node}`"),
+                    );
+                }
+            }
             if let Some(l) = ma.lease
                 && !(l.lease_duration_ms > l.renew_deadline_ms
                     && l.renew_deadline_ms * 10 > l.retry_period_ms * 12)
@@ -510,6 +530,7 @@ impl Scenario {
                 FaultKind::Pause { processes: ps } | FaultKind::Crash { processes: ps } => {
                     names_in("processes", ps, &processes)?
                 }
+                FaultKind::PauseHost { hosts: hs } => names_in("hosts", hs, &hosts)?,
                 FaultKind::CloudDescribeLag { lag_ms } => check_range(&at("lag_ms"), *lag_ms)?,
                 FaultKind::NodeJoinDelay { extra_ms } => check_range(&at("extra_ms"), *extra_ms)?,
             }

@@ -44,6 +44,9 @@ pub enum Fault<F> {
     /// Stop the world for one process (SIGSTOP, a frozen VM): nothing it receives or
     /// its timers are handled until it resumes; then they all come due at once.
     Pause { process: String },
+    /// A frozen machine: every process on the host at that moment pauses, and resumes
+    /// when the fault reverts.
+    PauseHost { host: String },
     /// The process dies, losing its memory; it restarts cold when the fault reverts.
     Crash { process: String },
     /// The process's clock reads `offset_ms` away from true time.

@@ -296,6 +296,8 @@ pub struct Sim<A: Actor> {
     actions: Vec<FaultAction>,
     next_action: usize,
     cancelled: HashSet<TimerId>,
+    /// Processes paused by each active `PauseHost` fault (by plan index).
+    host_pauses: Vec<(usize, Vec<ProcId>)>,
     next_timer: u64,
     next_proc: u32,
     effects: Vec<Effect<A>>,
@@ -339,6 +341,7 @@ impl<A: Actor> Sim<A> {
             actions,
             next_action: 0,
             cancelled: HashSet::new(),
+            host_pauses: Vec::new(),
             next_timer: 0,
             next_proc: 0,
             effects: Vec::new(),
@@ -786,6 +789,25 @@ impl<A: Actor> Sim<A> {
             Fault::Pause { process } => match self.proc_by_name(process) {
                 Some(p) if active => self.pause(p),
                 Some(p) => self.resume(p),
+                None => false,
+            },
+            Fault::PauseHost { host } => match self.host_by_name(host) {
+                Some(h) if active => {
+                    let on_host: Vec<ProcId> = (0..self.procs.len() as u32)
+                        .map(ProcId)
+                        .filter(|p| self.procs[p.index()].host == h)
+                        .collect();
+                    let paused = on_host.into_iter().filter(|p| self.pause(*p)).collect();
+                    self.host_pauses.push((index, paused));
+                    true
+                }
+                Some(_) => {
+                    let at = self.host_pauses.iter().position(|(i, _)| *i == index);
+                    for p in at.map(|i| self.host_pauses.remove(i).1).unwrap_or_default() {
+                        self.resume(p);
+                    }
+                    true
+                }
                 None => false,
             },
             Fault::Crash { process } => match self.proc_by_name(process) {

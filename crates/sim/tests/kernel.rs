@@ -1513,3 +1513,46 @@ fn seqs_len(l: &[Seen], f: impl Fn(&Msg) -> bool) -> usize {
         .filter(|s| matches!(s, Seen::Msg { msg, .. } if f(msg)))
         .count()
 }
+
+#[test]
+fn pause_host_freezes_every_process_on_the_host_and_only_those() {
+    // Two clocks on host b and one on host a; host b is frozen over [100, 300).
+    let mut sim = new_sim(
+        config(5, 1, 1, TraceMode::Hash),
+        vec![timed(100, Some(200), Fault::PauseHost { host: "b".into() })],
+    );
+    let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
+    let clock = || {
+        Node::new(Role::Clock {
+            every_ms: 10,
+            long_ms: None,
+        })
+    };
+    let b1 = sim.spawn(hb, "b1", clock());
+    let b2 = sim.spawn(hb, "b2", clock());
+    let a1 = sim.spawn(ha, "a1", clock());
+    let mut frozen_seen = false;
+    while let Some(step) = sim.step_until(SimTime::from_ms(500)) {
+        let now = sim.now().as_ms();
+        if (100..300).contains(&now) && now > 100 {
+            frozen_seen = true;
+            assert_eq!(sim.proc_state(b1), ProcState::Paused);
+            assert_eq!(sim.proc_state(b2), ProcState::Paused);
+            assert_eq!(sim.proc_state(a1), ProcState::Running);
+            assert!(step != StepKind::Handled(b1) && step != StepKind::Handled(b2));
+        }
+    }
+    assert!(frozen_seen);
+    let handled_in = |p, lo: u64, hi: u64| {
+        log(&sim, p)
+            .iter()
+            .filter(|s| matches!(s, Seen::Timer { now, .. } if (lo..hi).contains(now)))
+            .count()
+    };
+    assert_eq!(handled_in(b1, 101, 300), 0);
+    assert_eq!(handled_in(b2, 101, 300), 0);
+    assert!(handled_in(a1, 101, 300) >= 19);
+    // Both resumed and tick again.
+    assert_eq!(sim.proc_state(b1), ProcState::Running);
+    assert!(handled_in(b2, 301, 500) >= 19);
+}
