@@ -13,11 +13,24 @@ fn main() {
         match &r.kind {
             RecordKind::Deliver { from, to, msg } => {
                 let m = format!("{msg:?}");
-                if std::env::var("ALL").is_ok() || (to.0 == 1 || from.0 == 1) && !m.contains("Timer") || m.contains("Machine {") && m.contains("Api(") && !m.contains("List") {
-                    println!("{} {} -> {}: {}", r.time, name(*from), name(*to), &m[..m.len().min(300)]);
+                if std::env::var("ALL").is_ok()
+                    || (to.0 == 1 || from.0 == 1) && !m.contains("Timer")
+                    || m.contains("Machine {") && m.contains("Api(") && !m.contains("List")
+                {
+                    println!(
+                        "{} {} -> {}: {}",
+                        r.time,
+                        name(*from),
+                        name(*to),
+                        &m[..m.len().min(300)]
+                    );
                 }
             }
-            RecordKind::Fault { index, active, applied } => println!("{} FAULT {index} {active} {applied}", r.time),
+            RecordKind::Fault {
+                index,
+                active,
+                applied,
+            } => println!("{} FAULT {index} {active} {applied}", r.time),
             RecordKind::Note { proc, text } => println!("{} NOTE {}: {text}", r.time, name(*proc)),
             _ => {}
         }

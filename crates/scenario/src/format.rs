@@ -211,7 +211,7 @@ pub struct TimedAction {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Action {
     /// Set a MachineSet's spec.replicas.
     ScaleMachineSet { machine_set: String, replicas: u32 },
@@ -230,7 +230,7 @@ pub struct FaultGen {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultKind {
     /// Stop the kubelet of one of `nodes`; its containers keep running.
     KubeletStop { nodes: Vec<String> },
@@ -437,7 +437,10 @@ impl Scenario {
                 if !crate::build::MACHINE_API_PODS.contains(&pod.as_str()) {
                     return err(
                         ".controllers.machine_api.pod_nodes",
-                        format!("keys among {:?}, not `{pod}`", crate::build::MACHINE_API_PODS),
+                        format!(
+                            "keys among {:?}, not `{pod}`",
+                            crate::build::MACHINE_API_PODS
+                        ),
                     );
                 }
                 if !self.nodes().any(|n| n == node) {

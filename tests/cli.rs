@@ -1,0 +1,258 @@
+//! The CLI's contract (DESIGN.md section 8): JSON shapes, exit codes, failure files,
+//! replay, and results that do not depend on `--jobs`.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn reconsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_reconsim"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reconsim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn list_json_has_the_contract_fields() {
+    let out = reconsim(&["list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc = json(&out);
+    let rows = doc.as_array().expect("an array");
+    assert!(rows.len() >= 4);
+    for r in rows {
+        for f in ["name", "path", "expect", "description"] {
+            assert!(r.get(f).is_some(), "list row lacks {f}: {r}");
+        }
+    }
+}
+
+#[test]
+fn run_json_shape_and_exit_codes() {
+    let out = reconsim(&[
+        "run",
+        "machineapi-no-leader-election",
+        "--seed",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "a violation exits 1");
+    let doc = json(&out);
+    for f in [
+        "scenario",
+        "seed",
+        "outcome",
+        "invariant",
+        "time_ms",
+        "events",
+        "sim_ms",
+        "wall_ms",
+        "trace_hash",
+    ] {
+        assert!(doc.get(f).is_some(), "run --json lacks {f}: {doc}");
+    }
+    assert_eq!(doc["outcome"], "violation");
+    assert_eq!(doc["invariant"], "no_duplicate_machines");
+
+    let out = reconsim(&["run", "machineapi-leader-election", "--seed", "0", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "clean exits 0");
+    let doc = json(&out);
+    assert_eq!(doc["outcome"], "clean");
+    assert!(doc["invariant"].is_null() && doc["time_ms"].is_null());
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace_hash() {
+    let hash = |seed: &str| {
+        json(&reconsim(&[
+            "run",
+            "machineapi-leader-election",
+            "--seed",
+            seed,
+            "--json",
+        ]))["trace_hash"]
+            .clone()
+    };
+    assert_eq!(hash("3"), hash("3"));
+    assert_ne!(hash("3"), hash("4"));
+}
+
+#[test]
+fn a_saved_failure_replays_to_the_same_hash() {
+    let file = tmp("failure.json");
+    let out = reconsim(&[
+        "run",
+        "machineapi-lease-expiry-pause",
+        "--seed",
+        "7",
+        "--save-failure",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let run = json(&out);
+    let human = reconsim(&["replay", file.to_str().unwrap()]);
+    assert_eq!(human.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.trim_end()
+            .ends_with(&format!("replay: reconsim replay {}", file.display()))
+    );
+    let out = reconsim(&["replay", file.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let replay = json(&out);
+    assert_eq!(replay["reproduced"], true);
+    assert_eq!(replay["trace_hash"], run["trace_hash"]);
+    assert_eq!(replay["invariant"], run["invariant"]);
+
+    // A tampered hash is not a reproduction: exit 1.
+    let mut f: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    f["trace_hash"] = Value::String("0000000000000000".into());
+    let bad = tmp("tampered.json");
+    std::fs::write(&bad, f.to_string()).unwrap();
+    let out = reconsim(&["replay", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["reproduced"], false);
+}
+
+#[test]
+fn fuzz_results_do_not_depend_on_jobs() {
+    let run = |jobs: &str, extra: &[&str]| {
+        let mut args = vec![
+            "fuzz",
+            "machineapi-lease-expiry-pause",
+            "--seeds",
+            "0..60",
+            "--jobs",
+            jobs,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = reconsim(&args);
+        let mut doc = json(&out);
+        for f in [
+            "scenario",
+            "runs",
+            "failures",
+            "first_failure_seed",
+            "events",
+            "sim_ms",
+            "wall_ms",
+        ] {
+            assert!(doc.get(f).is_some(), "fuzz --json lacks {f}: {doc}");
+        }
+        doc.as_object_mut().unwrap().remove("wall_ms");
+        doc.as_object_mut().unwrap().remove("jobs");
+        (out.status.code(), doc)
+    };
+    let (c1, one) = run("1", &[]);
+    let (c2, two) = run("2", &[]);
+    assert_eq!(one, two);
+    assert_eq!(c1, Some(1));
+    assert_eq!(c1, c2);
+    let (_, one) = run("1", &["--stop-on-first"]);
+    let (_, two) = run("2", &["--stop-on-first"]);
+    assert_eq!(one, two);
+    assert_eq!(one["failures"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn shards_cover_the_range_exactly() {
+    let runs = |shard: &str| {
+        json(&reconsim(&[
+            "fuzz",
+            "machineapi-no-leader-election",
+            "--seeds",
+            "0..30",
+            "--shard",
+            shard,
+            "--json",
+        ]))["runs"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(runs("0/3") + runs("1/3") + runs("2/3"), 30);
+}
+
+#[test]
+fn fuzz_saves_a_failure_file_per_failing_seed() {
+    let dir = tmp("failures");
+    let out = reconsim(&[
+        "fuzz",
+        "machineapi-no-leader-election",
+        "--seeds",
+        "0..3",
+        "--failures-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.trim_end().lines().last().unwrap();
+    assert!(last.starts_with("  replay: reconsim replay "), "{text}");
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert!(files >= 1);
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_with_exit_2() {
+    let bad = tmp("bad-scenario.json");
+    let text = std::fs::read_to_string(reconsim::scenario::library::resolve(
+        "machineapi-leader-election",
+    ))
+    .unwrap()
+    .replacen("\"duration_ms\"", "\"duration_msx\"", 1);
+    std::fs::write(&bad, text).unwrap();
+    let out = reconsim(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(bad.to_str().unwrap()) && err.contains("duration_msx"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    let text = std::fs::read_to_string(reconsim::scenario::library::resolve(
+        "machineapi-leader-election",
+    ))
+    .unwrap()
+    .replacen("\"replicas\": 2", "\"replicas\": -2", 1);
+    std::fs::write(&bad, text).unwrap();
+    let out = reconsim(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(".workload[0].action.scale_machine_set.replicas"),
+        "{err}"
+    );
+
+    for args in [
+        vec!["fuzz", "machineapi-leader-election", "--seeds", "5..1"],
+        vec!["fuzz", "machineapi-leader-election", "--shard", "3/3"],
+        vec!["fuzz", "machineapi-leader-election", "--jobs", "0"],
+        vec!["run", "no-such-scenario"],
+        vec!["replay", "/no/such/file.json"],
+        vec!["frobnicate"],
+    ] {
+        let out = reconsim(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

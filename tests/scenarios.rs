@@ -1,0 +1,85 @@
+//! Every shipped scenario meets its expectation within its seed budget.
+//!
+//! The budget comes from the file; `RECONSIM_SEED_SCALE` multiplies it (CI runs 1, a
+//! quick local loop can use 0.1, a nightly run 10). A `violation` scenario must fail on
+//! some seed of its budget; a `clean` one must hold on every seed of it.
+
+use reconsim::scenario::fuzz::{Campaign, fuzz};
+use reconsim::scenario::{Expect, Scenario, library};
+
+fn scale() -> f64 {
+    std::env::var("RECONSIM_SEED_SCALE")
+        .ok()
+        .map(|s| {
+            s.parse()
+                .expect("RECONSIM_SEED_SCALE: a number such as 0.1 or 10")
+        })
+        .unwrap_or(1.0)
+}
+
+fn check(name: &str) {
+    let (_, scenario): (_, Scenario) = library::load(name).expect("a shipped scenario loads");
+    let seeds = ((scenario.seeds as f64 * scale()).ceil() as u64).max(1);
+    let campaign = Campaign {
+        start: 0,
+        end: seeds,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: None,
+        stop_on_first: scenario.expect == Expect::Violation,
+    };
+    let report = fuzz(&scenario, campaign, &|_, _| {}, &|_, _| {});
+    match scenario.expect {
+        Expect::Violation => assert!(
+            report.first_failure_seed.is_some(),
+            "{name}: expected a violation within {seeds} seeds, all {} runs were clean",
+            report.runs
+        ),
+        Expect::Clean => assert!(
+            report.failures.is_empty(),
+            "{name}: expected clean over {seeds} seeds; failing: {:?}\n  replay: reconsim run {name} --seed {}",
+            report.failures,
+            report.failures[0].seed
+        ),
+    }
+}
+
+#[test]
+fn every_shipped_scenario_is_tested() {
+    let names: Vec<String> = library::files()
+        .expect("scenarios/ lists")
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let tested = [
+        "machineapi-no-leader-election",
+        "machineapi-leader-election",
+        "machineapi-lease-expiry-pause",
+        "machineapi-lease-expiry-idempotent",
+    ];
+    for n in &names {
+        assert!(
+            tested.contains(&n.as_str()),
+            "scenario {n} has no test in tests/scenarios.rs"
+        );
+    }
+}
+
+#[test]
+fn machineapi_no_leader_election_duplicates() {
+    check("machineapi-no-leader-election");
+}
+
+#[test]
+fn machineapi_leader_election_holds() {
+    check("machineapi-leader-election");
+}
+
+#[test]
+fn machineapi_lease_expiry_pause_duplicates() {
+    check("machineapi-lease-expiry-pause");
+}
+
+#[test]
+fn machineapi_lease_expiry_idempotent_holds() {
+    check("machineapi-lease-expiry-idempotent");
+}
