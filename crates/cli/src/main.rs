@@ -42,6 +42,9 @@ enum Command {
         /// Write a failure file here if an invariant is violated.
         #[arg(long, value_name = "FILE")]
         save_failure: Option<PathBuf>,
+        /// Print the run's timeline: faults, leadership, writes, cloud calls.
+        #[arg(long)]
+        timeline: bool,
         #[arg(long)]
         json: bool,
     },
@@ -91,8 +94,9 @@ fn main() -> ExitCode {
             scenario,
             seed,
             save_failure,
+            timeline,
             json,
-        } => run(&scenario, seed, save_failure.as_deref(), json),
+        } => run(&scenario, seed, save_failure.as_deref(), timeline, json),
         Command::Fuzz {
             scenario,
             seeds,
@@ -148,11 +152,29 @@ fn list(json: bool) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run(arg: &str, seed: u64, save: Option<&Path>, json: bool) -> Result<ExitCode, UsageError> {
+fn run(
+    arg: &str,
+    seed: u64,
+    save: Option<&Path>,
+    timeline: bool,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
     let (_, scenario) = library::load(arg)?;
     let start = Instant::now();
-    let (outcome, plan) = runner::run(&scenario, seed);
+    let plan = reconsim::scenario::faults::generate(&scenario, seed);
+    let mode = if timeline && !json {
+        reconsim::sim::TraceMode::Full
+    } else {
+        reconsim::sim::TraceMode::Hash
+    };
+    let (outcome, world) = runner::run_world(&scenario, seed, plan.clone(), mode);
     let wall_ms = start.elapsed().as_millis() as u64;
+    if mode == reconsim::sim::TraceMode::Full {
+        let until = reconsim::sim::SimTime(outcome.sim_ms);
+        for line in reconsim::scenario::timeline::timeline(&world, until) {
+            println!("{line}");
+        }
+    }
     let failure = FailureFile::new(&scenario, &plan, &outcome);
     if let (Some(path), Some(f)) = (save, &failure) {
         f.save(path).map_err(|e| {

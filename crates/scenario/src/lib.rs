@@ -9,6 +9,7 @@
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
 //! - [`library`]: the shipped scenarios/ directory, by name.
+//! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
 pub mod failure;
@@ -17,6 +18,7 @@ pub mod format;
 pub mod fuzz;
 pub mod library;
 pub mod runner;
+pub mod timeline;
 
 pub use format::{Expect, LoadError, Plan, Scenario};
 pub use runner::{Outcome, run, run_world};

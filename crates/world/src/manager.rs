@@ -428,8 +428,12 @@ impl Manager {
 
     fn on_leader_event(&mut self, event: Option<LeaderEvent>, ctx: &mut WorldCtx<'_>) {
         match event {
-            Some(LeaderEvent::StartedLeading) => self.maybe_start(ctx),
+            Some(LeaderEvent::StartedLeading) => {
+                ctx.note(|| "started leading".to_string());
+                self.maybe_start(ctx)
+            }
             Some(LeaderEvent::StoppedLeading) => {
+                ctx.note(|| "lost the lease: exiting".to_string());
                 // controller-runtime: "leader election lost" -> the process exits.
                 self.exited = true;
                 self.running = false;

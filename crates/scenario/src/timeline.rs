@@ -1,0 +1,160 @@
+//! A readable timeline of a run: the events that change what the invariants read.
+//!
+//! From a full trace it keeps faults, process starts, notes (leadership), writes to the
+//! API server on the objects a scenario's controllers own, and the cloud calls that
+//! launch or terminate instances with their answers. Reads, watch traffic and
+//! heartbeats are left out: they are most of the trace and none of the story.
+
+use crate::build::World;
+use reconsim_sim::{ProcId, RecordKind, SimTime};
+use reconsim_world::Msg;
+use reconsim_world::api::{ApiOp, PatchOp};
+use reconsim_world::cloud::CloudOp;
+use reconsim_world::object::Kind;
+
+/// One line per kept event, in order; `until` stops the listing (the violation time).
+pub fn timeline(world: &World, until: SimTime) -> Vec<String> {
+    let sim = &world.sim;
+    let who = |p: ProcId| format!("{}@{}", sim.proc_name(p), sim.host_name(sim.proc_host(p)));
+    let mut lines = Vec::new();
+    for r in sim.trace().records() {
+        if r.time > until {
+            break;
+        }
+        let t = r.time;
+        let line = match &r.kind {
+            RecordKind::Fault {
+                index,
+                active,
+                applied,
+            } => {
+                let f = &sim.plan().faults[*index];
+                let what = serde_json::to_string(&f.fault).unwrap_or_default();
+                Some(format!(
+                    "{:>11}  fault {} {what}{}",
+                    t.to_string(),
+                    if *active { "starts" } else { "ends  " },
+                    if *applied { "" } else { " (no such target)" }
+                ))
+            }
+            RecordKind::Start { proc } if sim.proc_name(*proc).contains("controller") => {
+                Some(format!("{:>11}  {} starts", t.to_string(), who(*proc)))
+            }
+            RecordKind::Note { proc, text } if !sim.proc_name(*proc).starts_with("cloud") => {
+                Some(format!("{:>11}  {}: {text}", t.to_string(), who(*proc)))
+            }
+            RecordKind::Deliver { from, to, msg } => describe(msg).map(|d| {
+                let (actor, dir) = if *to == world.apiserver || *to == world.cloud {
+                    (who(*from), "->")
+                } else {
+                    (who(*to), "<-")
+                };
+                format!("{:>11}  {actor} {dir} {d}", t.to_string())
+            }),
+            _ => None,
+        };
+        lines.extend(line);
+    }
+    lines
+}
+
+fn interesting(kind: Kind) -> bool {
+    matches!(kind, Kind::Machine | Kind::MachineSet | Kind::Pod)
+}
+
+fn describe(msg: &Msg) -> Option<String> {
+    match msg {
+        Msg::Api(req) => match &req.op {
+            ApiOp::Create(o) if interesting(o.kind()) => Some(format!(
+                "create {} {}",
+                o.kind(),
+                if o.meta.name.is_empty() {
+                    format!("{}*", o.meta.generate_name.clone().unwrap_or_default())
+                } else {
+                    o.meta.name.clone()
+                }
+            )),
+            ApiOp::Update { object, .. } if interesting(object.kind()) => {
+                Some(format!("update {} {}", object.kind(), object.meta.name))
+            }
+            ApiOp::Patch { key, ops, .. } if interesting(key.kind) => {
+                let what: Vec<String> = ops.iter().map(patch_summary).collect();
+                Some(format!(
+                    "patch {} {}: {}",
+                    key.kind,
+                    key.name,
+                    what.join(", ")
+                ))
+            }
+            ApiOp::Delete { key, .. } if interesting(key.kind) => {
+                Some(format!("delete {} {}", key.kind, key.name))
+            }
+            _ => None,
+        },
+        Msg::Cloud(req) => match &req.op {
+            CloudOp::RunInstances { tags, client_token } => Some(format!(
+                "RunInstances Name={}{}",
+                tags.get("Name").map_or("?", |s| s.as_str()),
+                client_token
+                    .as_ref()
+                    .map(|t| format!(" token={t}"))
+                    .unwrap_or_default()
+            )),
+            CloudOp::TerminateInstances { ids } => {
+                Some(format!("TerminateInstances {}", ids.join(", ")))
+            }
+            CloudOp::DescribeInstances {
+                ids, tag_filters, ..
+            } => Some(format!(
+                "DescribeInstances {}",
+                if ids.is_empty() {
+                    format!(
+                        "Name={}",
+                        tag_filters.get("Name").map_or("*", |s| s.as_str())
+                    )
+                } else {
+                    ids.join(", ")
+                }
+            )),
+        },
+        Msg::CloudResp(resp) => Some(match &resp.result {
+            Ok(list) if list.is_empty() => "cloud answers: none".to_string(),
+            Ok(list) => format!(
+                "cloud answers: {}",
+                list.iter()
+                    .map(|i| format!("{} ({:?})", i.id, i.state))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(e) => format!("cloud answers: {e:?}"),
+        }),
+        _ => None,
+    }
+}
+
+fn patch_summary(op: &PatchOp) -> String {
+    match op {
+        PatchOp::MachineFields {
+            instance_id, phase, ..
+        } => {
+            let mut parts = Vec::new();
+            if let Some(i) = instance_id {
+                parts.push(format!("instanceId={i}"));
+            }
+            if let Some(p) = phase {
+                parts.push(format!("phase={p}"));
+            }
+            parts.join(" ")
+        }
+        PatchOp::Spec(b) => match b {
+            reconsim_world::object::Body::MachineSet(ms) => {
+                format!("replicas={}", ms.spec.replicas)
+            }
+            _ => "spec".into(),
+        },
+        PatchOp::Status(_) => "status".into(),
+        PatchOp::AddFinalizer(f) => format!("+finalizer {f}"),
+        PatchOp::RemoveFinalizer(f) => format!("-finalizer {f}"),
+        other => format!("{other:?}").chars().take(40).collect(),
+    }
+}

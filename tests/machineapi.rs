@@ -1,0 +1,68 @@
+//! Seed incident 1 (OpenShift machine-api before 4.6): beyond "an invariant fails", the
+//! buggy variant reproduces the shape of the report (Bugzilla 1864352): scaling a
+//! MachineSet from 0 to 2 gave 3 Machines and 5 cloud instances.
+
+use reconsim::scenario::build::build;
+use reconsim::scenario::{faults, library};
+use reconsim::sim::{SimTime, TraceMode};
+use reconsim::world::Proc;
+use reconsim::world::cloud::InstanceState;
+use reconsim::world::object::Kind;
+
+/// The most Machines and the most live instances seen at once over a whole run, with
+/// no checker stopping it.
+fn peaks(name: &str, seed: u64) -> (usize, usize) {
+    let (_, scenario) = library::load(name).unwrap();
+    let plan = faults::generate(&scenario, seed);
+    let mut world = build(&scenario, seed, plan, TraceMode::Hash);
+    let (mut machines, mut instances) = (0, 0);
+    while world
+        .sim
+        .step_until(SimTime(scenario.duration_ms))
+        .is_some()
+    {
+        let (Proc::ApiServer(api), Proc::Cloud(cloud)) = (
+            world.sim.actor(world.apiserver),
+            world.sim.actor(world.cloud),
+        ) else {
+            unreachable!()
+        };
+        machines = machines.max(api.list(Kind::Machine).count());
+        instances = instances.max(
+            cloud
+                .instances()
+                .filter(|i| {
+                    !matches!(
+                        i.state,
+                        InstanceState::Terminated | InstanceState::ShuttingDown
+                    )
+                })
+                .count(),
+        );
+    }
+    (machines, instances)
+}
+
+#[test]
+fn the_buggy_variant_shows_the_reports_shape() {
+    // Some seed over-provisions Machines and launches more instances than Machines.
+    let shapes: Vec<(u64, usize, usize)> = (0..20)
+        .map(|seed| {
+            let (m, i) = peaks("machineapi-no-leader-election", seed);
+            (seed, m, i)
+        })
+        .collect();
+    eprintln!("(seed, peak Machines, peak live instances): {shapes:?}");
+    assert!(
+        shapes.iter().any(|&(_, m, i)| m > 2 && i > m),
+        "no seed had more Machines than replicas and more instances than Machines: {shapes:?}"
+    );
+}
+
+#[test]
+fn the_fixed_variant_never_exceeds_two_of_each() {
+    for seed in 0..20 {
+        let (m, i) = peaks("machineapi-leader-election", seed);
+        assert!(m <= 2 && i <= 2, "seed {seed}: {m} Machines, {i} instances");
+    }
+}
