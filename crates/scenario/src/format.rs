@@ -260,6 +260,22 @@ pub enum FaultKind {
     NodeJoinDelay { extra_ms: Range },
 }
 
+impl FaultKind {
+    /// The kind's name in scenario files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::KubeletStop { .. } => "kubelet_stop",
+            FaultKind::Partition { .. } => "partition",
+            FaultKind::SlowLink { .. } => "slow_link",
+            FaultKind::Pause { .. } => "pause",
+            FaultKind::PauseHost { .. } => "pause_host",
+            FaultKind::Crash { .. } => "crash",
+            FaultKind::CloudDescribeLag { .. } => "cloud_describe_lag",
+            FaultKind::NodeJoinDelay { .. } => "node_join_delay",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PartitionChoice {
@@ -492,6 +508,8 @@ impl Scenario {
         let processes = self.processes();
         for (i, f) in self.faults.iter().enumerate() {
             let at = |field: &str| format!(".faults[{i}].{field}");
+            let kind = f.fault.name();
+            let kat = |field: &str| format!(".faults[{i}].fault.{kind}.{field}");
             check_range(&at("count"), f.count)?;
             check_range(&at("at_ms"), f.at_ms)?;
             check_range(&at("duration_ms"), f.duration_ms)?;
@@ -500,12 +518,12 @@ impl Scenario {
             }
             let names_in = |field: &str, names: &[String], known: &[String]| {
                 if names.is_empty() {
-                    return err(&at(field), "a non-empty list".into());
+                    return err(&kat(field), "a non-empty list".into());
                 }
                 for (j, n) in names.iter().enumerate() {
                     if !known.contains(n) {
                         return err(
-                            &format!("{}[{j}]", at(field)),
+                            &format!("{}[{j}]", kat(field)),
                             format!("one of {known:?}, not `{n}`"),
                         );
                     }
@@ -528,14 +546,14 @@ impl Scenario {
                 } => {
                     names_in("hosts_a", hosts_a, &hosts)?;
                     names_in("hosts_b", hosts_b, &hosts)?;
-                    check_range(&at("extra_latency_ms"), *extra_latency_ms)?;
+                    check_range(&kat("extra_latency_ms"), *extra_latency_ms)?;
                 }
                 FaultKind::Pause { processes: ps } | FaultKind::Crash { processes: ps } => {
                     names_in("processes", ps, &processes)?
                 }
                 FaultKind::PauseHost { hosts: hs } => names_in("hosts", hs, &hosts)?,
-                FaultKind::CloudDescribeLag { lag_ms } => check_range(&at("lag_ms"), *lag_ms)?,
-                FaultKind::NodeJoinDelay { extra_ms } => check_range(&at("extra_ms"), *extra_ms)?,
+                FaultKind::CloudDescribeLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
+                FaultKind::NodeJoinDelay { extra_ms } => check_range(&kat("extra_ms"), *extra_ms)?,
             }
         }
         if self.invariants.is_empty() {
