@@ -45,20 +45,9 @@ impl FailureFile {
     }
 
     pub fn load(path: &Path) -> Result<FailureFile, LoadError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-            file: file.clone(),
-            path: ".".into(),
-            message: format!("cannot read: {e}"),
-        })?;
-        let de = &mut serde_json::Deserializer::from_str(&text);
-        let f: FailureFile = serde_path_to_error::deserialize(de).map_err(|e| LoadError {
-            file: file.clone(),
-            path: format!(".{}", e.path()),
-            message: e.inner().to_string(),
-        })?;
+        let f: FailureFile = crate::format::read_json(path)?;
         f.scenario.validate().map_err(|(p, message)| LoadError {
-            file,
+            file: path.display().to_string(),
             path: format!(".scenario{p}"),
             message,
         })?;

@@ -324,26 +324,42 @@ pub type Plan = reconsim_sim::FaultPlan<WorldFault>;
 /// Hosts every world has besides its nodes.
 pub const FIXED_HOSTS: [&str; 4] = ["api", "controller-manager", "cloud", "user"];
 
+/// Read a JSON file into `T`; errors name the file and the JSON path.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+        file: file.clone(),
+        path: ".".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_json(&file, &text)
+}
+
+/// Parse JSON into `T`; errors name `file` and the JSON path.
+pub fn parse_json<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| LoadError {
+        file: file.to_string(),
+        path: json_path(&e.path().to_string()),
+        message: e.inner().to_string(),
+    })
+}
+
 impl Scenario {
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-            file: file.clone(),
-            path: ".".into(),
-            message: format!("cannot read: {e}"),
+        let scenario: Scenario = read_json(path)?;
+        scenario.validate().map_err(|(p, message)| LoadError {
+            file: path.display().to_string(),
+            path: p,
+            message,
         })?;
-        Scenario::parse(&file, &text)
+        Ok(scenario)
     }
 
     /// Parse and validate scenario JSON; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, LoadError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| LoadError {
-            file: file.to_string(),
-            path: json_path(&e.path().to_string()),
-            message: e.inner().to_string(),
-        })?;
+        let scenario: Scenario = parse_json(file, text)?;
         scenario.validate().map_err(|(path, message)| LoadError {
             file: file.to_string(),
             path,

@@ -70,10 +70,7 @@ impl Cache {
 
     /// Every cached object of `kind`, in key order.
     pub fn list(&self, kind: Kind) -> impl Iterator<Item = &Arc<Object>> {
-        self.objects
-            .range(ObjectKey::new(kind, "", "")..)
-            .take_while(move |(k, _)| k.kind == kind)
-            .map(|(_, o)| o)
+        crate::object::of_kind(&self.objects, kind)
     }
 
     pub fn len(&self) -> usize {

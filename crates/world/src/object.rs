@@ -452,6 +452,18 @@ pub struct MachineSet {
     pub status: MachineSetStatus,
 }
 
+/// The objects of one kind in a key-ordered map (keys order by kind first, so a kind is
+/// one contiguous range).
+pub fn of_kind(
+    objects: &BTreeMap<ObjectKey, std::sync::Arc<Object>>,
+    kind: Kind,
+) -> impl Iterator<Item = &std::sync::Arc<Object>> {
+    objects
+        .range(ObjectKey::new(kind, "", "")..)
+        .take_while(move |(k, _)| k.kind == kind)
+        .map(|(_, o)| o)
+}
+
 /// Whether `labels` match every pair of `selector` (matchLabels semantics).
 pub fn selector_matches(
     selector: &BTreeMap<String, String>,
