@@ -6,14 +6,17 @@
 //! between events in its own state. The first violation stops the run.
 //!
 //! Table of contents:
+//! - [`invariant`]: invariants by name and the checker each one runs.
 //! - [`view`]: what checkers may read.
 //! - [`violation`]: a violation: which invariant, when, what, which objects.
 //! - [`machineapi`]: `no_leaked_instances`, `no_duplicate_machines` and the machine-api
 //!   convergence check (seed incident 1).
 
+pub mod invariant;
 pub mod machineapi;
 pub mod view;
 pub mod violation;
 
+pub use invariant::{Checker, Invariant};
 pub use view::View;
 pub use violation::Violation;

@@ -1,6 +1,7 @@
 //! The world as checkers see it: ground truth, not any controller's view.
 
-use reconsim_sim::SimTime;
+use reconsim_sim::{Sim, SimTime};
+use reconsim_world::Proc;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::cloud::Cloud;
 
@@ -9,4 +10,7 @@ pub struct View<'a> {
     pub now: SimTime,
     pub api: &'a ApiServer,
     pub cloud: &'a Cloud,
+    /// Every process, for checkers that read a component's ground truth (etcd
+    /// membership, a config server's hand-outs).
+    pub sim: &'a Sim<Proc>,
 }

@@ -59,13 +59,22 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         cloud: ProcId(1),
     };
     let mut server = ApiServer::new(Default::default());
-    let images = match &scenario.controllers.machine_api {
+    let controllers = &scenario.controllers;
+    let mut images = match &controllers.machine_api {
         Some(ma) => {
             seed_machine_api(&mut server, ma);
             machine_api_images(ma)
         }
         None => Images::default(),
     };
+    if let Some(k) = &controllers.kcp {
+        k.seed(&mut server);
+        images = k.images(images);
+    }
+    if let Some(m) = &controllers.mco {
+        m.seed(&mut server);
+        images = m.images(images);
+    }
     let apiserver = sim.spawn(host(&sim, "api"), "apiserver", Proc::ApiServer(server));
     let c = &scenario.cloud;
     let cloud_config = CloudConfig {
@@ -117,6 +126,12 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
             &format!("kubelet/{node}"),
             Proc::Kubelet(Kubelet::new(config, endpoints, images.clone())),
         );
+    }
+    if let Some(k) = &controllers.kcp {
+        k.spawn(&mut sim, endpoints);
+    }
+    if let Some(m) = &controllers.mco {
+        m.spawn(&mut sim, endpoints);
     }
     let steps = scenario
         .workload

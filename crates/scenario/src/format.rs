@@ -147,6 +147,10 @@ impl Default for CloudSpec {
 pub struct Controllers {
     #[serde(default)]
     pub machine_api: Option<MachineApiSpec>,
+    #[serde(default)]
+    pub kcp: Option<crate::kcp::KcpSpec>,
+    #[serde(default)]
+    pub mco: Option<crate::mco::McoSpec>,
 }
 
 /// OpenShift machine-api (seed incident 1).
@@ -285,13 +289,7 @@ pub enum PartitionChoice {
     Either,
 }
 
-/// The invariants a scenario checks (crates/check).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Invariant {
-    NoLeakedInstances,
-    NoDuplicateMachines,
-}
+pub use reconsim_check::Invariant;
 
 /// After the last fault heals and the last user action, the desired state must be
 /// reached within `within_ms`.

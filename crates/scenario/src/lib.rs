@@ -4,6 +4,8 @@
 //! Table of contents:
 //! - [`format`]: the scenario file and its validation (file, field path, expectation).
 //! - [`build`]: a world from a scenario: hosts, processes, objects, controllers as pods.
+//! - [`kcp`], [`mco`]: what the KubeadmControlPlane and machine-config-operator families
+//!   add to a scenario and its world (incidents 2 and 3).
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
@@ -16,7 +18,9 @@ pub mod failure;
 pub mod faults;
 pub mod format;
 pub mod fuzz;
+pub mod kcp;
 pub mod library;
+pub mod mco;
 pub mod runner;
 pub mod timeline;
 

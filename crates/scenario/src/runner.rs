@@ -6,9 +6,9 @@
 //! checks: the hot loop pays for checking only when there is something new to check.
 
 use crate::build::{World, build};
-use crate::format::{Invariant, Plan, Scenario};
-use reconsim_check::machineapi::{self, NoDuplicateMachines, NoLeakedInstances};
-use reconsim_check::{View, Violation};
+use crate::format::{Plan, Scenario};
+use reconsim_check::machineapi;
+use reconsim_check::{Checker, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
 use reconsim_world::Proc;
 use serde::Serialize;
@@ -36,20 +36,6 @@ pub const EVENT_BUDGET: &str = "event_budget";
 /// The invariant name of a failed convergence check.
 pub const CONVERGENCE: &str = "convergence";
 
-enum Checker {
-    Duplicates(NoDuplicateMachines),
-    Leaks(NoLeakedInstances),
-}
-
-impl Checker {
-    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        match self {
-            Checker::Duplicates(c) => c.check(view),
-            Checker::Leaks(c) => c.check(view),
-        }
-    }
-}
-
 fn view<'a>(world: &'a World) -> View<'a> {
     let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
         unreachable!("process 0 is the API server")
@@ -61,7 +47,17 @@ fn view<'a>(world: &'a World) -> View<'a> {
         now: world.sim.now(),
         api,
         cloud,
+        sim: &world.sim,
     }
+}
+
+/// The desired state of every controller family the scenario runs; `Err` says what
+/// is missing.
+fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
+    if scenario.controllers.machine_api.is_some() {
+        machineapi::converged(view)?;
+    }
+    Ok(())
 }
 
 /// When convergence is judged: `within_ms` after the last user action and the last
@@ -82,14 +78,7 @@ pub fn convergence_deadline(scenario: &Scenario, plan: &Plan) -> Option<SimTime>
 pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
     let mut world = build(scenario, seed, plan, trace);
-    let mut checkers: Vec<Checker> = scenario
-        .invariants
-        .iter()
-        .map(|i| match i {
-            Invariant::NoDuplicateMachines => Checker::Duplicates(NoDuplicateMachines::default()),
-            Invariant::NoLeakedInstances => Checker::Leaks(NoLeakedInstances::new(0)),
-        })
-        .collect();
+    let mut checkers: Vec<Checker> = scenario.invariants.iter().map(|i| i.checker()).collect();
     let end = SimTime(scenario.duration_ms);
     let (api, cloud) = (world.apiserver, world.cloud);
     let mut violation = None;
@@ -125,10 +114,13 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
         }
         match pending_convergence.take() {
             Some(at) => {
-                if let Err(reason) = machineapi::converged(&View {
-                    now: at,
-                    ..view(&world)
-                }) {
+                if let Err(reason) = converged(
+                    scenario,
+                    &View {
+                        now: at,
+                        ..view(&world)
+                    },
+                ) {
                     violation = Some(Violation {
                         invariant: CONVERGENCE.into(),
                         time: at,

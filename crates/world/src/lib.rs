@@ -16,6 +16,9 @@
 //! - [`lifecycle`]: the node lifecycle controller: NotReady, taints, eviction.
 //! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
 //! - [`cloud`]: instances, eventual consistency, node join.
+//! - [`capi`]: Cluster API objects and the workload cluster (etcd) of incident 2.
+//! - [`mco`]: machine-config-operator objects, config server and booting nodes
+//!   (incident 3).
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
 //! - [`script`]: a scripted client for user actions and tests.
 //! - [`fault`]: world faults injected by the kernel.
@@ -24,6 +27,7 @@
 
 pub mod api;
 pub mod apiserver;
+pub mod capi;
 pub mod cloud;
 pub mod fault;
 pub mod informer;
@@ -31,6 +35,7 @@ pub mod kubelet;
 pub mod leader;
 pub mod lifecycle;
 pub mod manager;
+pub mod mco;
 pub mod msg;
 pub mod object;
 pub mod proc;

@@ -27,16 +27,22 @@ pub enum Kind {
     Deployment,
     Machine,
     MachineSet,
+    KubeadmControlPlane,
+    MachineConfig,
+    MachineConfigPool,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Lease,
         Kind::Node,
         Kind::Pod,
         Kind::Deployment,
         Kind::Machine,
         Kind::MachineSet,
+        Kind::KubeadmControlPlane,
+        Kind::MachineConfig,
+        Kind::MachineConfigPool,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,12 +53,18 @@ impl Kind {
             Kind::Deployment => "Deployment",
             Kind::Machine => "Machine",
             Kind::MachineSet => "MachineSet",
+            Kind::KubeadmControlPlane => "KubeadmControlPlane",
+            Kind::MachineConfig => "MachineConfig",
+            Kind::MachineConfigPool => "MachineConfigPool",
         }
     }
 
     /// Cluster-scoped kinds have an empty namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Kind::Node)
+        !matches!(
+            self,
+            Kind::Node | Kind::MachineConfig | Kind::MachineConfigPool
+        )
     }
 }
 
@@ -184,6 +196,9 @@ pub enum Body {
     Deployment(Deployment),
     Machine(Machine),
     MachineSet(MachineSet),
+    KubeadmControlPlane(crate::capi::KubeadmControlPlane),
+    MachineConfig(crate::mco::MachineConfig),
+    MachineConfigPool(crate::mco::MachineConfigPool),
 }
 
 impl Body {
@@ -195,6 +210,9 @@ impl Body {
             Body::Deployment(_) => Kind::Deployment,
             Body::Machine(_) => Kind::Machine,
             Body::MachineSet(_) => Kind::MachineSet,
+            Body::KubeadmControlPlane(_) => Kind::KubeadmControlPlane,
+            Body::MachineConfig(_) => Kind::MachineConfig,
+            Body::MachineConfigPool(_) => Kind::MachineConfigPool,
         }
     }
 
@@ -208,6 +226,10 @@ impl Body {
             (Body::Deployment(a), Body::Deployment(b)) => a.spec == b.spec,
             (Body::Machine(a), Body::Machine(b)) => a.spec == b.spec,
             (Body::MachineSet(a), Body::MachineSet(b)) => a.spec == b.spec,
+            (Body::KubeadmControlPlane(a), Body::KubeadmControlPlane(b)) => a.spec == b.spec,
+            // A MachineConfig has no status: every change is a spec change.
+            (Body::MachineConfig(a), Body::MachineConfig(b)) => a == b,
+            (Body::MachineConfigPool(a), Body::MachineConfigPool(b)) => a.spec == b.spec,
             _ => false,
         }
     }
@@ -221,6 +243,9 @@ impl Body {
             (Body::Deployment(a), Body::Deployment(b)) => a.spec = b.spec.clone(),
             (Body::Machine(a), Body::Machine(b)) => a.spec = b.spec.clone(),
             (Body::MachineSet(a), Body::MachineSet(b)) => a.spec = b.spec.clone(),
+            (Body::KubeadmControlPlane(a), Body::KubeadmControlPlane(b)) => a.spec = b.spec.clone(),
+            (Body::MachineConfig(a), Body::MachineConfig(b)) => *a = b.clone(),
+            (Body::MachineConfigPool(a), Body::MachineConfigPool(b)) => a.spec = b.spec.clone(),
             _ => return false,
         }
         true
@@ -235,6 +260,11 @@ impl Body {
             (Body::Deployment(a), Body::Deployment(b)) => a.status = b.status.clone(),
             (Body::Machine(a), Body::Machine(b)) => a.status = b.status.clone(),
             (Body::MachineSet(a), Body::MachineSet(b)) => a.status = b.status.clone(),
+            (Body::KubeadmControlPlane(a), Body::KubeadmControlPlane(b)) => {
+                a.status = b.status.clone()
+            }
+            (Body::MachineConfig(_), Body::MachineConfig(_)) => return false,
+            (Body::MachineConfigPool(a), Body::MachineConfigPool(b)) => a.status = b.status.clone(),
             _ => return false,
         }
         true
@@ -263,6 +293,27 @@ accessors! {
     Deployment => as_deployment, as_deployment_mut;
     Machine => as_machine, as_machine_mut;
     MachineSet => as_machine_set, as_machine_set_mut;
+}
+
+macro_rules! accessors_in {
+    ($($module:ident :: $variant:ident => $as:ident, $as_mut:ident;)*) => {
+        impl Object {
+            $(
+                pub fn $as(&self) -> Option<&crate::$module::$variant> {
+                    match &self.body { Body::$variant(x) => Some(x), _ => None }
+                }
+                pub fn $as_mut(&mut self) -> Option<&mut crate::$module::$variant> {
+                    match &mut self.body { Body::$variant(x) => Some(x), _ => None }
+                }
+            )*
+        }
+    };
+}
+
+accessors_in! {
+    capi::KubeadmControlPlane => as_kcp, as_kcp_mut;
+    mco::MachineConfig => as_machine_config, as_machine_config_mut;
+    mco::MachineConfigPool => as_machine_config_pool, as_machine_config_pool_mut;
 }
 
 // ----- coordination.k8s.io/v1 Lease ---------------------------------------------------------
