@@ -87,6 +87,15 @@ impl<E: std::fmt::Display> From<E> for UsageError {
 }
 
 fn main() -> ExitCode {
+    // Logs for people debugging the simulator itself: RUST_LOG=reconsim=debug. Off by
+    // default, and on stderr, so `--json` output stays one document on stdout.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::List { json } => list(json),
@@ -316,9 +325,26 @@ fn fuzz_cmd(
                 .push(format!("{}: {e}", path.display()));
         }
     };
+    let bar = progress_bar(campaign.seeds().len() as u64, json);
+    let on_progress = |done: u64, failures: u64| {
+        if let Some(b) = &bar {
+            b.set_position(done);
+            b.set_message(format!("{failures} failing"));
+        }
+    };
+    tracing::info!(scenario = %scenario.name, start, end, jobs, "fuzz campaign starts");
     let wall = Instant::now();
-    let report = fuzz(&scenario, campaign, &on_failure, &|_, _| {});
+    let report = fuzz(&scenario, campaign, &on_failure, &on_progress);
     let wall_ms = wall.elapsed().as_millis() as u64;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    tracing::info!(
+        runs = report.runs,
+        failures = report.failures.len(),
+        wall_ms,
+        "fuzz campaign ends"
+    );
     for e in save_errors.into_inner().expect("not poisoned") {
         eprintln!("reconsim: error: cannot write the failure file {e}");
     }
@@ -372,6 +398,23 @@ fn fuzz_cmd(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A progress bar on stderr (runs/s, failures, ETA), only for a person at a terminal:
+/// never with `--json`, never when stderr is piped.
+fn progress_bar(total: u64, json: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} seeds  {per_sec}  {msg}  ETA {eta}",
+        )
+        .expect("a valid template"),
+    );
+    Some(bar)
 }
 
 fn replay(path: &Path, json: bool) -> Result<ExitCode, UsageError> {
