@@ -66,3 +66,31 @@ fn the_fixed_variant_never_exceeds_two_of_each() {
         assert!(m <= 2 && i <= 2, "seed {seed}: {m} Machines, {i} instances");
     }
 }
+
+/// Each checker can fail on its own: with only `no_leaked_instances` checked, the buggy
+/// variant leaks an instance on some seed (the report's "extra instance from the machine
+/// that was immediately terminated"), and some seed fails convergence instead.
+#[test]
+fn leaks_and_convergence_failures_are_caught_on_their_own() {
+    use reconsim::check::Invariant;
+    use reconsim::scenario::fuzz::{Campaign, fuzz};
+    let (_, mut scenario) = library::load("machineapi-no-leader-election").unwrap();
+    scenario.invariants = vec![Invariant::NoLeakedInstances];
+    let campaign = Campaign {
+        start: 0,
+        end: 60,
+        jobs: 2,
+        shard: None,
+        stop_on_first: false,
+    };
+    let report = fuzz(&scenario, campaign, &|_, _| {}, &|_, _| {});
+    let count = |name: &str| {
+        report
+            .failures
+            .iter()
+            .filter(|f| f.invariant == name)
+            .count()
+    };
+    assert!(count("no_leaked_instances") > 0, "{:?}", report.failures);
+    assert!(count("convergence") > 0, "{:?}", report.failures);
+}
