@@ -561,10 +561,13 @@ impl<A: Actor> Sim<A> {
                 id,
                 msg,
             } => {
-                if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
-                    return None;
-                }
-                if self.cancelled.remove(&id) {
+                // Forget a cancellation as soon as its timer comes due, whatever else
+                // voids it, so the set only holds timers still pending.
+                let cancelled = !self.cancelled.is_empty() && self.cancelled.remove(&id);
+                if cancelled
+                    || ev_inc != inc
+                    || matches!(state, ProcState::Crashed | ProcState::Stopped)
+                {
                     return None;
                 }
                 if state == ProcState::Paused {
