@@ -69,6 +69,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Minimise a failure's fault plan while the same invariant still fails.
+    Shrink {
+        failure: PathBuf,
+        /// Where to write the smaller failure file.
+        #[arg(short = 'o', long = "output", value_name = "SMALLER.json")]
+        output: PathBuf,
+        /// At most this many simulation runs.
+        #[arg(long, default_value_t = 2000)]
+        max_runs: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-run a failure file and check it fails the same way.
     Replay {
         failure: PathBuf,
@@ -124,6 +136,12 @@ fn main() -> ExitCode {
             json,
         ),
         Command::Replay { failure, json } => replay(&failure, json),
+        Command::Shrink {
+            failure,
+            output,
+            max_runs,
+            json,
+        } => shrink(&failure, &output, max_runs, json),
     };
     match result {
         Ok(code) => code,
@@ -398,6 +416,48 @@ fn fuzz_cmd(
     } else {
         ExitCode::from(1)
     })
+}
+
+fn shrink(path: &Path, output: &Path, max_runs: u64, json: bool) -> Result<ExitCode, UsageError> {
+    let f = FailureFile::load(path)?;
+    let (smaller, report) = reconsim::scenario::shrink::shrink(&f, max_runs);
+    smaller.save(output).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the failure file: {e}",
+            output.display()
+        ))
+    })?;
+    if json {
+        let doc = json!({
+            "faults_before": report.faults_before,
+            "faults_after": report.faults_after,
+            "runs": report.runs,
+            "budget_exhausted": report.budget_exhausted,
+            "invariant": smaller.invariant,
+            "trace_hash": smaller.trace_hash,
+            "output": output.display().to_string(),
+        });
+        println!("{doc}");
+    } else {
+        println!(
+            "shrunk {} seed {}: {} -> {} faults in {} runs{}; still {} at t={}\n  saved {}\n  replay: {}",
+            f.scenario.name,
+            f.seed,
+            report.faults_before,
+            report.faults_after,
+            report.runs,
+            if report.budget_exhausted {
+                " (run budget spent)"
+            } else {
+                ""
+            },
+            smaller.invariant,
+            reconsim::sim::SimTime(smaller.time_ms),
+            output.display(),
+            FailureFile::replay_command(output)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A progress bar on stderr (runs/s, failures, ETA), only for a person at a terminal:

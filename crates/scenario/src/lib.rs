@@ -10,6 +10,7 @@
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
+//! - [`shrink`]: the smallest fault plan that still fails the same way.
 //! - [`library`]: the shipped scenarios/ directory, by name.
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
@@ -22,6 +23,7 @@ pub mod kcp;
 pub mod library;
 pub mod mco;
 pub mod runner;
+pub mod shrink;
 pub mod timeline;
 
 pub use format::{Expect, LoadError, Plan, Scenario};
