@@ -81,6 +81,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Explain a failure: the faults, and what led to the violation, object by object.
+    Explain { failure: PathBuf },
     /// Re-run a failure file and check it fails the same way.
     Replay {
         failure: PathBuf,
@@ -136,6 +138,7 @@ fn main() -> ExitCode {
             json,
         ),
         Command::Replay { failure, json } => replay(&failure, json),
+        Command::Explain { failure } => explain(&failure),
         Command::Shrink {
             failure,
             output,
@@ -416,6 +419,25 @@ fn fuzz_cmd(
     } else {
         ExitCode::from(1)
     })
+}
+
+fn explain(path: &Path) -> Result<ExitCode, UsageError> {
+    let f = FailureFile::load(path)?;
+    let Some(e) = reconsim::scenario::explain::explain(&f) else {
+        println!(
+            "NOT reproduced: {} seed {} no longer violates {}; nothing to explain",
+            f.scenario.name, f.seed, f.invariant
+        );
+        return Ok(ExitCode::from(1));
+    };
+    println!("{}", e.headline);
+    println!("faults: {}", e.faults);
+    println!("what led to it ({}):", e.objects.join(", "));
+    for line in &e.lines {
+        println!("{line}");
+    }
+    println!("replay: {}", FailureFile::replay_command(path));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn shrink(path: &Path, output: &Path, max_runs: u64, json: bool) -> Result<ExitCode, UsageError> {

@@ -11,10 +11,12 @@
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
 //! - [`shrink`]: the smallest fault plan that still fails the same way.
+//! - [`explain`]: the causal timeline of a failure, stale caches marked.
 //! - [`library`]: the shipped scenarios/ directory, by name.
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
+pub mod explain;
 pub mod failure;
 pub mod faults;
 pub mod format;

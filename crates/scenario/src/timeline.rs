@@ -6,7 +6,7 @@
 //! heartbeats are left out: they are most of the trace and none of the story.
 
 use crate::build::World;
-use reconsim_sim::{ProcId, RecordKind, SimTime};
+use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::cloud::CloudOp;
@@ -14,48 +14,61 @@ use reconsim_world::object::Kind;
 
 /// One line per kept event, in order; `until` stops the listing (the violation time).
 pub fn timeline(world: &World, until: SimTime) -> Vec<String> {
+    world
+        .sim
+        .trace()
+        .records()
+        .iter()
+        .take_while(|r| r.time <= until)
+        .filter_map(|r| line(world, r))
+        .collect()
+}
+
+/// "name@host" of a process.
+pub fn who(world: &World, p: ProcId) -> String {
     let sim = &world.sim;
-    let who = |p: ProcId| format!("{}@{}", sim.proc_name(p), sim.host_name(sim.proc_host(p)));
-    let mut lines = Vec::new();
-    for r in sim.trace().records() {
-        if r.time > until {
-            break;
+    format!("{}@{}", sim.proc_name(p), sim.host_name(sim.proc_host(p)))
+}
+
+/// The timeline line of one record, if the timeline keeps it.
+pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
+    let sim = &world.sim;
+    let t = r.time.to_string();
+    match &r.kind {
+        RecordKind::Fault {
+            index,
+            active,
+            applied,
+        } => {
+            let f = &sim.plan().faults[*index];
+            let what = serde_json::to_string(&f.fault).unwrap_or_default();
+            Some(format!(
+                "{t:>11}  fault {} {what}{}",
+                if *active { "starts" } else { "ends  " },
+                if *applied { "" } else { " (no such target)" }
+            ))
         }
-        let t = r.time;
-        let line = match &r.kind {
-            RecordKind::Fault {
-                index,
-                active,
-                applied,
-            } => {
-                let f = &sim.plan().faults[*index];
-                let what = serde_json::to_string(&f.fault).unwrap_or_default();
-                Some(format!(
-                    "{:>11}  fault {} {what}{}",
-                    t.to_string(),
-                    if *active { "starts" } else { "ends  " },
-                    if *applied { "" } else { " (no such target)" }
-                ))
-            }
-            RecordKind::Start { proc } if sim.proc_name(*proc).contains("controller") => {
-                Some(format!("{:>11}  {} starts", t.to_string(), who(*proc)))
-            }
-            RecordKind::Note { proc, text } if !sim.proc_name(*proc).starts_with("cloud") => {
-                Some(format!("{:>11}  {}: {text}", t.to_string(), who(*proc)))
-            }
-            RecordKind::Deliver { from, to, msg } => describe(msg).map(|d| {
-                let (actor, dir) = if *to == world.apiserver || *to == world.cloud {
-                    (who(*from), "->")
-                } else {
-                    (who(*to), "<-")
-                };
-                format!("{:>11}  {actor} {dir} {d}", t.to_string())
-            }),
-            _ => None,
-        };
-        lines.extend(line);
+        RecordKind::Start { proc } if sim.proc_name(*proc).contains("controller") => {
+            Some(format!("{t:>11}  {} starts", who(world, *proc)))
+        }
+        // The API server's write log and reconcile starts are for `explain`.
+        RecordKind::Note { proc, text }
+            if *proc != world.apiserver
+                && *proc != world.cloud
+                && !text.contains(" reconcile #") =>
+        {
+            Some(format!("{t:>11}  {}: {text}", who(world, *proc)))
+        }
+        RecordKind::Deliver { from, to, msg } => describe(msg).map(|d| {
+            let (actor, dir) = if *to == world.apiserver || *to == world.cloud {
+                (who(world, *from), "->")
+            } else {
+                (who(world, *to), "<-")
+            };
+            format!("{t:>11}  {actor} {dir} {d}")
+        }),
+        _ => None,
     }
-    lines
 }
 
 fn interesting(kind: Kind) -> bool {

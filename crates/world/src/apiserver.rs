@@ -443,6 +443,7 @@ impl ApiServer {
         self.resource_version += 1;
         self.writes += 1;
         object.meta.resource_version = self.resource_version;
+        ctx.note(|| format!("stored {key} rv {}", self.resource_version));
         let arc = Arc::new(object);
         if event == EventType::Added {
             self.uids.insert(arc.meta.uid, key.clone());
@@ -467,6 +468,7 @@ impl ApiServer {
         self.awaiting_grace.remove(&stored.meta.uid);
         self.resource_version += 1;
         self.writes += 1;
+        ctx.note(|| format!("removed {key} rv {}", self.resource_version));
         let mut last = last.unwrap_or_else(|| (*stored).clone());
         last.meta.resource_version = self.resource_version;
         let arc = Arc::new(last);

@@ -1,0 +1,191 @@
+//! `explain`: a readable causal timeline of a failure.
+//!
+//! It replays the failure with a full trace and keeps only what leads to the violation:
+//! the faults (with those still active at the violation marked), leadership changes,
+//! and every write, cloud call and reconcile that touches an object the violation names.
+//! Each reconcile start shows what the controller's cache held against what the API
+//! server held at that moment, so a decision taken on a stale view says so.
+
+use crate::failure::FailureFile;
+use crate::runner::run_world;
+use crate::timeline;
+use reconsim_sim::{Fault, RecordKind, SimTime, TraceMode};
+use std::collections::BTreeMap;
+
+/// An explanation, ready to print.
+#[derive(Clone, Debug)]
+pub struct Explanation {
+    pub headline: String,
+    /// One line: every fault of the plan, active ones marked.
+    pub faults: String,
+    pub objects: Vec<String>,
+    pub lines: Vec<String>,
+}
+
+/// Whether `line` names `name` as a whole word (so `ms-1` does not match `ms-10`).
+fn mentions(line: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    line.match_indices(name).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let rest = &line[i + name.len()..];
+        // `<name>-*` is a create by generateName from `<name>`.
+        let generated = rest.starts_with("-*");
+        !before.is_some_and(word) && (generated || !rest.chars().next().is_some_and(word))
+    })
+}
+
+/// Explain `failure`; `None` if the replay no longer violates anything.
+pub fn explain(failure: &FailureFile) -> Option<Explanation> {
+    let (outcome, world) = run_world(
+        &failure.scenario,
+        failure.seed,
+        failure.plan.clone(),
+        TraceMode::Full,
+    );
+    let v = outcome.violation?;
+    let names: Vec<&str> = v
+        .objects
+        .iter()
+        .filter_map(|o| o.split_once(' ').map(|(_, name)| name))
+        .collect();
+    let at = v.time;
+    let faults = failure
+        .plan
+        .faults
+        .iter()
+        .map(|f| {
+            let end = f.duration_ms.map(|d| SimTime(f.at_ms.saturating_add(d)));
+            let active = SimTime(f.at_ms) <= at && end.is_none_or(|e| e > at);
+            format!(
+                "{} {}-{}{}",
+                fault_summary(&f.fault),
+                SimTime(f.at_ms),
+                end.map_or("end".to_string(), |e| e.to_string()),
+                if active { " (active)" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    // The API server's latest resourceVersion per object, and its write log, from the
+    // notes it keeps in full traces.
+    let mut server: BTreeMap<String, u64> = BTreeMap::new();
+    let mut writes: Vec<(u64, String)> = Vec::new();
+    let mut lines = Vec::new();
+    for r in world.sim.trace().records() {
+        if r.time > at {
+            break;
+        }
+        if let RecordKind::Note { proc, text } = &r.kind {
+            if *proc == world.apiserver {
+                if let Some((key, rv)) = text
+                    .strip_prefix("stored ")
+                    .or_else(|| text.strip_prefix("removed "))
+                    .and_then(|t| t.rsplit_once(" rv "))
+                {
+                    let rv = rv.parse().unwrap_or(0);
+                    server.insert(key.to_string(), rv);
+                    writes.push((rv, key.to_string()));
+                    if names.iter().any(|n| mentions(key, n)) {
+                        lines.push(format!("{:>11}  api server: {text}", r.time.to_string()));
+                    }
+                }
+                continue;
+            }
+            if let Some((_, rest)) = text.split_once(" reconcile #")
+                && let Some((_, key_part)) = rest.split_once(" of ")
+                && let Some((key, cache)) = key_part.split_once(" (cache: ")
+            {
+                if !names.iter().any(|n| mentions(key, n)) {
+                    continue;
+                }
+                let cache = cache.trim_end_matches(')');
+                let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
+                let cached_rv = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
+                let mut verdict = match (cached_rv, server.get(key).copied()) {
+                    (Some(c), Some(s)) if c < s => format!("; the server has it at rv {s}: STALE"),
+                    (None, Some(s)) => format!("; the server has it at rv {s}: MISSING"),
+                    _ => String::new(),
+                };
+                // Writes the server made to watched kinds that the cache has not seen.
+                let mut missed: Vec<&str> = Vec::new();
+                for pair in seen.split(", ").filter(|p| !p.is_empty()) {
+                    let Some((kind, rv)) = pair.split_once('@') else {
+                        continue;
+                    };
+                    let rv: u64 = rv.parse().unwrap_or(0);
+                    let prefix = format!("{kind} ");
+                    for (_, k) in writes.iter().rev().take_while(|(w, _)| *w > rv) {
+                        if k.starts_with(&prefix) && !missed.contains(&k.as_str()) {
+                            missed.push(k);
+                        }
+                    }
+                }
+                if !missed.is_empty() {
+                    missed.reverse();
+                    verdict.push_str(&format!(
+                        "; the cache has not seen the latest writes to {}",
+                        missed.join(", ")
+                    ));
+                } else if verdict.is_empty() {
+                    verdict.push_str("; the cache is up to date");
+                }
+                lines.push(format!(
+                    "{:>11}  {}: {text}{verdict}",
+                    r.time.to_string(),
+                    timeline::who(&world, *proc)
+                ));
+                continue;
+            }
+        }
+        let Some(line) = timeline::line(&world, r) else {
+            continue;
+        };
+        let keep = matches!(r.kind, RecordKind::Fault { .. })
+            || line.contains("leading")
+            || line.contains("lost the lease")
+            || names.iter().any(|n| mentions(&line, n));
+        if keep {
+            lines.push(line);
+        }
+    }
+    Some(Explanation {
+        headline: format!(
+            "{} seed {}: {} at t={}\n  {}",
+            failure.scenario.name, failure.seed, v.invariant, v.time, v.message
+        ),
+        faults,
+        objects: v.objects.clone(),
+        lines,
+    })
+}
+
+fn fault_summary<F: std::fmt::Debug>(f: &Fault<F>) -> String {
+    match f {
+        Fault::Partition {
+            hosts_a,
+            hosts_b,
+            mode,
+            one_way,
+        } => format!(
+            "partition {} {} {} ({mode:?})",
+            hosts_a.join(","),
+            if *one_way { "->" } else { "|" },
+            hosts_b.join(",")
+        ),
+        Fault::SlowLink {
+            hosts_a,
+            hosts_b,
+            extra_latency_ms,
+            ..
+        } => format!(
+            "slow link {} | {} +{extra_latency_ms} ms",
+            hosts_a.join(","),
+            hosts_b.join(",")
+        ),
+        Fault::Pause { process } => format!("pause {process}"),
+        Fault::PauseHost { host } => format!("freeze host {host}"),
+        Fault::Crash { process } => format!("crash {process}"),
+        Fault::ClockSkew { process, offset_ms } => format!("clock skew {process} {offset_ms:+} ms"),
+        Fault::Inject { process, fault } => format!("{fault:?} on {process}"),
+    }
+}

@@ -1,0 +1,61 @@
+//! `reconsim explain`: the causal timeline names the objects and processes at fault and
+//! marks a decision taken on a stale cache.
+
+use reconsim::scenario::explain::explain;
+use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::{library, runner};
+
+fn failure(name: &str, seed: u64) -> FailureFile {
+    let (_, scenario) = library::load(name).unwrap();
+    let (outcome, plan) = runner::run(&scenario, seed);
+    FailureFile::new(&scenario, &plan, &outcome).expect("the seed fails")
+}
+
+#[test]
+fn two_machineset_controllers_and_the_stale_cache_are_named() {
+    let e = explain(&failure("machineapi-no-leader-election", 1)).expect("reproduces");
+    assert!(e.headline.contains("no_duplicate_machines"));
+    assert!(e.faults.contains("KubeletStop on kubelet/master-0") && e.faults.contains("(active)"));
+    let text = e.lines.join("\n");
+    // Both MachineSet controllers reconcile and create; one did so on a stale cache.
+    assert!(
+        text.contains("machineset-controller-0@master-0 -> create Machine"),
+        "{text}"
+    );
+    assert!(
+        text.contains("machineset-controller-x7tb8@master-2 -> create Machine"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("machineset-controller-0@master-0")
+                && l.contains("has not seen the latest writes to Machine")),
+        "{text}"
+    );
+    // Only the objects involved: no line about the node leases or kubelets.
+    assert!(!text.contains("kube-node-lease"), "{text}");
+}
+
+#[test]
+fn the_thawed_leader_and_its_late_create_are_named() {
+    let e = explain(&failure("machineapi-lease-expiry-pause", 7)).expect("reproduces");
+    assert!(e.faults.contains("freeze host master-0"), "{}", e.faults);
+    let text = e.lines.join("\n");
+    let creates: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("RunInstances Name="))
+        .collect();
+    assert!(
+        creates
+            .iter()
+            .any(|l| l.contains("machine-controller-0@master-0")),
+        "{text}"
+    );
+    assert!(
+        creates
+            .iter()
+            .any(|l| !l.contains("machine-controller-0@master-0")),
+        "the replacement's create is there too: {text}"
+    );
+    assert!(text.contains("started leading"), "{text}");
+}
