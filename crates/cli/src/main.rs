@@ -45,6 +45,9 @@ enum Command {
         /// Print the run's timeline: faults, leadership, writes, cloud calls.
         #[arg(long)]
         timeline: bool,
+        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
+        #[arg(long, value_name = "FILE")]
+        chrome_trace: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -86,6 +89,9 @@ enum Command {
     /// Re-run a failure file and check it fails the same way.
     Replay {
         failure: PathBuf,
+        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
+        #[arg(long, value_name = "FILE")]
+        chrome_trace: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -118,8 +124,16 @@ fn main() -> ExitCode {
             seed,
             save_failure,
             timeline,
+            chrome_trace,
             json,
-        } => run(&scenario, seed, save_failure.as_deref(), timeline, json),
+        } => run(
+            &scenario,
+            seed,
+            save_failure.as_deref(),
+            timeline,
+            chrome_trace.as_deref(),
+            json,
+        ),
         Command::Fuzz {
             scenario,
             seeds,
@@ -137,7 +151,11 @@ fn main() -> ExitCode {
             failures_dir.as_deref(),
             json,
         ),
-        Command::Replay { failure, json } => replay(&failure, json),
+        Command::Replay {
+            failure,
+            chrome_trace,
+            json,
+        } => replay(&failure, chrome_trace.as_deref(), json),
         Command::Explain { failure } => explain(&failure),
         Command::Shrink {
             failure,
@@ -182,24 +200,43 @@ fn list(json: bool) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Write a run's Chrome trace.
+fn write_chrome(
+    path: &Path,
+    world: &reconsim::scenario::build::World,
+    outcome: &runner::Outcome,
+) -> Result<(), UsageError> {
+    let doc = reconsim::scenario::chrome::chrome_trace(world, outcome.violation.as_ref());
+    std::fs::write(path, doc.to_string()).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the Chrome trace: {e}",
+            path.display()
+        ))
+    })
+}
+
 fn run(
     arg: &str,
     seed: u64,
     save: Option<&Path>,
     timeline: bool,
+    chrome: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
     let (_, scenario) = library::load(arg)?;
     let start = Instant::now();
     let plan = reconsim::scenario::faults::generate(&scenario, seed);
-    let mode = if timeline && !json {
+    let mode = if (timeline && !json) || chrome.is_some() {
         reconsim::sim::TraceMode::Full
     } else {
         reconsim::sim::TraceMode::Hash
     };
     let (outcome, world) = runner::run_world(&scenario, seed, plan.clone(), mode);
     let wall_ms = start.elapsed().as_millis() as u64;
-    if mode == reconsim::sim::TraceMode::Full {
+    if let Some(path) = chrome {
+        write_chrome(path, &world, &outcome)?;
+    }
+    if timeline && !json {
         let until = reconsim::sim::SimTime(outcome.sim_ms);
         for line in reconsim::scenario::timeline::timeline(&world, until) {
             println!("{line}");
@@ -499,9 +536,21 @@ fn progress_bar(total: u64, json: bool) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-fn replay(path: &Path, json: bool) -> Result<ExitCode, UsageError> {
+fn replay(path: &Path, chrome: Option<&Path>, json: bool) -> Result<ExitCode, UsageError> {
     let f = FailureFile::load(path)?;
-    let r = f.replay(reconsim::sim::TraceMode::Hash);
+    let r = match chrome {
+        None => f.replay(reconsim::sim::TraceMode::Hash),
+        Some(out) => {
+            let (outcome, world) = runner::run_world(
+                &f.scenario,
+                f.seed,
+                f.plan.clone(),
+                reconsim::sim::TraceMode::Full,
+            );
+            write_chrome(out, &world, &outcome)?;
+            reconsim::scenario::failure::Replay::judge(&f, outcome)
+        }
+    };
     if json {
         let doc = json!({
             "reproduced": r.reproduced,

@@ -85,7 +85,8 @@ pub struct Replay {
 }
 
 impl Replay {
-    fn judge(f: &FailureFile, outcome: Outcome) -> Replay {
+    /// Compare a re-run's outcome with the failure file.
+    pub fn judge(f: &FailureFile, outcome: Outcome) -> Replay {
         let invariant = outcome.violation.as_ref().map(|v| v.invariant.clone());
         let trace_hash = outcome.trace_hash_hex();
         Replay {

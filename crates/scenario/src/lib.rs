@@ -12,10 +12,12 @@
 //! - [`failure`]: self-contained failure files and their replay.
 //! - [`shrink`]: the smallest fault plan that still fails the same way.
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
+//! - [`chrome`]: Chrome Trace Event JSON of a run, for Perfetto and chrome://tracing.
 //! - [`library`]: the shipped scenarios/ directory, by name.
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
+pub mod chrome;
 pub mod explain;
 pub mod failure;
 pub mod faults;

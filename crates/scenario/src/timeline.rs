@@ -55,7 +55,8 @@ pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
         RecordKind::Note { proc, text }
             if *proc != world.apiserver
                 && *proc != world.cloud
-                && !text.contains(" reconcile #") =>
+                && !text.contains(" reconcile #")
+                && !text.contains(" reconcile of ") =>
         {
             Some(format!("{t:>11}  {}: {text}", who(world, *proc)))
         }

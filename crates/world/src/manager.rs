@@ -574,6 +574,7 @@ impl Manager {
                 );
             }
             Step::Done { requeue_after_ms } => {
+                ctx.note(|| format!("{} reconcile of {key} ends", c.reconciler.name()));
                 c.queue.forget(&key);
                 c.queue.done();
                 if let Some(ms) = requeue_after_ms {
@@ -581,7 +582,9 @@ impl Manager {
                 }
             }
             Step::Error(reason) => {
-                ctx.note(|| format!("reconcile {key} failed: {reason}"));
+                ctx.note(|| {
+                    format!("{} reconcile of {key} ends in error: {reason}", c.reconciler.name())
+                });
                 let delay = c.queue.fail(&key);
                 c.queue.done();
                 self.add_after(i, key, delay, ctx);
