@@ -5,8 +5,9 @@
 //! removing a fault changes only the history that fault caused. Two passes:
 //! 1. delta debugging (Zeller's ddmin) over the list of faults: try halves, then
 //!    complements, at finer and finer granularity;
-//! 2. simplification of each remaining fault: a shorter duration (halving while it
-//!    still fails), then fewer hosts on either side of a partition or slow link.
+//! 2. simplification of each remaining fault: the shortest duration that still fails
+//!    (a binary search to 1/256 of the drawn one), then fewer hosts on either side of a
+//!    partition or slow link.
 //!
 //! The run budget bounds the work; the result is a normal failure file.
 
@@ -97,17 +98,21 @@ impl Shrinker<'_> {
 
     fn simplify(&mut self, mut faults: Vec<TimedFault<WorldFault>>) -> Vec<TimedFault<WorldFault>> {
         for i in 0..faults.len() {
-            // Shorter: halve the duration while it still fails.
-            while let Some(d) = faults[i].duration_ms {
-                if d <= 1 {
-                    break;
+            // Shorter: binary search for the shortest duration that still fails
+            // (at most ~20 runs a fault).
+            if let Some(d) = faults[i].duration_ms {
+                let (mut lo, mut hi) = (0u64, d);
+                while hi - lo > (d / 256).max(1) {
+                    let mid = lo + (hi - lo) / 2;
+                    let mut candidate = faults.clone();
+                    candidate[i].duration_ms = Some(mid);
+                    if self.fails(&candidate) {
+                        hi = mid;
+                        faults = candidate;
+                    } else {
+                        lo = mid;
+                    }
                 }
-                let mut candidate = faults.clone();
-                candidate[i].duration_ms = Some(d / 2);
-                if !self.fails(&candidate) {
-                    break;
-                }
-                faults = candidate;
             }
             // Fewer targets: drop hosts one at a time.
             for side in 0..2 {
