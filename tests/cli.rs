@@ -256,3 +256,85 @@ fn bad_input_is_a_one_line_error_with_exit_2() {
         );
     }
 }
+
+#[test]
+fn merged_shards_equal_the_unsharded_run() {
+    let strip = |mut doc: Value| {
+        for f in ["wall_ms", "jobs", "shard", "seeds_run", "merged"] {
+            doc.as_object_mut().unwrap().remove(f);
+        }
+        doc
+    };
+    let whole = strip(json(&reconsim(&[
+        "fuzz",
+        "machineapi-lease-expiry-pause",
+        "--seeds",
+        "0..45",
+        "--json",
+    ])));
+    let mut files = Vec::new();
+    for i in 0..3 {
+        let out = reconsim(&[
+            "fuzz",
+            "machineapi-lease-expiry-pause",
+            "--seeds",
+            "0..45",
+            "--shard",
+            &format!("{i}/3"),
+            "--json",
+        ]);
+        let file = tmp(&format!("shard-{i}.json"));
+        std::fs::write(&file, &out.stdout).unwrap();
+        files.push(file.to_str().unwrap().to_string());
+    }
+    let mut args = vec!["merge"];
+    args.extend(files.iter().map(String::as_str));
+    let out = reconsim(&args);
+    assert_eq!(out.status.code(), Some(1), "the merged result has failures");
+    assert_eq!(strip(json(&out)), whole);
+
+    // Results of different scenarios do not merge.
+    let other = tmp("other.json");
+    std::fs::write(
+        &other,
+        reconsim(&[
+            "fuzz",
+            "machineapi-no-leader-election",
+            "--seeds",
+            "0..2",
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let out = reconsim(&["merge", &files[0], other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".scenario"));
+}
+
+#[test]
+fn a_time_budget_runs_a_prefix_of_the_seeds() {
+    let out = reconsim(&[
+        "fuzz",
+        "machineapi-leader-election",
+        "--seeds",
+        "0..100000",
+        "--time-budget",
+        "300ms",
+        "--json",
+    ]);
+    let doc = json(&out);
+    let (runs, seeds_run) = (
+        doc["runs"].as_u64().unwrap(),
+        doc["seeds_run"].as_u64().unwrap(),
+    );
+    assert!(runs > 0 && runs < 100_000, "{doc}");
+    assert_eq!(runs, seeds_run, "the seeds run are a prefix: {doc}");
+    let out = reconsim(&[
+        "fuzz",
+        "machineapi-leader-election",
+        "--time-budget",
+        "soon",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

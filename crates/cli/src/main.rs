@@ -8,7 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use reconsim::scenario::failure::FailureFile;
-use reconsim::scenario::fuzz::{Campaign, fuzz};
+use reconsim::scenario::fuzz::Campaign;
 use reconsim::scenario::{Scenario, library, runner};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -69,8 +69,17 @@ enum Command {
         /// Save a failure file per failing seed in this directory.
         #[arg(long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
+        /// Stop claiming seeds after this much wall time (e.g. 60s, 5m, 1h); the seeds
+        /// that ran are always a prefix of the range, reported as `seeds_run`.
+        #[arg(long, value_name = "DURATION")]
+        time_budget: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// Combine the `fuzz --json` results of shards into one result.
+    Merge {
+        #[arg(required = true, value_name = "RESULT.json")]
+        results: Vec<PathBuf>,
     },
     /// Minimise a failure's fault plan while the same invariant still fails.
     Shrink {
@@ -141,16 +150,21 @@ fn main() -> ExitCode {
             shard,
             stop_on_first,
             failures_dir,
+            time_budget,
             json,
         } => fuzz_cmd(
             &scenario,
-            seeds.as_deref(),
-            jobs,
-            shard.as_deref(),
-            stop_on_first,
-            failures_dir.as_deref(),
+            FuzzArgs {
+                seeds: seeds.as_deref(),
+                jobs,
+                shard: shard.as_deref(),
+                stop_on_first,
+                failures_dir: failures_dir.as_deref(),
+                time_budget: time_budget.as_deref(),
+            },
             json,
         ),
+        Command::Merge { results } => merge(&results),
         Command::Replay {
             failure,
             chrome_trace,
@@ -332,16 +346,50 @@ fn parse_shard(s: &str) -> Result<(u64, u64), UsageError> {
     Ok((i, n))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn fuzz_cmd(
-    arg: &str,
-    seeds: Option<&str>,
+/// `fuzz`'s options, as given.
+struct FuzzArgs<'a> {
+    seeds: Option<&'a str>,
     jobs: Option<usize>,
-    shard: Option<&str>,
+    shard: Option<&'a str>,
     stop_on_first: bool,
-    failures_dir: Option<&Path>,
-    json: bool,
-) -> Result<ExitCode, UsageError> {
+    failures_dir: Option<&'a Path>,
+    time_budget: Option<&'a str>,
+}
+
+/// `60s`, `5m`, `1h`, `500ms`, or plain seconds.
+fn parse_duration(s: &str) -> Result<std::time::Duration, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--time-budget: expected a duration such as 60s, 5m or 1h, not `{s}`"
+        ))
+    };
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, ""), |i| s.split_at(i));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "" | "s" => n * 1000,
+        "ms" => n,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        _ => return Err(bad()),
+    };
+    if ms == 0 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+fn fuzz_cmd(arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<ExitCode, UsageError> {
+    let FuzzArgs {
+        seeds,
+        jobs,
+        shard,
+        stop_on_first,
+        failures_dir,
+        time_budget,
+    } = a;
+    let budget = time_budget.map(parse_duration).transpose()?;
     let (_, scenario) = library::load(arg)?;
     let (start, end) = match seeds {
         Some(s) => parse_seeds(s)?,
@@ -392,7 +440,8 @@ fn fuzz_cmd(
     };
     tracing::info!(scenario = %scenario.name, start, end, jobs, "fuzz campaign starts");
     let wall = Instant::now();
-    let report = fuzz(&scenario, campaign, &on_failure, &on_progress);
+    let report =
+        reconsim::scenario::fuzz::fuzz_for(&scenario, campaign, budget, &on_failure, &on_progress);
     let wall_ms = wall.elapsed().as_millis() as u64;
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -416,6 +465,7 @@ fn fuzz_cmd(
             "sim_ms": report.sim_ms,
             "wall_ms": wall_ms,
             "seeds": format!("{start}..{end}"),
+            "seeds_run": report.seeds_run,
             "shard": shard.map(|(i, n)| format!("{i}/{n}")),
             "jobs": jobs,
         });
@@ -433,6 +483,18 @@ fn fuzz_cmd(
             report.sim_ms as f64 / wall_ms.max(1) as f64,
             report.failures.len()
         );
+        let planned = campaign.seeds().len() as u64;
+        if budget.is_some() && report.seeds_run < planned {
+            let next = campaign
+                .seeds()
+                .get(report.seeds_run as usize)
+                .copied()
+                .unwrap_or(end);
+            println!(
+                "  the time budget ran out after {} of {planned} seeds; go on with --seeds {next}..{end}",
+                report.seeds_run
+            );
+        }
         for f in report.failures.iter().take(10) {
             println!(
                 "  seed {}: {} at t={}",
@@ -534,6 +596,85 @@ fn progress_bar(total: u64, json: bool) -> Option<indicatif::ProgressBar> {
         .expect("a valid template"),
     );
     Some(bar)
+}
+
+/// Combine shard results: counts add up, failures are merged by seed.
+fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
+    let mut scenario: Option<String> = None;
+    let (mut runs, mut events, mut sim_ms, mut wall_ms) = (0u64, 0u64, 0u64, 0u64);
+    let mut failures: Vec<serde_json::Value> = Vec::new();
+    let mut seeds: Vec<String> = Vec::new();
+    for path in paths {
+        let doc: serde_json::Value = reconsim::scenario::format::read_json(path)?;
+        let field = |name: &str| -> Result<&serde_json::Value, UsageError> {
+            doc.get(name).ok_or_else(|| {
+                UsageError(format!(
+                    "{}: at .{name}: missing; expected a `reconsim fuzz --json` result",
+                    path.display()
+                ))
+            })
+        };
+        let num = |name: &str| -> Result<u64, UsageError> {
+            field(name)?.as_u64().ok_or_else(|| {
+                UsageError(format!(
+                    "{}: at .{name}: expected a whole number",
+                    path.display()
+                ))
+            })
+        };
+        let name = field("scenario")?.as_str().ok_or_else(|| {
+            UsageError(format!(
+                "{}: at .scenario: expected a string",
+                path.display()
+            ))
+        })?;
+        match &scenario {
+            None => scenario = Some(name.to_string()),
+            Some(s) if s != name => {
+                return Err(UsageError(format!(
+                    "{}: at .scenario: expected `{s}` like the other results, not `{name}`",
+                    path.display()
+                )));
+            }
+            Some(_) => {}
+        }
+        runs += num("runs")?;
+        events += num("events")?;
+        sim_ms += num("sim_ms")?;
+        wall_ms = wall_ms.max(num("wall_ms")?);
+        let list = field("failures")?.as_array().ok_or_else(|| {
+            UsageError(format!(
+                "{}: at .failures: expected an array",
+                path.display()
+            ))
+        })?;
+        failures.extend(list.iter().cloned());
+        if let Some(s) = doc.get("seeds").and_then(|s| s.as_str())
+            && !seeds.iter().any(|x| x == s)
+        {
+            seeds.push(s.to_string());
+        }
+    }
+    failures.sort_by_key(|f| f["seed"].as_u64().unwrap_or(u64::MAX));
+    failures.dedup_by_key(|f| f["seed"].as_u64());
+    let first = failures.first().and_then(|f| f["seed"].as_u64());
+    let doc = json!({
+        "scenario": scenario,
+        "runs": runs,
+        "failures": failures,
+        "first_failure_seed": first,
+        "events": events,
+        "sim_ms": sim_ms,
+        "wall_ms": wall_ms,
+        "seeds": if seeds.len() == 1 { Some(seeds[0].clone()) } else { None },
+        "merged": paths.len(),
+    });
+    println!("{doc}");
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn replay(path: &Path, chrome: Option<&Path>, json: bool) -> Result<ExitCode, UsageError> {

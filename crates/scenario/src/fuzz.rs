@@ -7,6 +7,11 @@
 //! the range: seeds above it that some thread already ran are dropped from the report,
 //! and every seed below it has run, so the report is still independent of `--jobs`.
 //! A shard `I/N` runs the seeds `s` of the range with `s % N == I`.
+//!
+//! A wall-clock budget ([`fuzz_for`]) stops threads from claiming more seeds once it is
+//! spent; every claimed seed finishes, so the seeds run are always a prefix of the
+//! campaign's seeds, reported in [`Report::seeds_run`] so a later campaign can go on
+//! from there. The clock is read between runs, never inside one.
 
 use crate::format::{Plan, Scenario};
 use crate::runner::{Outcome, run};
@@ -47,6 +52,9 @@ pub struct FailureSummary {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub runs: u64,
+    /// How many of the campaign's seeds (in order) ran: all of them unless a time
+    /// budget or `stop_on_first` ended the campaign early.
+    pub seeds_run: u64,
     pub failures: Vec<FailureSummary>,
     pub first_failure_seed: Option<u64>,
     pub events: u64,
@@ -62,6 +70,18 @@ pub fn fuzz(
     on_failure: &(dyn Fn(&Outcome, &Plan) + Sync),
     on_progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Report {
+    fuzz_for(scenario, campaign, None, on_failure, on_progress)
+}
+
+/// [`fuzz`], claiming no new seed once `budget` of wall time has passed.
+pub fn fuzz_for(
+    scenario: &Scenario,
+    campaign: Campaign,
+    budget: Option<std::time::Duration>,
+    on_failure: &(dyn Fn(&Outcome, &Plan) + Sync),
+    on_progress: &(dyn Fn(u64, u64) + Sync),
+) -> Report {
+    let deadline = budget.map(|b| std::time::Instant::now() + b);
     let seeds = campaign.seeds();
     let next = AtomicUsize::new(0);
     // Index (in `seeds`) of the smallest failing seed so far: threads stop claiming past it.
@@ -77,6 +97,7 @@ pub fn fuzz(
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     if i >= seeds.len()
                         || (campaign.stop_on_first && i > cutoff.load(Ordering::SeqCst))
+                        || deadline.is_some_and(|d| std::time::Instant::now() >= d)
                     {
                         break;
                     }
@@ -107,6 +128,7 @@ pub fn fuzz(
             continue;
         }
         report.runs += 1;
+        report.seeds_run = report.seeds_run.max(i as u64 + 1);
         report.events += o.events;
         report.sim_ms += o.sim_ms;
         if let Some(v) = &o.violation {
