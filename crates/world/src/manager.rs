@@ -575,7 +575,10 @@ impl Manager {
             }
             Step::Error(reason) => {
                 ctx.note(|| {
-                    format!("{} reconcile of {key} ends in error: {reason}", c.reconciler.name())
+                    format!(
+                        "{} reconcile of {key} ends in error: {reason}",
+                        c.reconciler.name()
+                    )
                 });
                 let delay = c.queue.fail(&key);
                 c.queue.done();
