@@ -11,6 +11,7 @@
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
 //! - [`shrink`]: the smallest fault plan that still fails the same way.
+//! - [`strategies`]: proptest strategies: fault plans and parameter perturbations.
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
 //! - [`chrome`]: Chrome Trace Event JSON of a run, for Perfetto and chrome://tracing.
 //! - [`library`]: the shipped scenarios/ directory, by name.
@@ -28,6 +29,7 @@ pub mod library;
 pub mod mco;
 pub mod runner;
 pub mod shrink;
+pub mod strategies;
 pub mod timeline;
 
 pub use format::{Expect, LoadError, Plan, Scenario};

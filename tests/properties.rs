@@ -1,0 +1,113 @@
+//! Property fuzzing: for every expect-clean scenario, every invariant and convergence
+//! hold for any fault plan within its profile (and, for machine-api, any perturbation of
+//! its parameters); for an expect-violation scenario, the property fails and proptest's
+//! shrunk plan still fails on replay.
+//!
+//! Cases per property: `PROPTEST_CASES` (CI default: 24, which keeps .ci/run well under
+//! its time limit; a wide run: `PROPTEST_CASES=2000 cargo test --release --test
+//! properties`). A failing case prints the `reconsim replay` command of a failure file
+//! it saved; proptest keeps failing inputs in proptest-regressions/.
+
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+};
+use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::strategies::{Case, case, perturbed};
+use reconsim::scenario::{Expect, Scenario, library};
+use reconsim::sim::TraceMode;
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
+}
+
+fn config() -> Config {
+    Config {
+        cases: cases(),
+        // Failing inputs are kept here (relative to the package root, where cargo runs
+        // tests) and tried first on every later run; commit the file.
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/properties.txt",
+        ))),
+        ..Config::default()
+    }
+}
+
+/// A runner with proptest's deterministic generator: the same cases on every machine
+/// and every run, as everything else in reconsim.
+fn runner(config: Config) -> TestRunner {
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+}
+
+fn clean_scenarios() -> Vec<Scenario> {
+    library::files()
+        .unwrap()
+        .iter()
+        .map(|p| Scenario::load(p).unwrap())
+        .filter(|s| s.expect == Expect::Clean)
+        .collect()
+}
+
+/// The property: the case runs clean; otherwise the message says how to replay it.
+fn holds(c: &Case) -> Result<(), TestCaseError> {
+    let outcome = c.run();
+    match &outcome.violation {
+        None => Ok(()),
+        Some(_) => Err(TestCaseError::fail(c.failure(&outcome).unwrap_or_else(
+            || "a violation (the failure file could not be saved)".into(),
+        ))),
+    }
+}
+
+#[test]
+fn clean_scenarios_hold_for_any_plan_in_their_profile() {
+    let scenarios = clean_scenarios();
+    assert!(!scenarios.is_empty());
+    for s in scenarios {
+        let mut runner = runner(config());
+        if let Err(e) = runner.run(&case(&s), |c| holds(&c)) {
+            panic!("{}: {e}", s.name);
+        }
+    }
+}
+
+#[test]
+fn machine_api_with_leader_election_holds_under_perturbed_parameters() {
+    let (_, s) = library::load("machineapi-leader-election").unwrap();
+    let strategy = proptest::strategy::Strategy::prop_flat_map(perturbed(&s), |p| case(&p));
+    let mut runner = runner(config());
+    if let Err(e) = runner.run(&strategy, |c| holds(&c)) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn the_buggy_variant_fails_and_the_shrunk_plan_replays() {
+    let (_, s) = library::load("machineapi-no-leader-election").unwrap();
+    let mut runner = runner(Config {
+        cases: 64,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&case(&s), |c| holds(&c));
+    let Err(TestError::Fail(reason, shrunk)) = result else {
+        panic!("the property held for the buggy variant: {result:?}");
+    };
+    assert!(
+        reason.message().contains("replay: reconsim replay "),
+        "{reason}"
+    );
+    // The shrunk plan is no larger than any plan the profile draws for this violation,
+    // and it still fails the same way on replay.
+    let outcome = shrunk.run();
+    let failure = FailureFile::new(&shrunk.scenario, &shrunk.plan, &outcome).expect("still fails");
+    assert!(failure.replay(TraceMode::Hash).reproduced);
+    assert!(
+        shrunk.plan.len() <= 2,
+        "proptest shrank to {} faults: {:?}",
+        shrunk.plan.len(),
+        shrunk.plan
+    );
+}
