@@ -55,6 +55,16 @@ fn every_shipped_scenario_is_tested() {
         "machineapi-leader-election",
         "machineapi-lease-expiry-pause",
         "machineapi-lease-expiry-idempotent",
+        "kcp-upgrade-counts-deleting-1",
+        "kcp-upgrade-counts-deleting-3",
+        "kcp-upgrade-waits-for-deletion-1",
+        "kcp-upgrade-waits-for-deletion-3",
+        "kcp-upgrade-stale-leader-candidate",
+        "mco-gc-keep-latest-only",
+        "mco-bootstrap-mismatch",
+        "mco-gc-older-than-1h",
+        "mco-gc-in-use",
+        "mco-gc-in-use-and-in-flight",
     ];
     for n in &names {
         assert!(
@@ -82,4 +92,54 @@ fn machineapi_lease_expiry_pause_duplicates() {
 #[test]
 fn machineapi_lease_expiry_idempotent_holds() {
     check("machineapi-lease-expiry-idempotent");
+}
+
+#[test]
+fn kcp_upgrade_counts_deleting_1_violates() {
+    check("kcp-upgrade-counts-deleting-1");
+}
+
+#[test]
+fn kcp_upgrade_counts_deleting_3_violates() {
+    check("kcp-upgrade-counts-deleting-3");
+}
+
+#[test]
+fn kcp_upgrade_waits_for_deletion_1_holds() {
+    check("kcp-upgrade-waits-for-deletion-1");
+}
+
+#[test]
+fn kcp_upgrade_waits_for_deletion_3_holds() {
+    check("kcp-upgrade-waits-for-deletion-3");
+}
+
+#[test]
+fn kcp_upgrade_stale_leader_candidate_violates() {
+    check("kcp-upgrade-stale-leader-candidate");
+}
+
+#[test]
+fn mco_gc_keep_latest_only_deletes_a_served_config() {
+    check("mco-gc-keep-latest-only");
+}
+
+#[test]
+fn mco_bootstrap_mismatch_names_a_config_never_rendered() {
+    check("mco-bootstrap-mismatch");
+}
+
+#[test]
+fn mco_gc_older_than_1h_deletes_the_running_config() {
+    check("mco-gc-older-than-1h");
+}
+
+#[test]
+fn mco_gc_in_use_deletes_a_config_in_flight() {
+    check("mco-gc-in-use");
+}
+
+#[test]
+fn mco_gc_in_use_and_in_flight_holds() {
+    check("mco-gc-in-use-and-in-flight");
 }

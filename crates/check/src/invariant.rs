@@ -4,7 +4,7 @@
 //! checker (with its own state) for one run. Adding an invariant: a variant here, its
 //! checker in the incident's module, one line in each match.
 
-use crate::{View, Violation, machineapi};
+use crate::{View, Violation, kcp, machineapi, mco};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -14,6 +14,18 @@ pub enum Invariant {
     NoLeakedInstances,
     /// Incident 1: no Machine has two instances; no over-provisioning create.
     NoDuplicateMachines,
+    /// Incident 3: no config named by a node, a pool or a booting machine is missing.
+    NoMissingReferencedConfig,
+    /// Incident 2: no KCP Machine is created while another is being deleted.
+    KcpNoCreateWhileDeleting,
+    /// Incident 2: owned non-deleting Machines never exceed replicas + 1.
+    KcpMaxSurge,
+    /// Incident 2: no etcd member is removed with fewer than 2 control-plane Nodes.
+    EtcdRemovalKeepsTwoNodes,
+    /// Incident 2: etcd never loses quorum.
+    EtcdQuorum,
+    /// Incident 2: the etcd leadership candidate has a NodeRef.
+    EtcdLeaderCandidateHasNodeRef,
 }
 
 impl Invariant {
@@ -21,6 +33,14 @@ impl Invariant {
         match self {
             Invariant::NoLeakedInstances => machineapi::NoLeakedInstances::NAME,
             Invariant::NoDuplicateMachines => machineapi::NoDuplicateMachines::NAME,
+            Invariant::NoMissingReferencedConfig => mco::NoMissingReferencedConfig::NAME,
+            Invariant::KcpNoCreateWhileDeleting => kcp::NewMachines::NO_CREATE_WHILE_DELETING,
+            Invariant::KcpMaxSurge => kcp::NewMachines::MAX_SURGE,
+            Invariant::EtcdRemovalKeepsTwoNodes => kcp::EtcdChecker::REMOVAL_KEEPS_TWO_NODES,
+            Invariant::EtcdQuorum => kcp::EtcdChecker::QUORUM,
+            Invariant::EtcdLeaderCandidateHasNodeRef => {
+                kcp::EtcdChecker::LEADER_CANDIDATE_HAS_NODE_REF
+            }
         }
     }
 
@@ -31,6 +51,20 @@ impl Invariant {
             Invariant::NoDuplicateMachines => {
                 Checker::Duplicates(machineapi::NoDuplicateMachines::default())
             }
+            Invariant::NoMissingReferencedConfig => {
+                Checker::MissingConfig(mco::NoMissingReferencedConfig::default())
+            }
+            Invariant::KcpNoCreateWhileDeleting => {
+                Checker::KcpNewMachines(kcp::NewMachines::no_create_while_deleting())
+            }
+            Invariant::KcpMaxSurge => Checker::KcpNewMachines(kcp::NewMachines::max_surge()),
+            Invariant::EtcdRemovalKeepsTwoNodes => {
+                Checker::Etcd(kcp::EtcdChecker::new(kcp::EtcdRule::RemovalKeepsTwoNodes))
+            }
+            Invariant::EtcdQuorum => Checker::Etcd(kcp::EtcdChecker::new(kcp::EtcdRule::Quorum)),
+            Invariant::EtcdLeaderCandidateHasNodeRef => Checker::Etcd(kcp::EtcdChecker::new(
+                kcp::EtcdRule::LeaderCandidateHasNodeRef,
+            )),
         }
     }
 }
@@ -40,6 +74,9 @@ impl Invariant {
 pub enum Checker {
     Leaks(machineapi::NoLeakedInstances),
     Duplicates(machineapi::NoDuplicateMachines),
+    MissingConfig(mco::NoMissingReferencedConfig),
+    KcpNewMachines(kcp::NewMachines),
+    Etcd(kcp::EtcdChecker),
 }
 
 impl Checker {
@@ -47,6 +84,9 @@ impl Checker {
         match self {
             Checker::Leaks(c) => c.check(view),
             Checker::Duplicates(c) => c.check(view),
+            Checker::MissingConfig(c) => c.check(view),
+            Checker::KcpNewMachines(c) => c.check(view),
+            Checker::Etcd(c) => c.check(view),
         }
     }
 }

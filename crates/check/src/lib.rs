@@ -11,9 +11,15 @@
 //! - [`violation`]: a violation: which invariant, when, what, which objects.
 //! - [`machineapi`]: `no_leaked_instances`, `no_duplicate_machines` and the machine-api
 //!   convergence check (seed incident 1).
+//! - [`kcp`]: the KubeadmControlPlane and etcd invariants and convergence check (seed
+//!   incident 2).
+//! - [`mco`]: `no_missing_referenced_config` and the machine-config convergence check
+//!   (seed incident 3).
 
 pub mod invariant;
+pub mod kcp;
 pub mod machineapi;
+pub mod mco;
 pub mod view;
 pub mod violation;
 

@@ -176,6 +176,28 @@ fn action_op(_scenario: &Scenario, action: &Action) -> ApiOp {
             }))],
             resource_version: None,
         },
+        Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => {
+            let index = _scenario
+                .workload
+                .iter()
+                .position(|w| std::ptr::eq(&w.action, action))
+                .expect("an action of the scenario's workload");
+            _scenario
+                .controllers
+                .kcp
+                .as_ref()
+                .expect("validated: KCP actions need controllers.kcp")
+                .action_op(_scenario, index)
+        }
+        Action::CreateMachineConfig {
+            name,
+            pool,
+            content,
+        } => ApiOp::Create(Box::new(reconsim_world::mco::source_object(
+            name,
+            pool,
+            content.clone(),
+        ))),
     }
 }
 

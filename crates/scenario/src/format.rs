@@ -219,6 +219,16 @@ pub struct TimedAction {
 pub enum Action {
     /// Set a MachineSet's spec.replicas.
     ScaleMachineSet { machine_set: String, replicas: u32 },
+    /// Set the KubeadmControlPlane's spec.replicas (incident 2).
+    ScaleKcp { replicas: u32 },
+    /// Set the KubeadmControlPlane's spec.version: an upgrade (incident 2).
+    UpgradeKcp { version: String },
+    /// Create a source MachineConfig of a pool: a config change (incident 3).
+    CreateMachineConfig {
+        name: String,
+        pool: String,
+        content: std::collections::BTreeMap<String, String>,
+    },
 }
 
 /// A fault generator: `count` faults of one kind, each at a time drawn from `at_ms`,
@@ -392,6 +402,12 @@ impl Scenario {
                     .map(|p| format!("{p}-0")),
             );
         }
+        if let Some(m) = &self.controllers.mco {
+            procs.extend(m.processes());
+        }
+        if let Some(k) = &self.controllers.kcp {
+            procs.extend(k.processes());
+        }
         procs
     }
 
@@ -450,11 +466,20 @@ impl Scenario {
                 );
             }
         }
-        if self.controllers.machine_api.is_none() {
+        if self.controllers.machine_api.is_none()
+            && self.controllers.mco.is_none()
+            && self.controllers.kcp.is_none()
+        {
             return err(
                 ".controllers",
-                "at least one controller (machine_api)".into(),
+                "at least one controller (machine_api, kcp or mco)".into(),
             );
+        }
+        if let Some(m) = &self.controllers.mco {
+            m.validate(self)?;
+        }
+        if let Some(k) = &self.controllers.kcp {
+            k.validate(self)?;
         }
         if let Some(ma) = &self.controllers.machine_api {
             if !self.nodes().any(|n| *n == ma.node) {
@@ -500,17 +525,64 @@ impl Scenario {
             }
         }
         for (i, a) in self.workload.iter().enumerate() {
-            let Action::ScaleMachineSet { machine_set, .. } = &a.action;
-            let known = self
-                .controllers
-                .machine_api
-                .as_ref()
-                .is_some_and(|ma| ma.machine_sets.iter().any(|m| &m.name == machine_set));
-            if !known {
-                return err(
-                    &format!(".workload[{i}].machine_set"),
-                    format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
-                );
+            match &a.action {
+                Action::ScaleMachineSet { machine_set, .. } => {
+                    let known =
+                        self.controllers.machine_api.as_ref().is_some_and(|ma| {
+                            ma.machine_sets.iter().any(|m| &m.name == machine_set)
+                        });
+                    if !known {
+                        return err(
+                            &format!(".workload[{i}].machine_set"),
+                            format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
+                        );
+                    }
+                }
+                // Incident 2: the KubeadmControlPlane's actions, in time order (each
+                // patch carries the spec the earlier ones left).
+                Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => {
+                    if self.controllers.kcp.is_none() {
+                        return err(
+                            &format!(".workload[{i}].action"),
+                            "controllers.kcp for a KubeadmControlPlane action".into(),
+                        );
+                    }
+                    if i > 0 && self.workload[i - 1].at_ms > a.at_ms {
+                        return err(
+                            &format!(".workload[{i}].at_ms"),
+                            "KubeadmControlPlane actions in time order".into(),
+                        );
+                    }
+                    if let Action::UpgradeKcp { version } = &a.action
+                        && version.is_empty()
+                    {
+                        return err(
+                            &format!(".workload[{i}].action.upgrade_kcp.version"),
+                            "a non-empty version".into(),
+                        );
+                    }
+                }
+                // Incident 3: a config change.
+                Action::CreateMachineConfig { name, pool, .. } => {
+                    let Some(m) = &self.controllers.mco else {
+                        return err(
+                            &format!(".workload[{i}].action"),
+                            "controllers.mco for a MachineConfig action".into(),
+                        );
+                    };
+                    if !m.pools.contains(pool) {
+                        return err(
+                            &format!(".workload[{i}].action.create_machine_config.pool"),
+                            format!("one of {:?}, not `{pool}`", m.pools),
+                        );
+                    }
+                    if name.is_empty() || m.sources.iter().any(|s| &s.name == name) {
+                        return err(
+                            &format!(".workload[{i}].action.create_machine_config.name"),
+                            "a non-empty name no source config has".into(),
+                        );
+                    }
+                }
             }
             if a.at_ms > self.duration_ms {
                 return err(

@@ -1,36 +1,239 @@
-//! The Cluster API KubeadmControlPlane (seed incident 2) part of a scenario: its settings, validation and the
-//! objects and processes it adds to a world. STUB: the incident's work fills it.
+//! The Cluster API KubeadmControlPlane (seed incident 2) part of a scenario: its settings,
+//! validation, the objects and processes it adds to a world, and its user actions.
+//!
+//! The world: the KubeadmControlPlane `default/controlplane` (replicas, version, failure
+//! domains) is seeded in the API server; the KCP controller and the Cluster API Machine
+//! controller run as two manager processes (`kcp-controller`, `capi-machine-controller`)
+//! on the scenario's `node` (a management node), with no leader election, so a `crash`
+//! fault restarts one cold; the workload cluster's etcd model (`etcd`) runs on the `api`
+//! host. The management cluster is the workload cluster: the machines' instances join as
+//! Nodes of the one API server (docs/seeds/kcp.md).
 
-use crate::format::Scenario;
+use crate::format::{Action, Range, Scenario};
+use reconsim_controllers::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
 use reconsim_sim::Sim;
+use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::capi::{KubeadmControlPlane, KubeadmControlPlaneSpec};
+use reconsim_world::etcd::{Etcd, EtcdConfig};
 use reconsim_world::kubelet::Images;
+use reconsim_world::manager::{Manager, ManagerConfig};
+use reconsim_world::object::{Body, Kind, Object, ObjectKey, ObjectMeta};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
 
+/// Where the KubeadmControlPlane lives.
+pub const KCP_NAMESPACE: &str = "default";
+pub const KCP_NAME: &str = "controlplane";
+/// The processes this family starts (fault targets).
+pub const KCP_PROCESSES: [&str; 3] = ["kcp-controller", "capi-machine-controller", "etcd"];
+
+/// Which release of Cluster API runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KcpVariant {
+    /// The parent of 8bbdd95a72: scale up does not wait for deleting machines; the
+    /// Machine controller refuses to delete the last active control-plane Node.
+    #[serde(rename = "v0.3.3")]
+    V0_3_3,
+    /// 8bbdd95a72 (PR #2958): reconcileHealth waits for deleting machines; the refusal is
+    /// gone.
+    #[serde(rename = "v0.3.4")]
+    V0_3_4,
+}
+
+impl KcpVariant {
+    pub fn kcp_options(self, workload_client_ms: Range) -> KcpOptions {
+        KcpOptions {
+            wait_for_deletion: self == KcpVariant::V0_3_4,
+            workload_client_ms_min: workload_client_ms.lo,
+            workload_client_ms_max: workload_client_ms.hi,
+        }
+    }
+
+    pub fn machine_options(self) -> CapiMachineOptions {
+        CapiMachineOptions {
+            refuse_last_control_plane_node: self == KcpVariant::V0_3_3,
+        }
+    }
+}
+
+/// The etcd model's timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EtcdSpec {
+    /// How often the model looks for booted control-plane instances (their static etcd
+    /// pod joins the member).
+    pub poll_ms: u64,
+    /// Service time of one etcd call (client, port-forward, TLS, consensus).
+    pub call_ms: Range,
+}
+
+impl Default for EtcdSpec {
+    fn default() -> Self {
+        EtcdSpec {
+            poll_ms: 1_000,
+            call_ms: Range { lo: 20, hi: 200 },
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct KcpSpec {}
+pub struct KcpSpec {
+    pub variant: KcpVariant,
+    /// The management node the controllers run on.
+    pub node: String,
+    /// spec.replicas at t = 0.
+    pub replicas: u32,
+    /// spec.version at t = 0.
+    pub version: String,
+    #[serde(default)]
+    pub failure_domains: Vec<String>,
+    #[serde(default)]
+    pub etcd: EtcdSpec,
+    /// How long the KCP controller takes to build a client of the workload cluster
+    /// (GetWorkloadCluster: kubeconfig secret, TLS, discovery), per call.
+    #[serde(default = "no_delay")]
+    pub workload_client_ms: Range,
+}
+
+fn no_delay() -> Range {
+    Range::fixed(0)
+}
 
 impl KcpSpec {
     /// Checks serde cannot make: `Err((json path, what was expected))`.
-    pub fn validate(&self, _scenario: &Scenario) -> Result<(), (String, String)> {
+    pub fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
+        let err = |path: &str, msg: String| Err((path.to_string(), msg));
+        if !scenario.nodes().any(|n| *n == self.node) {
+            return err(
+                ".controllers.kcp.node",
+                format!("one of the topology's nodes, not `{}`", self.node),
+            );
+        }
+        if self.version.is_empty() {
+            return err(".controllers.kcp.version", "a non-empty version".into());
+        }
+        if self.etcd.poll_ms == 0 {
+            return err(".controllers.kcp.etcd.poll_ms", "a positive period".into());
+        }
+        if self.workload_client_ms.lo > self.workload_client_ms.hi {
+            return err(
+                ".controllers.kcp.workload_client_ms",
+                format!(
+                    "[lo, hi] with lo <= hi, not [{}, {}]",
+                    self.workload_client_ms.lo, self.workload_client_ms.hi
+                ),
+            );
+        }
+        if self.etcd.call_ms.lo > self.etcd.call_ms.hi {
+            return err(
+                ".controllers.kcp.etcd.call_ms",
+                format!(
+                    "[lo, hi] with lo <= hi, not [{}, {}]",
+                    self.etcd.call_ms.lo, self.etcd.call_ms.hi
+                ),
+            );
+        }
         Ok(())
     }
 
     /// The processes this family starts with (fault targets).
     pub fn processes(&self) -> Vec<String> {
-        Vec::new()
+        KCP_PROCESSES.iter().map(|p| p.to_string()).collect()
     }
 
-    /// Objects the API server holds at t = 0.
-    pub fn seed(&self, _server: &mut ApiServer) {}
+    fn spec(&self) -> KubeadmControlPlaneSpec {
+        KubeadmControlPlaneSpec {
+            replicas: self.replicas,
+            version: self.version.clone(),
+            failure_domains: self.failure_domains.clone(),
+        }
+    }
 
-    /// Container images this family's pods run.
+    /// Objects the API server holds at t = 0: the KubeadmControlPlane.
+    pub fn seed(&self, server: &mut ApiServer) {
+        server.seed_object(Object::new(
+            ObjectMeta::named(KCP_NAMESPACE, KCP_NAME),
+            Body::KubeadmControlPlane(KubeadmControlPlane {
+                spec: self.spec(),
+                status: Default::default(),
+            }),
+        ));
+    }
+
+    /// Container images this family's pods run: none (its controllers are processes).
     pub fn images(&self, images: Images) -> Images {
         images
     }
 
-    /// Processes beyond the cluster's own, spawned after them.
-    pub fn spawn(&self, _sim: &mut Sim<Proc>, _endpoints: Endpoints) {}
+    /// The etcd model, then the two controllers on `node`.
+    pub fn spawn(&self, sim: &mut Sim<Proc>, endpoints: Endpoints) {
+        let api = sim.host_by_name("api").expect("a fixed host");
+        let node = sim.host_by_name(&self.node).expect("validated");
+        let etcd = sim.spawn(
+            api,
+            "etcd",
+            Proc::Etcd(Etcd::new(
+                EtcdConfig {
+                    poll_ms: self.etcd.poll_ms,
+                    call_ms_min: self.etcd.call_ms.lo,
+                    call_ms_max: self.etcd.call_ms.hi,
+                },
+                endpoints,
+            )),
+        );
+        let manager = |name: &str, r: Box<dyn reconsim_world::manager::Reconciler>| {
+            Proc::Manager(Manager::new(
+                ManagerConfig {
+                    identity: name.to_string(),
+                    leader: None,
+                    kubelet: None,
+                    pod: None,
+                },
+                endpoints,
+                vec![r],
+            ))
+        };
+        let kcp = KcpController::new(self.variant.kcp_options(self.workload_client_ms), etcd);
+        sim.spawn(
+            node,
+            "kcp-controller",
+            manager("kcp-controller", Box::new(kcp)),
+        );
+        let machines = CapiMachineController::new(self.variant.machine_options());
+        sim.spawn(
+            node,
+            "capi-machine-controller",
+            manager("capi-machine-controller", Box::new(machines)),
+        );
+    }
+
+    /// The spec once the user actions up to and including `workload[index]` applied.
+    fn spec_after(&self, scenario: &Scenario, index: usize) -> KubeadmControlPlaneSpec {
+        let mut spec = self.spec();
+        for a in scenario.workload.iter().take(index + 1) {
+            match &a.action {
+                Action::ScaleKcp { replicas } => spec.replicas = *replicas,
+                Action::UpgradeKcp { version } => spec.version = version.clone(),
+                _ => {}
+            }
+        }
+        spec
+    }
+
+    /// The API call of user action `workload[index]` (a KCP action): a spec patch that
+    /// keeps what earlier actions set.
+    pub fn action_op(&self, scenario: &Scenario, index: usize) -> ApiOp {
+        ApiOp::Patch {
+            key: ObjectKey::new(Kind::KubeadmControlPlane, KCP_NAMESPACE, KCP_NAME),
+            ops: vec![PatchOp::Spec(Body::KubeadmControlPlane(
+                KubeadmControlPlane {
+                    spec: self.spec_after(scenario, index),
+                    status: Default::default(),
+                },
+            ))],
+            resource_version: None,
+        }
+    }
 }

@@ -1,36 +1,360 @@
-//! The machine-config-operator (seed incident 3) part of a scenario: its settings, validation and the
-//! objects and processes it adds to a world. STUB: the incident's work fills it.
+//! The machine-config-operator (seed incident 3) part of a scenario: its settings,
+//! validation and the objects and processes it adds to a world.
+//!
+//! A world of this family (docs/seeds/mco.md):
+//! - the pools (`master`, `worker`, ...) seeded at t = 0 with the real selectors: nodes by
+//!   `node-role.kubernetes.io/<pool>` (and `node.openshift.io/os_id: rhcos`, so the
+//!   scenario's own infra node, which hosts the controllers, belongs to no pool), source
+//!   configs by `machineconfiguration.openshift.io/role: <pool>`;
+//! - `machine-config-operator`: a scripted client on the infra node creating the source
+//!   configs at their `at_ms` (bring-up: 00-master, then osimageurl, ssh, kubelet within
+//!   seconds); a later config change is a user action, `create_machine_config`, in the
+//!   scenario's workload, so convergence is judged from it;
+//! - `machine-config-controller`: a manager running the render controller (with the
+//!   scenario's GC policy) and the node controller; `machine-config-server`: the
+//!   in-cluster config server (recording hand-outs for the `in-use-and-in-flight` policy);
+//! - `bootstrap-machine-config-server` on host `bootstrap`, if any machine boots from it:
+//!   it serves, per pool, the config the installer rendered from the sources marked
+//!   `bootstrap: true` (set osimageurl's to false for the bug of #301, true for PR #355);
+//! - one process per machine, on its own host, named as the machine (and its Node).
 
-use crate::format::Scenario;
+use crate::format::{Range, Scenario};
+use reconsim_controllers::mco::{GcPolicy, NodeController, RenderController};
 use reconsim_sim::Sim;
+use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::Images;
+use reconsim_world::manager::{Manager, ManagerConfig};
+use reconsim_world::mco::{
+    MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming, McoMachine, ServerMode,
+    merge, pool_object, rendered_name, source_object,
+};
+use reconsim_world::script::{Script, Step};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The controller process.
+pub const CONTROLLER: &str = "machine-config-controller";
+/// The in-cluster config server process.
+pub const SERVER: &str = "machine-config-server";
+/// The process creating the source configs.
+pub const OPERATOR: &str = "machine-config-operator";
+/// The bootstrap config server process and its host.
+pub const BOOTSTRAP_SERVER: &str = "bootstrap-machine-config-server";
+pub const BOOTSTRAP_HOST: &str = "bootstrap";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct McoSpec {}
+pub struct McoSpec {
+    /// The render controller's GC policy: none, orphan, keep-latest-only,
+    /// older-than-1h, in-use, in-use-and-in-flight.
+    pub gc: GcPolicy,
+    /// The topology node whose host runs the controller, the server and the operator.
+    pub node: String,
+    /// Delay before each render (the later 5 s renderDelay); 0 as in the incident.
+    #[serde(default)]
+    pub render_delay_ms: u64,
+    pub pools: Vec<String>,
+    pub sources: Vec<SourceSpec>,
+    pub machines: Vec<MachineGroup>,
+    #[serde(default)]
+    pub timing: TimingSpec,
+}
+
+/// A source MachineConfig, created at `at_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    pub name: String,
+    pub pool: String,
+    pub at_ms: u64,
+    pub content: BTreeMap<String, String>,
+    /// Whether the installer's bootstrap render sees it.
+    #[serde(default = "yes")]
+    pub bootstrap: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Machines of one pool booting in one window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineGroup {
+    pub names: Vec<String>,
+    pub pool: String,
+    /// Boot from the bootstrap node's server (the first masters) instead of the cluster's.
+    #[serde(default)]
+    pub from_bootstrap: bool,
+    /// Power-on time, drawn per machine.
+    pub boot_at_ms: Range,
+    /// This group's kubelet join delay (default: `timing.join_ms`).
+    #[serde(default)]
+    pub join_ms: Option<Range>,
+}
+
+/// Durations every machine draws from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingSpec {
+    pub reboot_ms: Range,
+    pub join_ms: Range,
+    pub daemon_start_ms: Range,
+    pub update_ms: Range,
+}
+
+impl Default for TimingSpec {
+    fn default() -> Self {
+        let t = MachineTiming::default();
+        let r = |(lo, hi): (u64, u64)| Range { lo, hi };
+        TimingSpec {
+            reboot_ms: r(t.reboot_ms),
+            join_ms: r(t.join_ms),
+            daemon_start_ms: r(t.daemon_start_ms),
+            update_ms: r(t.update_ms),
+        }
+    }
+}
 
 impl McoSpec {
     /// Checks serde cannot make: `Err((json path, what was expected))`.
-    pub fn validate(&self, _scenario: &Scenario) -> Result<(), (String, String)> {
+    pub fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
+        let at = |f: &str| format!(".controllers.mco.{f}");
+        let err = |path: String, msg: String| Err((path, msg));
+        if !scenario.nodes().any(|n| *n == self.node) {
+            return err(
+                at("node"),
+                format!("one of the topology's nodes, not `{}`", self.node),
+            );
+        }
+        let mut pools = BTreeSet::new();
+        for (i, p) in self.pools.iter().enumerate() {
+            if p.is_empty() || !pools.insert(p) {
+                return err(
+                    at(&format!("pools[{i}]")),
+                    "a unique, non-empty pool name".into(),
+                );
+            }
+        }
+        if pools.is_empty() {
+            return err(at("pools"), "at least one pool".into());
+        }
+        let mut names = BTreeSet::new();
+        for (i, s) in self.sources.iter().enumerate() {
+            if s.name.is_empty() || !names.insert(&s.name) {
+                return err(
+                    at(&format!("sources[{i}].name")),
+                    "a unique, non-empty MachineConfig name".into(),
+                );
+            }
+            if !pools.contains(&s.pool) {
+                return err(
+                    at(&format!("sources[{i}].pool")),
+                    format!("one of {:?}, not `{}`", self.pools, s.pool),
+                );
+            }
+            if s.at_ms > scenario.duration_ms {
+                return err(
+                    at(&format!("sources[{i}].at_ms")),
+                    "a time within duration_ms".into(),
+                );
+            }
+        }
+        let taken: BTreeSet<String> = scenario
+            .hosts()
+            .into_iter()
+            .chain([BOOTSTRAP_HOST.to_string()])
+            .chain(self.fixed_processes())
+            .collect();
+        let mut machines = BTreeSet::new();
+        for (i, g) in self.machines.iter().enumerate() {
+            if !pools.contains(&g.pool) {
+                return err(
+                    at(&format!("machines[{i}].pool")),
+                    format!("one of {:?}, not `{}`", self.pools, g.pool),
+                );
+            }
+            check(&at(&format!("machines[{i}].boot_at_ms")), g.boot_at_ms)?;
+            if let Some(j) = g.join_ms {
+                check(&at(&format!("machines[{i}].join_ms")), j)?;
+            }
+            if g.names.is_empty() {
+                return err(
+                    at(&format!("machines[{i}].names")),
+                    "a non-empty list".into(),
+                );
+            }
+            for (j, n) in g.names.iter().enumerate() {
+                if n.is_empty() || taken.contains(n) || !machines.insert(n) {
+                    return err(
+                        at(&format!("machines[{i}].names[{j}]")),
+                        format!(
+                            "a unique machine name clashing with no host or process, not `{n}`"
+                        ),
+                    );
+                }
+            }
+        }
+        let t = &self.timing;
+        check(&at("timing.reboot_ms"), t.reboot_ms)?;
+        check(&at("timing.join_ms"), t.join_ms)?;
+        check(&at("timing.daemon_start_ms"), t.daemon_start_ms)?;
+        check(&at("timing.update_ms"), t.update_ms)?;
         Ok(())
     }
 
-    /// The processes this family starts with (fault targets).
-    pub fn processes(&self) -> Vec<String> {
-        Vec::new()
+    fn fixed_processes(&self) -> Vec<String> {
+        let mut p = vec![
+            CONTROLLER.to_string(),
+            SERVER.to_string(),
+            OPERATOR.to_string(),
+        ];
+        if self.machines.iter().any(|g| g.from_bootstrap) {
+            p.push(BOOTSTRAP_SERVER.to_string());
+        }
+        p
     }
 
-    /// Objects the API server holds at t = 0.
-    pub fn seed(&self, _server: &mut ApiServer) {}
+    /// The processes this family starts with that faults may target: the controller, the
+    /// servers and the operator. Machines are not targets: a machine's life is its own
+    /// state machine, and their links are never cut (the daemon's watch has no health
+    /// check, see reconsim_world::mco).
+    pub fn processes(&self) -> Vec<String> {
+        self.fixed_processes()
+    }
 
-    /// Container images this family's pods run.
+    /// Objects the API server holds at t = 0: the pools.
+    pub fn seed(&self, server: &mut ApiServer) {
+        for p in &self.pools {
+            server.seed_object(pool_object(p));
+        }
+    }
+
+    /// Container images this family's pods run (none: its processes are not pods).
     pub fn images(&self, images: Images) -> Images {
         images
     }
 
+    /// The config the installer renders for `pool` outside the cluster.
+    pub fn bootstrap_config(&self, pool: &str) -> String {
+        let configs: Vec<(String, MachineConfig)> = self
+            .sources
+            .iter()
+            .filter(|s| s.pool == pool && s.bootstrap)
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    MachineConfig {
+                        content: s.content.clone(),
+                    },
+                )
+            })
+            .collect();
+        let merged = merge(configs.iter().map(|(n, c)| (n.as_str(), c)).collect());
+        rendered_name(pool, &merged)
+    }
+
     /// Processes beyond the cluster's own, spawned after them.
-    pub fn spawn(&self, _sim: &mut Sim<Proc>, _endpoints: Endpoints) {}
+    pub fn spawn(&self, sim: &mut Sim<Proc>, endpoints: Endpoints) {
+        let infra = sim.host_by_name(&self.node).expect("validated node");
+        let bootstrap_server = if self.machines.iter().any(|g| g.from_bootstrap) {
+            let host = sim.add_host(BOOTSTRAP_HOST);
+            let configs = self
+                .pools
+                .iter()
+                .map(|p| (p.clone(), self.bootstrap_config(p)))
+                .collect();
+            Some(sim.spawn(
+                host,
+                BOOTSTRAP_SERVER,
+                Proc::ConfigServer(MachineConfigServer::new(
+                    ServerMode::Bootstrap { configs },
+                    endpoints,
+                )),
+            ))
+        } else {
+            None
+        };
+        let server = sim.spawn(
+            infra,
+            SERVER,
+            Proc::ConfigServer(MachineConfigServer::new(
+                ServerMode::Cluster {
+                    record_hand_outs: self.gc.records_hand_outs(),
+                },
+                endpoints,
+            )),
+        );
+        sim.spawn(
+            infra,
+            CONTROLLER,
+            Proc::Manager(Manager::new(
+                ManagerConfig {
+                    identity: CONTROLLER.into(),
+                    leader: None,
+                    kubelet: None,
+                    pod: None,
+                },
+                endpoints,
+                vec![
+                    Box::new(RenderController::new(self.gc, self.render_delay_ms)),
+                    Box::new(NodeController::new()),
+                ],
+            )),
+        );
+        let steps = self
+            .sources
+            .iter()
+            .map(|s| Step {
+                at_ms: s.at_ms,
+                op: ApiOp::Create(Box::new(source_object(&s.name, &s.pool, s.content.clone()))),
+            })
+            .collect();
+        sim.spawn(
+            infra,
+            OPERATOR,
+            Proc::Script(Script::new(endpoints.apiserver, steps)),
+        );
+        let t = &self.timing;
+        for g in &self.machines {
+            let pair = |r: Range| (r.lo, r.hi);
+            let timing = MachineTiming {
+                boot_at_ms: pair(g.boot_at_ms),
+                reboot_ms: pair(t.reboot_ms),
+                join_ms: pair(g.join_ms.unwrap_or(t.join_ms)),
+                daemon_start_ms: pair(t.daemon_start_ms),
+                update_ms: pair(t.update_ms),
+            };
+            for name in &g.names {
+                let host = sim.add_host(name);
+                let spec = MachineConfigSpec {
+                    name: name.clone(),
+                    pool: g.pool.clone(),
+                    server: if g.from_bootstrap {
+                        bootstrap_server.expect("spawned for bootstrap machines")
+                    } else {
+                        server
+                    },
+                    timing,
+                };
+                sim.spawn(
+                    host,
+                    name,
+                    Proc::McoMachine(McoMachine::new(spec, endpoints)),
+                );
+            }
+        }
+    }
+}
+
+fn check(path: &str, r: Range) -> Result<(), (String, String)> {
+    if r.lo > r.hi {
+        return Err((
+            path.to_string(),
+            format!("[lo, hi] with lo <= hi, not [{}, {}]", r.lo, r.hi),
+        ));
+    }
+    Ok(())
 }

@@ -57,6 +57,12 @@ fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
     if scenario.controllers.machine_api.is_some() {
         machineapi::converged(view)?;
     }
+    if scenario.controllers.mco.is_some() {
+        reconsim_check::mco::converged(view)?;
+    }
+    if scenario.controllers.kcp.is_some() {
+        reconsim_check::kcp::converged(view)?;
+    }
     Ok(())
 }
 

@@ -74,6 +74,13 @@ pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
 
 fn interesting(kind: Kind) -> bool {
     matches!(kind, Kind::Machine | Kind::MachineSet | Kind::Pod)
+        // Incident 3: configs, pools, node registrations and config annotations.
+        || matches!(kind, Kind::MachineConfig | Kind::MachineConfigPool)
+}
+
+/// Incident 3: a patch that sets or clears annotations (node configs, hand-out records).
+fn annotates(ops: &[PatchOp]) -> bool {
+    ops.iter().any(|o| matches!(o, PatchOp::SetAnnotation(..)))
 }
 
 fn describe(msg: &Msg) -> Option<String> {
@@ -88,6 +95,23 @@ fn describe(msg: &Msg) -> Option<String> {
                     o.meta.name.clone()
                 }
             )),
+            ApiOp::Create(o) if o.kind() == Kind::Node => {
+                Some(format!("create Node {}", o.meta.name))
+            }
+            ApiOp::Update { object, .. } if object.kind() == Kind::MachineConfigPool => {
+                let p = object.as_machine_config_pool().expect("a pool");
+                Some(format!(
+                    "update MachineConfigPool {}: status.configuration={} updated={}/{}",
+                    object.meta.name,
+                    p.status.configuration.as_deref().unwrap_or("-"),
+                    p.status.updated_machine_count,
+                    p.status.machine_count
+                ))
+            }
+            ApiOp::Patch { key, ops, .. } if key.kind == Kind::Node && annotates(ops) => {
+                let what: Vec<String> = ops.iter().map(patch_summary).collect();
+                Some(format!("patch Node {}: {}", key.name, what.join(", ")))
+            }
             ApiOp::Update { object, .. } if interesting(object.kind()) => {
                 Some(format!("update {} {}", object.kind(), object.meta.name))
             }
@@ -169,6 +193,16 @@ fn patch_summary(op: &PatchOp) -> String {
         PatchOp::Status(_) => "status".into(),
         PatchOp::AddFinalizer(f) => format!("+finalizer {f}"),
         PatchOp::RemoveFinalizer(f) => format!("-finalizer {f}"),
+        PatchOp::SetAnnotation(k, v) => {
+            let k = k
+                .strip_prefix("machineconfiguration.openshift.io/")
+                .unwrap_or(k);
+            match v {
+                Some(v) => format!("{k}={v}"),
+                None => format!("-{k}"),
+            }
+        }
+        PatchOp::RemoveOwnerReference(uid) => format!("-ownerReference {}", uid.0),
         other => format!("{other:?}").chars().take(40).collect(),
     }
 }

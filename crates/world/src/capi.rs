@@ -1,12 +1,36 @@
-//! Cluster API objects and the workload cluster KubeadmControlPlane manages (seed
-//! incident 2). STUB: the KCP work fills this module.
+//! Cluster API objects of seed incident 2 (KubeadmControlPlane) and the conventions that
+//! tie them to the workload cluster.
+//!
+//! The management cluster is the workload cluster here: one simulated API server holds
+//! the KubeadmControlPlane, its Machines and the workload control-plane Nodes; the
+//! workload's etcd and kubeadm ClusterStatus live in [`crate::etcd`]. Machines reuse
+//! [`crate::object::Machine`] (spec.version, spec.failureDomain, status.nodeRef).
+//!
+//! The workload control-plane Nodes are the Nodes that joined from a cloud instance
+//! (their providerID is set): the management cluster's own nodes (where the controllers
+//! run) are static and have none. Upstream selects them by the
+//! `node-role.kubernetes.io/master` label (kubernetes-sigs/cluster-api
+//! controlplane/kubeadm/internal/workload_cluster.go, getControlPlaneNodes); in this
+//! world the providerID is what tells the two clusters' nodes apart.
 
+use crate::object::{Kind, Object, Uid};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The label naming a Machine's Cluster.
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+/// The label marking control-plane Machines.
+pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KubeadmControlPlaneSpec {
     pub replicas: u32,
+    /// The Kubernetes version; a Machine whose spec.version differs needs an upgrade
+    /// (upstream compares a spec hash; the version is what the incident changes).
     pub version: String,
+    /// The failure domains machines spread over (upstream: the Cluster's status).
+    #[serde(default)]
+    pub failure_domains: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -18,4 +42,40 @@ pub struct KubeadmControlPlaneStatus {
 pub struct KubeadmControlPlane {
     pub spec: KubeadmControlPlaneSpec,
     pub status: KubeadmControlPlaneStatus,
+}
+
+/// Whether `node` is a workload control-plane Node (joined from a cloud instance).
+pub fn is_workload_node(node: &Object) -> bool {
+    node.as_node().is_some_and(|n| n.spec.provider_id.is_some())
+}
+
+/// The Machines controlled by the KubeadmControlPlane with `uid`, deleting ones included,
+/// oldest first (creation time, then name).
+pub fn owned_machines<'a>(
+    machines: impl Iterator<Item = &'a Arc<Object>>,
+    kcp: Uid,
+) -> Vec<Arc<Object>> {
+    let mut out: Vec<Arc<Object>> = machines
+        .filter(|m| {
+            m.kind() == Kind::Machine
+                && m.meta
+                    .controller_ref()
+                    .is_some_and(|r| r.kind == Kind::KubeadmControlPlane && r.uid == kcp)
+        })
+        .cloned()
+        .collect();
+    out.sort_by(|a, b| {
+        (a.meta.creation_timestamp, &a.meta.name).cmp(&(b.meta.creation_timestamp, &b.meta.name))
+    });
+    out
+}
+
+/// A Machine's spec.version.
+pub fn machine_version(m: &Object) -> Option<&str> {
+    m.as_machine().and_then(|x| x.spec.version.as_deref())
+}
+
+/// A Machine's status.nodeRef.
+pub fn node_ref(m: &Object) -> Option<&str> {
+    m.as_machine().and_then(|x| x.status.node_ref.as_deref())
 }

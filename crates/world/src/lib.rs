@@ -17,6 +17,7 @@
 //! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
 //! - [`cloud`]: instances, eventual consistency, node join.
 //! - [`capi`]: Cluster API objects and the workload cluster (etcd) of incident 2.
+//! - [`etcd`]: the workload cluster's etcd members and kubeadm ClusterStatus (incident 2).
 //! - [`mco`]: machine-config-operator objects, config server and booting nodes
 //!   (incident 3).
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
@@ -29,6 +30,7 @@ pub mod api;
 pub mod apiserver;
 pub mod capi;
 pub mod cloud;
+pub mod etcd;
 pub mod fault;
 pub mod informer;
 pub mod kubelet;

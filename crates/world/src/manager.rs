@@ -48,6 +48,11 @@ pub const REQUEST_TIMEOUT_MS: u64 = 45_000;
 pub enum Call {
     Api(ApiOp),
     Cloud(CloudOp),
+    /// A call to the etcd model process `to` (incident 2's workload cluster).
+    Etcd {
+        to: ProcId,
+        op: crate::etcd::EtcdOp,
+    },
 }
 
 /// The answer to the previous step's [`Call`].
@@ -55,6 +60,7 @@ pub enum Call {
 pub enum Reply {
     Api(Result<ApiOk, ApiError>),
     Cloud(Result<Vec<Instance>, CloudError>),
+    Etcd(Result<crate::etcd::EtcdOk, crate::etcd::EtcdError>),
     /// No answer within [`REQUEST_TIMEOUT_MS`] (a partition, a dead server).
     TimedOut,
     /// A [`Step::Sleep`] is over.
@@ -375,6 +381,7 @@ impl Manager {
         let (id, reply) = match msg {
             Msg::ApiResp(r) => (r.id, Reply::Api(r.result)),
             Msg::CloudResp(r) => (r.id, Reply::Cloud(r.result)),
+            Msg::EtcdResp(r) => (r.id, Reply::Etcd(r.result)),
             _ => return,
         };
         if let Some(i) = self
@@ -544,6 +551,7 @@ impl Manager {
                 let msg = match call {
                     Call::Api(op) => (self.endpoints.apiserver, Msg::Api(ApiRequest { id, op })),
                     Call::Cloud(op) => (self.endpoints.cloud, Msg::Cloud(CloudRequest { id, op })),
+                    Call::Etcd { to, op } => (to, Msg::Etcd(crate::etcd::EtcdRequest { id, op })),
                 };
                 ctx.send(msg.0, msg.1);
                 ctx.set_timer(

@@ -1,8 +1,88 @@
 //! machine-config-operator objects and the components that serve configs to booting
-//! machines (seed incident 3). STUB: the MCO work fills this module.
+//! machines (seed incident 3: openshift/machine-config-operator issue #301, GC tracked in
+//! #354, bootstrap fix PR #355; facts in SEED-FACTS.md section 3).
+//!
+//! Objects:
+//! - [`MachineConfig`]: a source config (labelled `machineconfiguration.openshift.io/role`)
+//!   or a rendered one, named `rendered-<pool>-<hash>` by [`rendered_name`], a pure
+//!   function of the merged content (upstream uses an md5 of the spec; here the
+//!   project's documented [`StableHasher`], FNV-1a over 64-bit words, of the content map).
+//! - [`MachineConfigPool`]: which nodes and which source configs belong to a pool, and
+//!   its target (`status.configuration`, written by the render controller as the 2019
+//!   code did with UpdateStatus), with the node controller's machine counts.
+//! - Node annotations with the real keys ([`ANNOTATION_CURRENT`], [`ANNOTATION_DESIRED`],
+//!   [`ANNOTATION_STATE`]).
+//!
+//! Components (kernel processes):
+//! - [`MachineConfigServer`]: the Machine Config Server. In the cluster it serves a
+//!   booting machine the pool's target from its informer cache (pkg/server/
+//!   cluster_server.go `GetConfig`: the 2019 code served `status.configuration`; today
+//!   `spec.configuration` once `updatedMachineCount > 0`); the answer carries the name
+//!   that Ignition writes into node-annotations.json as current = desired, state Done.
+//!   With `record_hand_outs` (the in-flight GC this project proposes) it first records
+//!   the hand-out on the pool, `machineconfiguration.openshift.io/served-to.<machine>`,
+//!   with a patch conditional on the pool's resourceVersion, so the record is ordered
+//!   before any change of the target. In bootstrap mode it serves the names the
+//!   installer rendered outside the cluster.
+//! - [`McoMachine`]: one machine's first boot and its machine-config-daemon. Power on,
+//!   fetch the config (retry every 5 s on error, as Ignition retries), reboot, the kubelet
+//!   registers the Node after a join delay, the daemon pod starts, loads the served
+//!   annotations onto its Node if it has none (loadNodeAnnotations), then reads its
+//!   currentConfig, polling every 10 s for up to 5 min before going Degraded (SEED-FACTS
+//!   section 3). Afterwards a new desiredConfig on its Node is fetched,
+//!   state Working, applied with a reboot (`update_ms`), and after the reboot the daemon
+//!   starts again and reads its current and desired configs (the same 5 min rule), then
+//!   writes current = desired, state Done. The daemon follows its Node with a watch on
+//!   Nodes opened from the version it read (the real daemon's node informer, without the
+//!   HTTP/2 health check: machines' links are never cut in these scenarios, and the
+//!   pings were most of a run's events). The Node is not heartbeated (no kubelet Lease):
+//!   nothing here reads Ready.
+//!
+//! The GC policies and the render and node controllers live in
+//! `reconsim_controllers::mco`; the checker in `reconsim_check::mco`.
 
+use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
+use crate::fault::WorldFault;
+use crate::informer::Informer;
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::{Body, ConditionStatus, Kind, Node, NodeStatus, Object, ObjectKey, ObjectMeta};
+use crate::proc::{Endpoints, WorldCtx};
+use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The node annotation naming the config the node runs.
+pub const ANNOTATION_CURRENT: &str = "machineconfiguration.openshift.io/currentConfig";
+/// The node annotation naming the config the node should run.
+pub const ANNOTATION_DESIRED: &str = "machineconfiguration.openshift.io/desiredConfig";
+/// The node annotation with the daemon's state: Done, Working, Degraded.
+pub const ANNOTATION_STATE: &str = "machineconfiguration.openshift.io/state";
+/// Why the daemon is Degraded.
+pub const ANNOTATION_REASON: &str = "machineconfiguration.openshift.io/reason";
+/// Rendered configs carry this annotation (`oc adm prune` selects on it).
+pub const ANNOTATION_GENERATED_BY: &str =
+    "machineconfiguration.openshift.io/generated-by-controller-version";
+/// Source configs name their pool with this label (the pools' machineConfigSelector).
+pub const LABEL_ROLE: &str = "machineconfiguration.openshift.io/role";
+/// The in-flight record of a hand-out on the pool: `<prefix><machine>` = config name
+/// (this project's proposal; nothing upstream records hand-outs).
+pub const ANNOTATION_SERVED_TO_PREFIX: &str = "machineconfiguration.openshift.io/served-to.";
+/// Nodes managed by the MCO carry this label (RHCOS); the pools select on it besides
+/// the role, so the scenario's infra node (which runs the controllers) is in no pool.
+pub const LABEL_OS_ID: &str = "node.openshift.io/os_id";
+pub const STATE_DONE: &str = "Done";
+pub const STATE_WORKING: &str = "Working";
+pub const STATE_DEGRADED: &str = "Degraded";
+
+/// How often the daemon re-reads a missing config, and for how long (SEED-FACTS 3).
+pub const DAEMON_POLL_MS: u64 = 10_000;
+pub const DAEMON_CONFIG_TIMEOUT_MS: u64 = 300_000;
+/// How long Ignition waits before fetching again after a failed fetch (unverified; a
+/// few seconds in practice).
+pub const FETCH_RETRY_MS: u64 = 5_000;
+/// A request unanswered this long failed.
+pub const MACHINE_REQUEST_TIMEOUT_MS: u64 = 10_000;
 
 /// A MachineConfig: source or rendered. Has no status.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -13,18 +93,954 @@ pub struct MachineConfig {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MachineConfigPoolSpec {
-    /// spec.configuration.name: the rendered config the pool should run.
+    /// spec.nodeSelector (matchLabels).
+    pub node_selector: BTreeMap<String, String>,
+    /// spec.machineConfigSelector (matchLabels).
+    pub machine_config_selector: BTreeMap<String, String>,
+    /// spec.configuration.name: the rendered config the pool should run (today's
+    /// render controller writes it; the 2019 one wrote only the status).
     pub configuration: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MachineConfigPoolStatus {
-    /// status.configuration.name
+    /// status.configuration.name: the pool's target.
     pub configuration: Option<String>,
+    pub machine_count: u32,
+    pub updated_machine_count: u32,
+    pub degraded_machine_count: u32,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MachineConfigPool {
     pub spec: MachineConfigPoolSpec,
     pub status: MachineConfigPoolStatus,
+}
+
+impl MachineConfigPool {
+    /// The config the server hands a booting machine (cluster_server.go GetConfig):
+    /// spec once a machine has updated to it, else status.
+    pub fn served_target(&self) -> Option<&str> {
+        if self.status.updated_machine_count > 0 && self.spec.configuration.is_some() {
+            self.spec.configuration.as_deref()
+        } else {
+            self.status.configuration.as_deref()
+        }
+    }
+}
+
+/// The name of the rendered config of `pool` with `content`: `rendered-<pool>-<16 hex>`,
+/// the [`StableHasher`] of the content map through its derived `Hash`: the entry count
+/// as one word, then per entry in key order the key and the value, each as its bytes
+/// (StableHasher::write: 8-byte words, the remainder, the length) and std's 0xff str
+/// terminator. Upstream names by an md5 of the spec; only "pure function of content"
+/// matters here.
+pub fn rendered_name(pool: &str, content: &BTreeMap<String, String>) -> String {
+    format!("rendered-{pool}-{:016x}", StableHasher::hash_one(content))
+}
+
+/// Merge source configs as MergeMachineConfigs does: in name order, a later config's
+/// key overrides an earlier one's.
+pub fn merge<'a>(mut configs: Vec<(&'a str, &'a MachineConfig)>) -> BTreeMap<String, String> {
+    configs.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = BTreeMap::new();
+    for (_, c) in configs {
+        for (k, v) in &c.content {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// The label selector a pool uses for its source configs.
+pub fn role_selector(pool: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(LABEL_ROLE.to_string(), pool.to_string())])
+}
+
+/// The labels of a node of `pool` (and the pool's node selector).
+pub fn node_labels(pool: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (format!("node-role.kubernetes.io/{pool}"), String::new()),
+        (LABEL_OS_ID.to_string(), "rhcos".to_string()),
+    ])
+}
+
+/// A node's (current, desired, state) annotations.
+pub fn node_config(node: &Object) -> (Option<&str>, Option<&str>, Option<&str>) {
+    let a = &node.meta.annotations;
+    (
+        a.get(ANNOTATION_CURRENT).map(String::as_str),
+        a.get(ANNOTATION_DESIRED).map(String::as_str),
+        a.get(ANNOTATION_STATE).map(String::as_str),
+    )
+}
+
+/// The in-flight records on a pool: (machine, config).
+pub fn served_records(pool: &Object) -> impl Iterator<Item = (&str, &str)> {
+    pool.meta
+        .annotations
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_SERVED_TO_PREFIX)?, v.as_str())))
+}
+
+/// What machines and config servers tell each other (Ignition's HTTPS fetch).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum McoMsg {
+    /// GET /config/<pool> from `machine`.
+    GetConfig {
+        id: u64,
+        machine: String,
+        pool: String,
+    },
+    /// The answer: the config's name (its content is what Ignition writes), or why not.
+    Config {
+        id: u64,
+        result: Result<String, String>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Timer {
+    /// The server's request `req` for machine-request `id` is abandoned if unanswered.
+    ServerRequest {
+        req: u64,
+    },
+    Machine(MachineTimer),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MachineTimer {
+    /// Power on, or fetch again.
+    Fetch,
+    /// Request `req` is overdue.
+    Timeout { req: u64 },
+    /// The next step of the current phase is due (reboot done, joined, daemon up, retry).
+    Next { step: u64 },
+}
+
+// ----- the Machine Config Server ------------------------------------------------------
+
+/// Where a server's answers come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerMode {
+    /// The bootstrap node's server: the installer's renders, by pool.
+    Bootstrap { configs: BTreeMap<String, String> },
+    /// The in-cluster server: the pool's target from its cache.
+    Cluster { record_hand_outs: bool },
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    from: ProcId,
+    id: u64,
+    machine: String,
+    name: String,
+}
+
+/// The Machine Config Server process.
+#[derive(Debug)]
+pub struct MachineConfigServer {
+    mode: ServerMode,
+    apiserver: ProcId,
+    informer: Informer,
+    ids: ReqIds,
+    pending: BTreeMap<u64, Pending>,
+    /// Every hand-out: (time, machine, config). An observation record for tests.
+    pub served: Vec<(SimTime, String, String)>,
+}
+
+/// Bound on the hand-out log (an observation record).
+const SERVED_LOG_MAX: usize = 4096;
+/// Bound on the server's own requests under way.
+const SERVER_PENDING_MAX: usize = 256;
+
+impl MachineConfigServer {
+    pub fn new(mode: ServerMode, endpoints: Endpoints) -> Self {
+        MachineConfigServer {
+            mode,
+            apiserver: endpoints.apiserver,
+            informer: Informer::new(
+                0,
+                &[Kind::MachineConfigPool, Kind::MachineConfig],
+                endpoints.apiserver,
+            ),
+            ids: ReqIds::new(tags::MCO),
+            pending: BTreeMap::new(),
+            served: Vec::new(),
+        }
+    }
+
+    pub fn mode(&self) -> &ServerMode {
+        &self.mode
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.pending.clear();
+        if matches!(self.mode, ServerMode::Cluster { .. }) {
+            self.informer.start(ctx);
+        }
+    }
+
+    pub fn on_crash(&mut self) {
+        self.pending.clear();
+    }
+
+    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        match t {
+            AnyTimer::Informer(t) => {
+                self.informer.on_timer(&t, ctx);
+            }
+            AnyTimer::Mco(Timer::ServerRequest { req }) => {
+                if let Some(p) = self.pending.remove(&req) {
+                    reply(
+                        ctx,
+                        p.from,
+                        p.id,
+                        Err("timed out recording the hand-out".into()),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let mut changes = Vec::new();
+        if self.informer.handle(&msg, ctx, &mut changes) {
+            return;
+        }
+        match msg {
+            Msg::Mco(McoMsg::GetConfig { id, machine, pool }) => {
+                self.get_config(from, id, machine, pool, ctx)
+            }
+            Msg::ApiResp(resp) => {
+                let Some(p) = self.pending.remove(&resp.id) else {
+                    return;
+                };
+                match resp.result {
+                    Ok(_) => self.hand_out(p.from, p.id, p.machine, p.name, ctx),
+                    Err(e) => reply(ctx, p.from, p.id, Err(format!("record failed: {e:?}"))),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn get_config(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        machine: String,
+        pool: String,
+        ctx: &mut WorldCtx<'_>,
+    ) {
+        let record = match &self.mode {
+            ServerMode::Bootstrap { configs } => {
+                match configs.get(&pool) {
+                    Some(name) => {
+                        let name = name.clone();
+                        self.hand_out(from, id, machine, name, ctx);
+                    }
+                    None => reply(ctx, from, id, Err(format!("no pool {pool}"))),
+                }
+                return;
+            }
+            ServerMode::Cluster { record_hand_outs } => *record_hand_outs,
+        };
+        if !self.informer.synced() {
+            return reply(ctx, from, id, Err("caches not synced".into()));
+        }
+        let cache = self.informer.cache();
+        let Some(pool_obj) = cache
+            .get(&ObjectKey::new(Kind::MachineConfigPool, "", &pool))
+            .cloned()
+        else {
+            return reply(ctx, from, id, Err(format!("could not fetch pool {pool}")));
+        };
+        let Some(name) = pool_obj
+            .as_machine_config_pool()
+            .and_then(|p| p.served_target())
+            .map(str::to_string)
+        else {
+            return reply(
+                ctx,
+                from,
+                id,
+                Err(format!("pool {pool} has no configuration")),
+            );
+        };
+        if cache
+            .get(&ObjectKey::new(Kind::MachineConfig, "", &name))
+            .is_none()
+        {
+            return reply(ctx, from, id, Err(format!("could not fetch config {name}")));
+        }
+        if !record {
+            return self.hand_out(from, id, machine, name, ctx);
+        }
+        if self.pending.len() >= SERVER_PENDING_MAX {
+            return reply(ctx, from, id, Err("busy".into()));
+        }
+        // Record first, conditional on the pool version the target was read from: the
+        // record lands only if `name` is still the target, before any later change.
+        let req = self.ids.issue();
+        self.pending.insert(
+            req,
+            Pending {
+                from,
+                id,
+                machine: machine.clone(),
+                name: name.clone(),
+            },
+        );
+        ctx.send(
+            self.informer_apiserver(),
+            Msg::Api(ApiRequest {
+                id: req,
+                op: ApiOp::Patch {
+                    key: pool_obj.key(),
+                    ops: vec![PatchOp::SetAnnotation(
+                        format!("{ANNOTATION_SERVED_TO_PREFIX}{machine}"),
+                        Some(name),
+                    )],
+                    resource_version: Some(pool_obj.meta.resource_version),
+                },
+            }),
+        );
+        ctx.set_timer(
+            MACHINE_REQUEST_TIMEOUT_MS,
+            Msg::Timer(AnyTimer::Mco(Timer::ServerRequest { req })),
+        );
+    }
+
+    fn informer_apiserver(&self) -> ProcId {
+        self.apiserver
+    }
+
+    fn hand_out(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        machine: String,
+        name: String,
+        ctx: &mut WorldCtx<'_>,
+    ) {
+        ctx.note(|| format!("mcs: serving {name} to {machine}"));
+        if self.served.len() < SERVED_LOG_MAX {
+            self.served.push((ctx.now(), machine, name.clone()));
+        }
+        reply(ctx, from, id, Ok(name));
+    }
+}
+
+fn reply(ctx: &mut WorldCtx<'_>, to: ProcId, id: u64, result: Result<String, String>) {
+    ctx.send(to, Msg::Mco(McoMsg::Config { id, result }));
+}
+
+// ----- a booting machine and its daemon -------------------------------------------------
+
+/// A machine's durations, each drawn uniformly from `[lo, hi]` ms by the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineTiming {
+    /// Power-on time (absolute).
+    pub boot_at_ms: (u64, u64),
+    /// Ignition's first boot: write the config, reboot.
+    pub reboot_ms: (u64, u64),
+    /// From the reboot to the kubelet's registration.
+    pub join_ms: (u64, u64),
+    /// From registration to the daemon pod running.
+    pub daemon_start_ms: (u64, u64),
+    /// An update: drain, write, reboot.
+    pub update_ms: (u64, u64),
+}
+
+impl Default for MachineTiming {
+    fn default() -> Self {
+        MachineTiming {
+            boot_at_ms: (0, 0),
+            reboot_ms: (30_000, 60_000),
+            join_ms: (60_000, 180_000),
+            daemon_start_ms: (10_000, 60_000),
+            update_ms: (120_000, 300_000),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct MachineConfigSpec {
+    /// The machine's (and its Node's) name.
+    pub name: String,
+    pub pool: String,
+    /// The config server it boots from.
+    pub server: ProcId,
+    pub timing: MachineTiming,
+}
+
+/// What the daemon does once every config of a check is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum After {
+    /// Start polling the Node.
+    Run,
+    /// Write state Working and apply the update.
+    Apply,
+    /// Write current = desired, state Done.
+    Finish,
+}
+
+/// Where a machine is in its life.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Phase {
+    Off,
+    Fetching,
+    FirstBoot,
+    Joining,
+    Registering,
+    DaemonPending,
+    Loading,
+    Annotating,
+    /// Reading `names` (from `idx`); gives up `DAEMON_CONFIG_TIMEOUT_MS` after `since`.
+    Checking {
+        names: Vec<String>,
+        idx: usize,
+        since: SimTime,
+        after: After,
+    },
+    Running,
+    Working,
+    Applying,
+    Finishing,
+    Degraded {
+        reason: String,
+    },
+}
+
+/// One machine: Ignition's first boot, the kubelet's registration, the daemon.
+#[derive(Debug)]
+pub struct McoMachine {
+    spec: MachineConfigSpec,
+    endpoints: Endpoints,
+    ids: ReqIds,
+    phase: Phase,
+    /// The request under way and its timeout timer.
+    req: Option<u64>,
+    timeout: Option<TimerId>,
+    /// The daemon's view of its Node, kept by a watch on Nodes opened when it starts.
+    node: Option<Arc<Object>>,
+    watching: bool,
+    /// Bumped whenever a step's timer must be forgotten.
+    step: u64,
+    /// The config the server handed out (what Ignition wrote).
+    served: Option<String>,
+    /// The daemon wrote the served annotations onto the Node: no longer booting.
+    annotated: bool,
+    current: Option<String>,
+    desired: Option<String>,
+    /// When the daemon went Degraded.
+    pub degraded_at: Option<SimTime>,
+}
+
+impl McoMachine {
+    pub fn new(spec: MachineConfigSpec, endpoints: Endpoints) -> Self {
+        McoMachine {
+            spec,
+            endpoints,
+            ids: ReqIds::new(tags::MCO),
+            phase: Phase::Off,
+            req: None,
+            timeout: None,
+            node: None,
+            watching: false,
+            step: 0,
+            served: None,
+            annotated: false,
+            current: None,
+            desired: None,
+            degraded_at: None,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    pub fn pool(&self) -> &str {
+        &self.spec.pool
+    }
+
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    pub fn served(&self) -> Option<&str> {
+        self.served.as_deref()
+    }
+
+    /// The config handed to this machine while it is still booting: served, and the
+    /// daemon has not yet written it onto the Node.
+    pub fn booting_config(&self) -> Option<&str> {
+        if self.annotated {
+            None
+        } else {
+            self.served.as_deref()
+        }
+    }
+
+    /// The daemon has loaded its annotations (the node is MCO-managed).
+    pub fn annotated(&self) -> bool {
+        self.annotated
+    }
+
+    pub fn is_degraded(&self) -> bool {
+        matches!(self.phase, Phase::Degraded { .. })
+    }
+
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        // A machine is powered on once; a restart of the process models nothing else.
+        if self.phase == Phase::Off {
+            let (lo, hi) = self.spec.timing.boot_at_ms;
+            let at = ctx.draw_ms(lo, hi);
+            let delay = at.saturating_sub(ctx.now().as_ms());
+            ctx.set_timer(
+                delay,
+                Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Fetch))),
+            );
+        }
+    }
+
+    pub fn on_crash(&mut self) {
+        self.req = None;
+        self.timeout = None;
+    }
+
+    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        let t = match t {
+            AnyTimer::Mco(Timer::Machine(t)) => t,
+            _ => return,
+        };
+        match t {
+            MachineTimer::Fetch => {
+                if matches!(self.phase, Phase::Off | Phase::Fetching) {
+                    self.phase = Phase::Fetching;
+                    self.fetch(ctx);
+                }
+            }
+            MachineTimer::Timeout { req } if self.req == Some(req) => {
+                self.req = None;
+                self.timeout = None;
+                self.failed(ctx);
+            }
+            MachineTimer::Next { step } if step == self.step => self.next(ctx),
+            _ => {}
+        }
+    }
+
+    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        match msg {
+            Msg::Watch(ev) => {
+                let newer = self
+                    .node
+                    .as_ref()
+                    .is_none_or(|n| n.meta.resource_version < ev.object.meta.resource_version);
+                if ev.object.is(&self.node_key()) && newer {
+                    self.node = Some(ev.object);
+                    if self.phase == Phase::Running {
+                        self.look(ctx);
+                    }
+                }
+            }
+            Msg::Mco(McoMsg::Config { id, result }) if self.req == Some(id) => {
+                self.answered(ctx);
+                match result {
+                    Ok(name) => {
+                        ctx.note(|| format!("ignition: got {name}, rebooting"));
+                        self.served = Some(name);
+                        self.phase = Phase::FirstBoot;
+                        let (lo, hi) = self.spec.timing.reboot_ms;
+                        self.after(ctx.draw_ms(lo, hi), ctx);
+                    }
+                    Err(e) => {
+                        ctx.note(|| format!("ignition: fetch failed: {e}"));
+                        self.failed(ctx);
+                    }
+                }
+            }
+            Msg::ApiResp(resp) if self.req == Some(resp.id) => {
+                self.answered(ctx);
+                self.on_api(resp.result, ctx);
+            }
+            _ => {}
+        }
+    }
+
+    // ----- steps --------------------------------------------------------------------
+
+    fn node_key(&self) -> ObjectKey {
+        ObjectKey::new(Kind::Node, "", &self.spec.name)
+    }
+
+    fn fetch(&mut self, ctx: &mut WorldCtx<'_>) {
+        let id = self.ids.issue();
+        self.req = Some(id);
+        ctx.send(
+            self.spec.server,
+            Msg::Mco(McoMsg::GetConfig {
+                id,
+                machine: self.spec.name.clone(),
+                pool: self.spec.pool.clone(),
+            }),
+        );
+        self.arm_timeout(id, ctx);
+    }
+
+    fn call(&mut self, op: ApiOp, ctx: &mut WorldCtx<'_>) {
+        let id = self.ids.issue();
+        self.req = Some(id);
+        ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
+        self.arm_timeout(id, ctx);
+    }
+
+    /// The request under way got its answer: forget it and its timeout.
+    fn answered(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.req = None;
+        if let Some(t) = self.timeout.take() {
+            ctx.cancel_timer(t);
+        }
+    }
+
+    /// Running: start an update if the cached Node wants another config.
+    fn look(&mut self, ctx: &mut WorldCtx<'_>) {
+        let desired = self
+            .node
+            .as_ref()
+            .and_then(|n| node_config(n).1.map(str::to_string));
+        if let Some(d) = desired
+            && Some(&d) != self.current.as_ref()
+        {
+            ctx.note(|| format!("daemon: update to {d}"));
+            self.desired = Some(d.clone());
+            self.check(vec![d], After::Apply, ctx);
+        }
+    }
+
+    fn arm_timeout(&mut self, req: u64, ctx: &mut WorldCtx<'_>) {
+        self.timeout = Some(ctx.set_timer(
+            MACHINE_REQUEST_TIMEOUT_MS,
+            Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Timeout { req }))),
+        ));
+    }
+
+    /// Run [`Self::next`] after `ms`.
+    fn after(&mut self, ms: u64, ctx: &mut WorldCtx<'_>) {
+        self.step += 1;
+        let step = self.step;
+        ctx.set_timer(
+            ms,
+            Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Next { step }))),
+        );
+    }
+
+    /// The current step's request failed or got no answer: try it again later.
+    fn failed(&mut self, ctx: &mut WorldCtx<'_>) {
+        match self.phase {
+            Phase::Fetching => {
+                ctx.set_timer(
+                    FETCH_RETRY_MS,
+                    Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Fetch))),
+                );
+            }
+            Phase::Running | Phase::Degraded { .. } | Phase::Off => {}
+            _ => self.after(DAEMON_POLL_MS, ctx),
+        }
+    }
+
+    /// A timed step is due (or a failed request is retried).
+    fn next(&mut self, ctx: &mut WorldCtx<'_>) {
+        match self.phase.clone() {
+            Phase::FirstBoot => {
+                self.phase = Phase::Joining;
+                let (lo, hi) = self.spec.timing.join_ms;
+                self.after(ctx.draw_ms(lo, hi), ctx);
+            }
+            Phase::Joining | Phase::Registering => {
+                // The kubelet registers the Node (no annotations yet).
+                self.phase = Phase::Registering;
+                let mut meta = ObjectMeta::named("", &self.spec.name);
+                meta.labels = node_labels(&self.spec.pool);
+                let node = Node {
+                    spec: Default::default(),
+                    status: NodeStatus {
+                        ready: ConditionStatus::True,
+                        ready_since: Some(ctx.now()),
+                    },
+                };
+                self.call(
+                    ApiOp::Create(Box::new(Object::new(meta, Body::Node(node)))),
+                    ctx,
+                );
+            }
+            Phase::DaemonPending | Phase::Loading => {
+                self.phase = Phase::Loading;
+                let key = self.node_key();
+                self.call(ApiOp::Get(key), ctx);
+            }
+            Phase::Annotating => self.annotate(ctx),
+            Phase::Checking { names, idx, .. } => {
+                let key = ObjectKey::new(Kind::MachineConfig, "", &names[idx]);
+                self.call(ApiOp::Get(key), ctx);
+            }
+            Phase::Working => self.write_state(STATE_WORKING, None, ctx),
+            Phase::Applying => {
+                // The update's reboot is over: the daemon starts again and reads its
+                // current and desired configs.
+                let names = [self.current.clone(), self.desired.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                self.check(names, After::Finish, ctx);
+            }
+            Phase::Finishing => self.finish(ctx),
+            Phase::Running | Phase::Off | Phase::Fetching | Phase::Degraded { .. } => {}
+        }
+    }
+
+    fn annotate(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.phase = Phase::Annotating;
+        let name = self.served.clone().expect("served before the daemon runs");
+        let key = self.node_key();
+        self.call(
+            ApiOp::Patch {
+                key,
+                ops: vec![
+                    PatchOp::SetAnnotation(ANNOTATION_CURRENT.into(), Some(name.clone())),
+                    PatchOp::SetAnnotation(ANNOTATION_DESIRED.into(), Some(name)),
+                    PatchOp::SetAnnotation(ANNOTATION_STATE.into(), Some(STATE_DONE.into())),
+                ],
+                resource_version: None,
+            },
+            ctx,
+        );
+    }
+
+    fn write_state(&mut self, state: &str, reason: Option<String>, ctx: &mut WorldCtx<'_>) {
+        let key = self.node_key();
+        let mut ops = vec![PatchOp::SetAnnotation(
+            ANNOTATION_STATE.into(),
+            Some(state.into()),
+        )];
+        if let Some(r) = reason {
+            ops.push(PatchOp::SetAnnotation(ANNOTATION_REASON.into(), Some(r)));
+        }
+        self.call(
+            ApiOp::Patch {
+                key,
+                ops,
+                resource_version: None,
+            },
+            ctx,
+        );
+    }
+
+    fn finish(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.phase = Phase::Finishing;
+        let desired = self
+            .desired
+            .clone()
+            .expect("an update has a desired config");
+        let key = self.node_key();
+        self.call(
+            ApiOp::Patch {
+                key,
+                ops: vec![
+                    PatchOp::SetAnnotation(ANNOTATION_CURRENT.into(), Some(desired)),
+                    PatchOp::SetAnnotation(ANNOTATION_STATE.into(), Some(STATE_DONE.into())),
+                ],
+                resource_version: None,
+            },
+            ctx,
+        );
+    }
+
+    fn check(&mut self, names: Vec<String>, after: After, ctx: &mut WorldCtx<'_>) {
+        if names.is_empty() {
+            return self.proceed(after, ctx);
+        }
+        self.phase = Phase::Checking {
+            names,
+            idx: 0,
+            since: ctx.now(),
+            after,
+        };
+        self.next(ctx);
+    }
+
+    fn proceed(&mut self, after: After, ctx: &mut WorldCtx<'_>) {
+        match after {
+            After::Run => {
+                self.phase = Phase::Running;
+                self.look(ctx);
+            }
+            After::Apply => {
+                self.phase = Phase::Working;
+                self.write_state(STATE_WORKING, None, ctx);
+            }
+            After::Finish => self.finish(ctx),
+        }
+    }
+
+    fn degrade(&mut self, reason: String, ctx: &mut WorldCtx<'_>) {
+        ctx.note(|| format!("daemon: Degraded: {reason}"));
+        self.degraded_at = Some(ctx.now());
+        self.phase = Phase::Degraded {
+            reason: reason.clone(),
+        };
+        // Fire and forget: the state is also on the process for checkers.
+        self.write_state(STATE_DEGRADED, Some(reason), ctx);
+    }
+
+    fn on_api(&mut self, result: Result<ApiOk, ApiError>, ctx: &mut WorldCtx<'_>) {
+        match (self.phase.clone(), result) {
+            (Phase::Registering, Ok(_) | Err(ApiError::AlreadyExists)) => {
+                ctx.note(|| "kubelet: node registered".into());
+                self.phase = Phase::DaemonPending;
+                let (lo, hi) = self.spec.timing.daemon_start_ms;
+                self.after(ctx.draw_ms(lo, hi), ctx);
+            }
+            (Phase::Loading, Ok(ApiOk::Object(node))) => {
+                if !self.watching {
+                    // The daemon's node informer, as a plain watch from what it read.
+                    self.watching = true;
+                    let id = self.ids.issue();
+                    ctx.send(
+                        self.endpoints.apiserver,
+                        Msg::Api(ApiRequest {
+                            id,
+                            op: ApiOp::Watch {
+                                stream: 0,
+                                kinds: vec![Kind::Node],
+                                from_rv: node.meta.resource_version,
+                            },
+                        }),
+                    );
+                }
+                self.node = Some(node.clone());
+                let (current, desired, _) = node_config(&node);
+                match (current, desired) {
+                    (Some(c), Some(d)) => {
+                        // Already annotated (a daemon restart): nothing to load.
+                        self.current = Some(c.to_string());
+                        self.desired = Some(d.to_string());
+                        self.annotated = true;
+                        let c = c.to_string();
+                        self.check(vec![c], After::Run, ctx);
+                    }
+                    _ => self.annotate(ctx),
+                }
+            }
+            (Phase::Annotating, Ok(_)) => {
+                self.annotated = true;
+                self.current = self.served.clone();
+                self.desired = self.served.clone();
+                let c = self.current.clone().expect("served");
+                self.check(vec![c], After::Run, ctx);
+            }
+            (
+                Phase::Checking {
+                    names,
+                    idx,
+                    since,
+                    after,
+                },
+                result,
+            ) => match result {
+                Ok(_) if idx + 1 < names.len() => {
+                    self.phase = Phase::Checking {
+                        names,
+                        idx: idx + 1,
+                        since,
+                        after,
+                    };
+                    self.next(ctx);
+                }
+                Ok(_) => self.proceed(after, ctx),
+                Err(e) => {
+                    if ctx.now().since(since) >= DAEMON_CONFIG_TIMEOUT_MS {
+                        let reason = format!(
+                            "machineconfig {:?} not found after {} s: {e:?}",
+                            names[idx],
+                            DAEMON_CONFIG_TIMEOUT_MS / 1000
+                        );
+                        self.degrade(reason, ctx);
+                    } else {
+                        self.phase = Phase::Checking {
+                            names,
+                            idx,
+                            since,
+                            after,
+                        };
+                        self.after(DAEMON_POLL_MS, ctx);
+                    }
+                }
+            },
+            (Phase::Working, Ok(_)) => {
+                self.phase = Phase::Applying;
+                let (lo, hi) = self.spec.timing.update_ms;
+                self.after(ctx.draw_ms(lo, hi), ctx);
+            }
+            (Phase::Finishing, Ok(_)) => {
+                self.current = self.desired.clone();
+                ctx.note(|| {
+                    format!(
+                        "daemon: Done at {}",
+                        self.current.clone().unwrap_or_default()
+                    )
+                });
+                self.phase = Phase::Running;
+                self.look(ctx);
+            }
+            (Phase::Degraded { .. }, _) => {}
+            // Any other failure: retry the step.
+            _ => self.failed(ctx),
+        }
+    }
+}
+
+/// A rendered config object for `pool` with `content`, owned by the pool (uid) as its
+/// controller, as the render controller creates it.
+pub fn rendered_object(pool: &Object, content: BTreeMap<String, String>) -> Object {
+    let mut meta = ObjectMeta::named("", &rendered_name(&pool.meta.name, &content));
+    meta.owner_references = vec![crate::object::OwnerReference {
+        kind: Kind::MachineConfigPool,
+        name: pool.meta.name.clone(),
+        uid: pool.meta.uid,
+        controller: true,
+    }];
+    meta.annotations
+        .insert(ANNOTATION_GENERATED_BY.into(), "reconsim".into());
+    Object::new(meta, Body::MachineConfig(MachineConfig { content }))
+}
+
+/// A source config of `pool`.
+pub fn source_object(name: &str, pool: &str, content: BTreeMap<String, String>) -> Object {
+    let mut meta = ObjectMeta::named("", name);
+    meta.labels = role_selector(pool);
+    Object::new(meta, Body::MachineConfig(MachineConfig { content }))
+}
+
+/// A pool object selecting `node_labels(name)` and `role_selector(name)`.
+pub fn pool_object(name: &str) -> Object {
+    Object::new(
+        ObjectMeta::named("", name),
+        Body::MachineConfigPool(MachineConfigPool {
+            spec: MachineConfigPoolSpec {
+                node_selector: node_labels(name),
+                machine_config_selector: role_selector(name),
+                configuration: None,
+            },
+            status: Default::default(),
+        }),
+    )
 }

@@ -6,7 +6,10 @@
 
 use crate::api::{ApiRequest, ApiResponse, WatchEvent};
 use crate::cloud::{CloudRequest, CloudResponse};
-use crate::{apiserver, cloud, informer, kubelet, leader, lifecycle, manager, script, workloads};
+use crate::etcd::{EtcdRequest, EtcdResponse};
+use crate::{
+    apiserver, cloud, etcd, informer, kubelet, leader, lifecycle, manager, script, workloads,
+};
 use serde::Serialize;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -16,6 +19,11 @@ pub enum Msg {
     Watch(WatchEvent),
     Cloud(CloudRequest),
     CloudResp(CloudResponse),
+    /// A call to the workload cluster's etcd model (incident 2).
+    Etcd(EtcdRequest),
+    EtcdResp(EtcdResponse),
+    /// A booting machine and a Machine Config Server (incident 3).
+    Mco(crate::mco::McoMsg),
     /// A container process tells its kubelet it exited (same host, never partitioned).
     ContainerExited {
         pod: String,
@@ -35,6 +43,8 @@ pub enum Timer {
     Leader(leader::Timer),
     Manager(manager::Timer),
     Script(script::Timer),
+    Etcd(etcd::Timer),
+    Mco(crate::mco::Timer),
 }
 
 /// Request ids: the high 16 bits name the component inside a process that sent the
@@ -73,6 +83,10 @@ pub mod tags {
     pub const WORKLOADS: u16 = 0x0600;
     pub const SCRIPT: u16 = 0x0700;
     pub const CLOUD_CLIENT: u16 = 0x0800;
+    /// The etcd model's cloud polls.
+    pub const ETCD: u16 = 0x0900;
+    /// Machine Config Servers and booting machines (incident 3).
+    pub const MCO: u16 = 0x0a00;
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer};
-use crate::{apiserver, cloud, informer, kubelet, leader, lifecycle, manager, script, workloads};
+use crate::{
+    apiserver, cloud, etcd, informer, kubelet, leader, lifecycle, manager, script, workloads,
+};
 use reconsim_sim::{Actor, ProcId, TimerId};
 
 /// The kernel context as the world's components see it.
@@ -35,6 +37,12 @@ pub enum Proc {
     Candidate(leader::Candidate),
     /// A process that only runs an informer and logs its cache changes.
     Informer(informer::Watcher),
+    /// The workload cluster's etcd and kubeadm ClusterStatus (incident 2).
+    Etcd(etcd::Etcd),
+    /// A Machine Config Server, in the cluster or on the bootstrap node (incident 3).
+    ConfigServer(crate::mco::MachineConfigServer),
+    /// A machine booting from a config server, then its daemon (incident 3).
+    McoMachine(crate::mco::McoMachine),
 }
 
 macro_rules! each {
@@ -51,6 +59,9 @@ macro_rules! each {
             Proc::Container($p) => $e,
             Proc::Candidate($p) => $e,
             Proc::Informer($p) => $e,
+            Proc::Etcd($p) => $e,
+            Proc::ConfigServer($p) => $e,
+            Proc::McoMachine($p) => $e,
         }
     };
 }
@@ -83,6 +94,9 @@ impl Actor for Proc {
             (Proc::Container(p), t) => p.on_timer(t, ctx),
             (Proc::Candidate(p), Timer::Leader(t)) => p.on_timer(t, ctx),
             (Proc::Informer(p), Timer::Informer(t)) => p.on_timer(t, ctx),
+            (Proc::Etcd(p), Timer::Etcd(t)) => p.on_timer(t, ctx),
+            (Proc::ConfigServer(p), t) => p.on_timer(t, ctx),
+            (Proc::McoMachine(p), t) => p.on_timer(t, ctx),
             (p, t) => panic!("timer {t:?} reached the wrong component {p:?}"),
         }
     }

@@ -255,7 +255,7 @@ impl Reconciler for Recorder {
                 let seen = match reply {
                     Reply::Api(Ok(_)) => Seen::ApiOk,
                     Reply::Api(Err(_)) => Seen::ApiErr,
-                    Reply::Cloud(_) => Seen::Cloud,
+                    Reply::Cloud(_) | Reply::Etcd(_) => Seen::Cloud,
                     Reply::TimedOut => Seen::TimedOut,
                     Reply::Woke => Seen::Woke,
                 };

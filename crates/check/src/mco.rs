@@ -1,0 +1,175 @@
+//! Invariants of seed incident 3 (machine-config-operator: a rendered MachineConfig goes
+//! missing while a node still boots; issue #301).
+//!
+//! - `no_missing_referenced_config`, after every event: every config named by a Node's
+//!   currentConfig or desiredConfig annotation, by a pool's spec or status
+//!   configuration, or handed by a config server to a machine that is still booting
+//!   (served, annotations not yet on its Node), exists in the API server. One allowance,
+//!   the daemon's own: a name that has never existed yet may be referenced for up to the
+//!   daemon's 5 minutes of polling (the bootstrap render names a config the in-cluster
+//!   render controller creates only some seconds later, and the daemon waits for it).
+//!   A config that existed and is gone while referenced is a violation at once; a name
+//!   still not created after 5 minutes is one too (the daemon goes Degraded then).
+//! - convergence: every pool has a target; every machine's Node carries current ==
+//!   desired == its pool's target with state Done; no machine is Degraded.
+
+use crate::{View, Violation};
+use reconsim_sim::SimTime;
+use reconsim_world::Proc;
+use reconsim_world::mco::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
+use reconsim_world::object::{Kind, ObjectKey};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// no_missing_referenced_config.
+#[derive(Clone, Debug)]
+pub struct NoMissingReferencedConfig {
+    /// How long a never-created name may be referenced.
+    pub not_yet_created_grace_ms: u64,
+    /// Every config name ever seen in the store.
+    existed: BTreeSet<String>,
+    /// Never-created names referenced now, since when.
+    pending_since: BTreeMap<String, SimTime>,
+}
+
+impl Default for NoMissingReferencedConfig {
+    fn default() -> Self {
+        NoMissingReferencedConfig {
+            not_yet_created_grace_ms: DAEMON_CONFIG_TIMEOUT_MS,
+            existed: BTreeSet::new(),
+            pending_since: BTreeMap::new(),
+        }
+    }
+}
+
+impl NoMissingReferencedConfig {
+    pub const NAME: &'static str = "no_missing_referenced_config";
+
+    pub fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        // In key order, so sorted by name (cluster-scoped: one namespace).
+        let live: Vec<&str> = view
+            .api
+            .list(Kind::MachineConfig)
+            .map(|mc| mc.meta.name.as_str())
+            .collect();
+        for name in &live {
+            if !self.existed.contains(*name) {
+                self.existed.insert(name.to_string());
+            }
+        }
+        // Who names a config, formatted only for a report.
+        enum Who<'a> {
+            Node(&'a str, &'static str),
+            Pool(&'a str, &'static str),
+            Machine(&'a str),
+        }
+        let describe = |w: &Who<'_>| match w {
+            Who::Node(n, a) => format!("Node {n} {a}"),
+            Who::Pool(p, f) => format!("MachineConfigPool {p} {f}"),
+            Who::Machine(m) => format!("machine {m} (booting, served it)"),
+        };
+        let mut refs: Vec<(&str, Who<'_>)> = Vec::new();
+        for n in view.api.list(Kind::Node) {
+            let (c, d, _) = node_config(n);
+            if let Some(c) = c {
+                refs.push((c, Who::Node(&n.meta.name, "currentConfig")));
+            }
+            if let Some(d) = d {
+                refs.push((d, Who::Node(&n.meta.name, "desiredConfig")));
+            }
+        }
+        for p in view.api.list(Kind::MachineConfigPool) {
+            let mcp = p.as_machine_config_pool().expect("a pool");
+            if let Some(s) = &mcp.spec.configuration {
+                refs.push((s, Who::Pool(&p.meta.name, "spec")));
+            }
+            if let Some(s) = &mcp.status.configuration {
+                refs.push((s, Who::Pool(&p.meta.name, "status")));
+            }
+        }
+        for (_, proc) in view.sim.actors() {
+            if let Proc::McoMachine(m) = proc
+                && let Some(c) = m.booting_config()
+            {
+                refs.push((c, Who::Machine(m.name())));
+            }
+        }
+        let mut still = BTreeMap::new();
+        let mut found = None;
+        for (name, who) in refs {
+            if live.binary_search(&name).is_ok() {
+                continue;
+            }
+            if found.is_some() {
+                continue;
+            }
+            if self.existed.contains(name) {
+                let who = describe(&who);
+                found = Some(Violation {
+                    invariant: Self::NAME.into(),
+                    time: view.now,
+                    message: format!("MachineConfig {name} is gone but {who} names it"),
+                    objects: vec![format!("MachineConfig {name}"), who],
+                });
+                continue;
+            }
+            let since = *self.pending_since.get(name).unwrap_or(&view.now);
+            still.insert(name.to_string(), since);
+            if view.now.since(since) >= self.not_yet_created_grace_ms {
+                let who = describe(&who);
+                found = Some(Violation {
+                    invariant: Self::NAME.into(),
+                    time: view.now,
+                    message: format!(
+                        "MachineConfig {name} was never created, yet {who} has named it for {} s",
+                        view.now.since(since) / 1000
+                    ),
+                    objects: vec![format!("MachineConfig {name}"), who],
+                });
+            }
+        }
+        self.pending_since = still;
+        found
+    }
+}
+
+/// The MCO desired state; `Err` says what is missing.
+pub fn converged(view: &View<'_>) -> Result<(), String> {
+    let pools: BTreeMap<&str, Option<&str>> = view
+        .api
+        .list(Kind::MachineConfigPool)
+        .map(|p| {
+            let mcp = p.as_machine_config_pool().expect("a pool");
+            (p.meta.name.as_str(), mcp.status.configuration.as_deref())
+        })
+        .collect();
+    for (name, target) in &pools {
+        if target.is_none() {
+            return Err(format!("MachineConfigPool {name} has no configuration"));
+        }
+    }
+    for (_, proc) in view.sim.actors() {
+        let Proc::McoMachine(m) = proc else {
+            continue;
+        };
+        if m.is_degraded() {
+            return Err(format!("machine {} is Degraded: {:?}", m.name(), m.phase()));
+        }
+        let target = pools.get(m.pool()).copied().flatten();
+        let Some(node) = view.api.get(&ObjectKey::new(Kind::Node, "", m.name())) else {
+            return Err(format!(
+                "machine {} has no Node ({:?})",
+                m.name(),
+                m.phase()
+            ));
+        };
+        let (c, d, s) = node_config(node);
+        if c.is_none() || c != d || c != target || s != Some(STATE_DONE) {
+            return Err(format!(
+                "Node {}: current {c:?}, desired {d:?}, state {s:?}; pool {} targets {target:?}",
+                m.name(),
+                m.pool()
+            ));
+        }
+    }
+    Ok(())
+}

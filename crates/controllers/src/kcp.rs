@@ -1,0 +1,637 @@
+//! The Cluster API KubeadmControlPlane controller before and after its v0.3.4 fix (seed
+//! incident 2; SEED-FACTS.md section 2: kubernetes-sigs/cluster-api at the parent of
+//! 8bbdd95a72 (v0.3.3) and at 8bbdd95a72, files controlplane/kubeadm/controllers/
+//! {controller,upgrade,scale}.go and controlplane/kubeadm/internal/{control_plane,
+//! cluster,workload_cluster_etcd}.go).
+//!
+//! One reconcile of a KubeadmControlPlane, as a step machine (every call is an await):
+//! 1. from the cache: the owned Machines S (deleting ones included) and
+//!    MachinesNeedingUpgrade: those of S whose spec.version differs from the KCP's
+//!    (deleting ones included, unchanged by the fix);
+//! 2. some need an upgrade -> upgradeControlPlane: ClusterStatus counts the workload's
+//!    control-plane Nodes with a live List (not the cache); nodes <= replicas -> scale up,
+//!    else scale down among the machines needing the upgrade;
+//! 3. otherwise by count: none -> initialize (create the first Machine); fewer than
+//!    replicas -> scale up; more -> scale down among S;
+//! - scale up: reconcileHealth, then create a Machine (generateName `<kcp>-`, the KCP's
+//!   version, the failure domain with the fewest machines). No check for deleting
+//!   machines of its own;
+//! - scale down: any machine of S deleting -> requeue after 30 s; reconcileHealth; pick
+//!   the oldest machine of the failure domain with the most machines among the
+//!   candidates; ForwardEtcdLeadership to the newest machine of S (its NodeRef is
+//!   dereferenced: a missing one is the upstream panic, which the model sends to the
+//!   etcd model as `candidate: None` so the checker records it, and then fails the
+//!   reconcile instead of crashing); RemoveEtcdMemberForMachine (live List of Nodes;
+//!   refused with fewer than 2); RemoveMachineFromKubeadmConfigMap; delete the Machine;
+//! - reconcileHealth: ControlPlaneIsHealthy (live List of the Nodes, then the owned
+//!   Machines read again from the cache, which moved on during the await: every machine
+//!   has a NodeRef naming a listed Node and #Nodes == #Machines), then EtcdIsHealthy (a
+//!   MemberList through each Node's member; a Node whose member is not up is skipped,
+//!   as its etcd pod is not ready; healthy iff every answer agrees and there are as many
+//!   members as answering Nodes). Unhealthy control plane -> requeue after 20 s;
+//!   unhealthy etcd -> ReconcileEtcdMembers (remove every member, and its ClusterStatus
+//!   endpoint, whose Node is absent) and requeue after 20 s.
+//!   [`KcpOptions::wait_for_deletion`] (v0.3.4, PR #2958) ends it with "any machine of S
+//!   deleting -> requeue after 30 s", so scale up and scale down both wait.
+//!
+//! A successful create or delete ends with `Result{Requeue: true}` (a requeue after
+//! [`REQUEUE_MS`]). Status writes, certificates, the kubeadm and kubelet ConfigMap
+//! updates of upgradeControlPlane and the static-pod checks of ControlPlaneIsHealthy are
+//! not modelled: none of them decides what the controller creates or deletes.
+
+use reconsim_sim::ProcId;
+use reconsim_world::api::{ApiOk, ApiOp};
+use reconsim_world::capi::{
+    CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_workload_node, machine_version, node_ref,
+    owned_machines,
+};
+use reconsim_world::etcd::{EtcdError, EtcdOk, EtcdOp};
+use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+use reconsim_world::object::{
+    Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// deleteRequeueAfter.
+pub const DELETE_REQUEUE_MS: u64 = 30_000;
+/// healthCheckFailedRequeueAfter.
+pub const HEALTH_REQUEUE_MS: u64 = 20_000;
+/// `Result{Requeue: true}`: the rate limiter's first delay.
+pub const REQUEUE_MS: u64 = 5;
+/// The Cluster the KCP belongs to (the value of the cluster-name label).
+pub const CLUSTER_NAME: &str = "workload";
+
+/// Behaviour switches (the variant is a parameter, not a copy) and timing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KcpOptions {
+    /// v0.3.4: reconcileHealth requeues after 30 s while any owned machine is deleting.
+    pub wait_for_deletion: bool,
+    /// How long GetWorkloadCluster takes, drawn per call in `[min, max]` ms: v0.3.3 and
+    /// v0.3.4 build a new client of the workload cluster each time (reading the
+    /// kubeconfig secret, TLS, API discovery), before ClusterStatus, before each health
+    /// check and before a scale down. 0: instantaneous.
+    pub workload_client_ms_min: u64,
+    pub workload_client_ms_max: u64,
+}
+
+/// What reconcileHealth guards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Then {
+    ScaleUp,
+    ScaleDown { candidates: Vec<Arc<Object>> },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+enum Phase {
+    #[default]
+    Idle,
+    /// GetWorkloadCluster is building a client; then the call of the inner phase.
+    Connecting(Box<Phase>),
+    /// upgradeControlPlane's ClusterStatus: the live List of Nodes.
+    UpgradeNodes {
+        need: Vec<Arc<Object>>,
+    },
+    /// ControlPlaneIsHealthy: the live List of Nodes.
+    HealthNodes {
+        then: Then,
+    },
+    /// EtcdIsHealthy: MemberList through `nodes[next]`.
+    EtcdHealth {
+        then: Then,
+        nodes: Vec<String>,
+        next: usize,
+        answered: usize,
+        members: Option<Vec<String>>,
+        failed: bool,
+    },
+    /// ReconcileEtcdMembers: the live List of Nodes.
+    ReconcileNodes,
+    /// ReconcileEtcdMembers: MemberList through `nodes[next]`.
+    ReconcileList {
+        nodes: Vec<String>,
+        next: usize,
+    },
+    /// ReconcileEtcdMembers: remove `stale[next]` (member, then endpoint).
+    ReconcileRemove {
+        stale: Vec<String>,
+        next: usize,
+        endpoint: bool,
+    },
+    Create,
+    Forward {
+        victim: Arc<Object>,
+    },
+    /// RemoveEtcdMemberForMachine: the live List of Nodes.
+    RemoveMemberNodes {
+        victim: Arc<Object>,
+    },
+    RemoveMember {
+        victim: Arc<Object>,
+    },
+    RemoveEndpoint {
+        victim: Arc<Object>,
+    },
+    Delete,
+}
+
+/// The KubeadmControlPlane controller.
+#[derive(Clone, Debug)]
+pub struct KcpController {
+    options: KcpOptions,
+    /// The etcd model of the workload cluster.
+    etcd: ProcId,
+    phase: Phase,
+    kcp: Option<Arc<Object>>,
+    /// The owned Machines as the cache showed them when the reconcile started.
+    machines: Vec<Arc<Object>>,
+}
+
+impl KcpController {
+    pub fn new(options: KcpOptions, etcd: ProcId) -> Self {
+        KcpController {
+            options,
+            etcd,
+            phase: Phase::Idle,
+            kcp: None,
+            machines: Vec::new(),
+        }
+    }
+
+    fn kcp(&self) -> &Object {
+        self.kcp.as_ref().expect("set at reconcile start")
+    }
+
+    fn spec(&self) -> &reconsim_world::capi::KubeadmControlPlaneSpec {
+        &self.kcp().as_kcp().expect("a KubeadmControlPlane").spec
+    }
+
+    fn list_nodes(&mut self, phase: Phase) -> Step {
+        self.phase = phase;
+        Step::Call(Call::Api(ApiOp::List {
+            kind: Kind::Node,
+            namespace: None,
+        }))
+    }
+
+    /// GetWorkloadCluster (a new client, [`KcpOptions::workload_client_ms_min`]), then the
+    /// call of `phase`.
+    fn connect(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
+        let (lo, hi) = (
+            self.options.workload_client_ms_min,
+            self.options.workload_client_ms_max,
+        );
+        if hi == 0 {
+            return self.issue(ctx, phase);
+        }
+        let ms = if hi <= lo {
+            lo
+        } else {
+            lo + rand::Rng::next_u64(ctx.rng) % (hi - lo + 1)
+        };
+        self.phase = Phase::Connecting(Box::new(phase));
+        Step::Sleep { ms }
+    }
+
+    /// The call a phase waits on.
+    fn issue(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
+        match phase {
+            Phase::EtcdHealth { .. } => self.etcd_health_next(ctx, phase),
+            Phase::Forward { victim } => self.forward(victim),
+            other => self.list_nodes(other),
+        }
+    }
+
+    fn etcd_call(&mut self, phase: Phase, op: EtcdOp) -> Step {
+        self.phase = phase;
+        Step::Call(Call::Etcd { to: self.etcd, op })
+    }
+
+    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
+        self.phase = Phase::Idle;
+        let Some(kcp) = ctx.cache.get(ctx.key).cloned() else {
+            return Step::done();
+        };
+        if kcp.meta.is_deleting() {
+            return Step::done();
+        }
+        self.machines = owned_machines(ctx.cache.list(Kind::Machine), kcp.meta.uid);
+        self.kcp = Some(kcp);
+        let version = self.spec().version.clone();
+        let need: Vec<Arc<Object>> = self
+            .machines
+            .iter()
+            .filter(|m| machine_version(m) != Some(version.as_str()))
+            .cloned()
+            .collect();
+        if !need.is_empty() {
+            return self.connect(ctx, Phase::UpgradeNodes { need });
+        }
+        let replicas = self.spec().replicas as usize;
+        let n = self.machines.len();
+        if n == 0 && replicas > 0 {
+            // initializeControlPlane: no health check for the first machine.
+            return self.create();
+        }
+        if n < replicas {
+            return self.health(ctx, Then::ScaleUp);
+        }
+        if n > replicas {
+            let candidates = self.machines.clone();
+            return self.scale_down(ctx, candidates);
+        }
+        Step::done()
+    }
+
+    fn scale_down(&mut self, ctx: &mut ReconcileCtx<'_>, candidates: Vec<Arc<Object>>) -> Step {
+        if self.machines.iter().any(|m| m.meta.is_deleting()) {
+            return Step::requeue_after(DELETE_REQUEUE_MS);
+        }
+        self.health(ctx, Then::ScaleDown { candidates })
+    }
+
+    fn health(&mut self, ctx: &mut ReconcileCtx<'_>, then: Then) -> Step {
+        self.connect(ctx, Phase::HealthNodes { then })
+    }
+
+    /// ControlPlaneIsHealthy, given the live Nodes; the Machines come from the cache now.
+    fn control_plane_healthy(&self, ctx: &ReconcileCtx<'_>, nodes: &BTreeSet<String>) -> bool {
+        let machines = owned_machines(ctx.cache.list(Kind::Machine), self.kcp().meta.uid);
+        machines
+            .iter()
+            .all(|m| node_ref(m).is_some_and(|n| nodes.contains(n)))
+            && machines.len() == nodes.len()
+    }
+
+    /// The end of reconcileHealth: healthy.
+    fn healthy(&mut self, ctx: &mut ReconcileCtx<'_>, then: Then) -> Step {
+        if self.options.wait_for_deletion && self.machines.iter().any(|m| m.meta.is_deleting()) {
+            return Step::requeue_after(DELETE_REQUEUE_MS);
+        }
+        match then {
+            Then::ScaleUp => self.create(),
+            Then::ScaleDown { candidates } => self.pick_and_forward(ctx, candidates),
+        }
+    }
+
+    fn create(&mut self) -> Step {
+        let kcp = self.kcp().clone();
+        let spec = self.spec().clone();
+        let mut meta = ObjectMeta::named(&kcp.meta.namespace, "");
+        meta.generate_name = Some(format!("{}-", kcp.meta.name));
+        meta.labels = BTreeMap::from([
+            (CLUSTER_NAME_LABEL.to_string(), CLUSTER_NAME.to_string()),
+            (CONTROL_PLANE_LABEL.to_string(), String::new()),
+        ]);
+        meta.owner_references = vec![OwnerReference {
+            kind: Kind::KubeadmControlPlane,
+            name: kcp.meta.name.clone(),
+            uid: kcp.meta.uid,
+            controller: true,
+        }];
+        // NextFailureDomainForScaleUp: the domain with the fewest machines.
+        let failure_domain = spec
+            .failure_domains
+            .iter()
+            .min_by_key(|fd| {
+                self.machines
+                    .iter()
+                    .filter(|m| failure_domain(m) == Some(fd.as_str()))
+                    .count()
+            })
+            .cloned();
+        let machine = Machine {
+            spec: MachineSpec {
+                provider_id: None,
+                version: Some(spec.version.clone()),
+                failure_domain,
+            },
+            status: Default::default(),
+        };
+        self.phase = Phase::Create;
+        Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
+            meta,
+            Body::Machine(machine),
+        )))))
+    }
+
+    /// selectMachineForScaleDown, then ForwardEtcdLeadership to the newest machine.
+    fn pick_and_forward(
+        &mut self,
+        ctx: &mut ReconcileCtx<'_>,
+        candidates: Vec<Arc<Object>>,
+    ) -> Step {
+        let Some(victim) = select_for_scale_down(&candidates) else {
+            return Step::Error("failed to pick control plane Machine to delete".into());
+        };
+        if node_ref(&victim).is_none() {
+            // Nothing to forward or remove: no node for the Machine.
+            return self.delete(&victim);
+        }
+        // scaleDownControlPlane's GetWorkloadCluster, then ForwardEtcdLeadership.
+        self.connect(ctx, Phase::Forward { victim })
+    }
+
+    fn forward(&mut self, victim: Arc<Object>) -> Step {
+        let leaving = node_ref(&victim).expect("checked").to_string();
+        let newest = self.machines.last().expect("a candidate exists");
+        let candidate = node_ref(newest).map(str::to_string);
+        self.etcd_call(
+            Phase::Forward { victim },
+            EtcdOp::ForwardLeadership { leaving, candidate },
+        )
+    }
+
+    fn delete(&mut self, victim: &Object) -> Step {
+        self.phase = Phase::Delete;
+        Step::Call(Call::Api(ApiOp::Delete {
+            key: victim.key(),
+            uid: None,
+            grace_period_seconds: None,
+        }))
+    }
+
+    fn etcd_health_next(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
+        let Phase::EtcdHealth {
+            then,
+            nodes,
+            next,
+            answered,
+            members,
+            failed,
+        } = phase
+        else {
+            unreachable!("called in EtcdHealth")
+        };
+        if next < nodes.len() {
+            let via = nodes[next].clone();
+            return self.etcd_call(
+                Phase::EtcdHealth {
+                    then,
+                    nodes,
+                    next,
+                    answered,
+                    members,
+                    failed,
+                },
+                EtcdOp::MemberList { via },
+            );
+        }
+        let known = members.as_ref().map_or(0, Vec::len);
+        if !failed && answered == known {
+            return self.healthy(ctx, then);
+        }
+        // Unhealthy etcd: ReconcileEtcdMembers (its own GetWorkloadCluster), then wait.
+        self.connect(ctx, Phase::ReconcileNodes)
+    }
+
+    fn reconcile_remove_next(&mut self, stale: Vec<String>, next: usize, endpoint: bool) -> Step {
+        if next >= stale.len() {
+            return Step::requeue_after(HEALTH_REQUEUE_MS);
+        }
+        let name = stale[next].clone();
+        let op = if endpoint {
+            EtcdOp::RemoveEndpoint { name }
+        } else {
+            EtcdOp::RemoveMember { name }
+        };
+        self.etcd_call(
+            Phase::ReconcileRemove {
+                stale,
+                next,
+                endpoint,
+            },
+            op,
+        )
+    }
+}
+
+/// The names of the workload control-plane Nodes of a List answer.
+fn node_names(reply: &Reply) -> Option<BTreeSet<String>> {
+    match reply {
+        Reply::Api(Ok(ApiOk::List { items, .. })) => Some(
+            items
+                .iter()
+                .filter(|n| is_workload_node(n))
+                .map(|n| n.meta.name.clone())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn failure_domain(m: &Object) -> Option<&str> {
+    m.as_machine()
+        .and_then(|x| x.spec.failure_domain.as_deref())
+}
+
+/// MachineInFailureDomainWithMostMachines: the oldest machine of the failure domain with
+/// the most machines among `candidates` (oldest first already).
+pub fn select_for_scale_down(candidates: &[Arc<Object>]) -> Option<Arc<Object>> {
+    let mut counts: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+    for m in candidates {
+        *counts.entry(failure_domain(m)).or_default() += 1;
+    }
+    let most = counts.values().copied().max()?;
+    let fd = counts
+        .iter()
+        .find(|(_, c)| **c == most)
+        .map(|(fd, _)| *fd)?;
+    candidates.iter().find(|m| failure_domain(m) == fd).cloned()
+}
+
+impl Reconciler for KcpController {
+    fn name(&self) -> &str {
+        "kcp-controller"
+    }
+
+    fn watches(&self) -> Vec<Kind> {
+        vec![Kind::KubeadmControlPlane, Kind::Machine]
+    }
+
+    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
+        match object.kind() {
+            Kind::KubeadmControlPlane => keys.push(object.key()),
+            Kind::Machine => {
+                if let Some(owner) = object.meta.controller_ref()
+                    && owner.kind == Kind::KubeadmControlPlane
+                {
+                    keys.push(ObjectKey::new(
+                        Kind::KubeadmControlPlane,
+                        &object.meta.namespace,
+                        &owner.name,
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
+        let Some(reply) = ctx.reply.take() else {
+            return self.start(ctx);
+        };
+        match std::mem::take(&mut self.phase) {
+            Phase::Idle => Step::Error("reply without a reconcile in progress".into()),
+            Phase::Connecting(next) => match reply {
+                Reply::Woke => self.issue(ctx, *next),
+                other => Step::Error(format!("while connecting: {other:?}")),
+            },
+            Phase::UpgradeNodes { need } => {
+                let Some(nodes) = node_names(&reply) else {
+                    return Step::Error(format!("cluster status: {reply:?}"));
+                };
+                if nodes.len() <= self.spec().replicas as usize {
+                    // "scaleUp ensures that we don't continue scaling up while waiting
+                    // for Machines to have NodeRefs"
+                    self.health(ctx, Then::ScaleUp)
+                } else {
+                    self.scale_down(ctx, need)
+                }
+            }
+            Phase::HealthNodes { then } => {
+                let Some(nodes) = node_names(&reply) else {
+                    return Step::Error(format!("control plane health: {reply:?}"));
+                };
+                if !self.control_plane_healthy(ctx, &nodes) {
+                    return Step::requeue_after(HEALTH_REQUEUE_MS);
+                }
+                let phase = Phase::EtcdHealth {
+                    then,
+                    nodes: nodes.into_iter().collect(),
+                    next: 0,
+                    answered: 0,
+                    members: None,
+                    failed: false,
+                };
+                // TargetClusterEtcdIsHealthy: its own GetWorkloadCluster.
+                self.connect(ctx, phase)
+            }
+            Phase::EtcdHealth {
+                then,
+                nodes,
+                next,
+                mut answered,
+                mut members,
+                mut failed,
+            } => {
+                match reply {
+                    Reply::Etcd(Ok(EtcdOk::Members { names, .. })) => {
+                        answered += 1;
+                        match &members {
+                            None => members = Some(names),
+                            Some(known) if *known != names => failed = true,
+                            Some(_) => {}
+                        }
+                    }
+                    // The etcd pod of this node is not ready: not expected to answer.
+                    Reply::Etcd(Err(EtcdError::Unavailable)) => {}
+                    _ => failed = true,
+                }
+                self.etcd_health_next(
+                    ctx,
+                    Phase::EtcdHealth {
+                        then,
+                        nodes,
+                        next: next + 1,
+                        answered,
+                        members,
+                        failed,
+                    },
+                )
+            }
+            Phase::ReconcileNodes => {
+                let Some(nodes) = node_names(&reply) else {
+                    return Step::requeue_after(HEALTH_REQUEUE_MS);
+                };
+                let nodes: Vec<String> = nodes.into_iter().collect();
+                if nodes.is_empty() {
+                    return Step::requeue_after(HEALTH_REQUEUE_MS);
+                }
+                let via = nodes[0].clone();
+                self.etcd_call(
+                    Phase::ReconcileList { nodes, next: 0 },
+                    EtcdOp::MemberList { via },
+                )
+            }
+            Phase::ReconcileList { nodes, next } => match reply {
+                Reply::Etcd(Ok(EtcdOk::Members { names, .. })) => {
+                    let stale: Vec<String> =
+                        names.into_iter().filter(|m| !nodes.contains(m)).collect();
+                    self.reconcile_remove_next(stale, 0, false)
+                }
+                _ if next + 1 < nodes.len() => {
+                    let via = nodes[next + 1].clone();
+                    self.etcd_call(
+                        Phase::ReconcileList {
+                            nodes,
+                            next: next + 1,
+                        },
+                        EtcdOp::MemberList { via },
+                    )
+                }
+                _ => Step::requeue_after(HEALTH_REQUEUE_MS),
+            },
+            Phase::ReconcileRemove {
+                stale,
+                next,
+                endpoint,
+            } => {
+                // Errors are logged and the loop goes on (best effort).
+                if endpoint {
+                    self.reconcile_remove_next(stale, next + 1, false)
+                } else {
+                    self.reconcile_remove_next(stale, next, true)
+                }
+            }
+            Phase::Create => match reply {
+                Reply::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
+                other => Step::Error(format!("create machine: {other:?}")),
+            },
+            Phase::Forward { victim } => match reply {
+                Reply::Etcd(Ok(_)) => self.list_nodes(Phase::RemoveMemberNodes { victim }),
+                other => Step::Error(format!("failed to move leadership: {other:?}")),
+            },
+            Phase::RemoveMemberNodes { victim } => {
+                let Some(nodes) = node_names(&reply) else {
+                    return Step::Error(format!("remove etcd member: {reply:?}"));
+                };
+                if nodes.len() < 2 {
+                    return Step::Error("ErrControlPlaneMinNodes".into());
+                }
+                let name = node_ref(&victim).expect("checked").to_string();
+                self.etcd_call(
+                    Phase::RemoveMember { victim },
+                    EtcdOp::RemoveMember { name },
+                )
+            }
+            Phase::RemoveMember { victim } => match reply {
+                Reply::Etcd(Ok(_)) => {
+                    let name = node_ref(&victim).expect("checked").to_string();
+                    self.etcd_call(
+                        Phase::RemoveEndpoint { victim },
+                        EtcdOp::RemoveEndpoint { name },
+                    )
+                }
+                other => Step::Error(format!("failed to remove etcd member: {other:?}")),
+            },
+            Phase::RemoveEndpoint { victim } => match reply {
+                Reply::Etcd(Ok(_)) => self.delete(&victim),
+                other => Step::Error(format!("failed to update kubeadm config: {other:?}")),
+            },
+            Phase::Delete => match reply {
+                Reply::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
+                other => Step::Error(format!("delete machine: {other:?}")),
+            },
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = KcpController::new(self.options, self.etcd);
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}

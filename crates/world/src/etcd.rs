@@ -1,0 +1,422 @@
+//! The workload cluster's stacked etcd and its kubeadm ClusterStatus (seed incident 2).
+//!
+//! One process ([`Etcd`]) models the whole etcd cluster of the workload control plane:
+//! its members, its leader, whether it has quorum, and the kubeadm ClusterStatus
+//! (`apiEndpoints` of the kubeadm-config ConfigMap) that lists the control-plane nodes.
+//! Clients (the KubeadmControlPlane controller) talk to it over the network
+//! (`Msg::Etcd` in, `Msg::EtcdResp` back to the sender), so every etcd call is an await
+//! point, as in the real controller, which reaches each member through a port-forward to
+//! the `etcd-<node>` pod (SEED-FACTS.md section 2, kubernetes-sigs/cluster-api
+//! controlplane/kubeadm/internal/workload_cluster_etcd.go and etcd_client_generator.go).
+//!
+//! Real-world rules modelled:
+//! - Join order: a control-plane machine runs `kubeadm join`, whose static etcd pod adds
+//!   the member before the kubelet registers the Node (static pods start first). Here the
+//!   member is added once the cloud reports the machine's instance running (the etcd
+//!   model polls the cloud every `poll_ms` for instances tagged [`ROLE_TAG`]); the cloud
+//!   registers the Node `join_ms` later. So for a while a new member has no Node, which is
+//!   the window in which `ReconcileEtcdMembers` could remove it (the question of the
+//!   incident's reviewer). The member is named after the node (`ip-10-...`), as kubeadm
+//!   names members after the host. The ClusterStatus endpoint is added with the member.
+//! - A member is up while its instance runs; shutting-down, terminated or vanished
+//!   instances are down. Quorum: more than half of the members up. Without quorum,
+//!   member lists, removals and leader moves fail ([`EtcdError::NoQuorum`]); losing quorum
+//!   is recorded (see [`Etcd::quorum_lost`]). A member cannot be added without quorum.
+//! - A removed member's etcd exits and never rejoins (kubeadm does not re-run join).
+//! - The leader is the first member; when it goes away or down, the oldest up member
+//!   takes over; `MoveLeader` hands it to another up member.
+//! - Every call takes a seeded service time in `call_ms_*` before it is applied and
+//!   answered: creating the client, the port-forward through the workload API server and
+//!   the TLS handshake (upstream builds a new client per node per call).
+//!
+//! The log ([`Etcd::log`]) is ground truth for checkers: every add, removal (with the
+//! member count), leader change, quorum loss and the model's probe of the upstream panic
+//! (a leadership forward to a candidate without a NodeRef, see [`EtcdOp::ForwardLeadership`]).
+
+use crate::cloud::{CloudOp, CloudRequest, CloudResponse, InstanceState};
+use crate::fault::WorldFault;
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::proc::{Endpoints, WorldCtx};
+use reconsim_sim::{ProcId, SimTime};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The instance tag a control-plane machine's instance carries (key, value).
+pub const ROLE_TAG: (&str, &str) = ("reconsim/role", "control-plane");
+
+/// A request to the etcd model; `id` matches the response.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct EtcdRequest {
+    pub id: u64,
+    pub op: EtcdOp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum EtcdOp {
+    /// MemberList through the member on node `via` (a client of `etcd-<via>`). Fails with
+    /// [`EtcdError::Unavailable`] when `via` is not an up member (its pod is not ready).
+    MemberList { via: String },
+    /// ForwardEtcdLeadership: if `leaving`'s member leads, move leadership to
+    /// `candidate`'s member. `candidate: None` is the model's probe of the upstream nil
+    /// dereference (the candidate Machine has no NodeRef): recorded in the log as
+    /// [`EtcdEvent::NilLeaderCandidate`] and answered [`EtcdError::NilCandidate`].
+    ForwardLeadership {
+        leaving: String,
+        candidate: Option<String>,
+    },
+    /// MemberRemove of the member named `name` (absent: nothing to do).
+    RemoveMember { name: String },
+    /// Drop `name` from the kubeadm ClusterStatus apiEndpoints.
+    RemoveEndpoint { name: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct EtcdResponse {
+    pub id: u64,
+    pub result: Result<EtcdOk, EtcdError>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum EtcdOk {
+    /// The member names, in id order, and the leader's name.
+    Members {
+        names: Vec<String>,
+        leader: Option<String>,
+    },
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum EtcdError {
+    /// Fewer than half the members are up: consensus requests fail.
+    NoQuorum,
+    /// The member the client connects through is not an up member.
+    Unavailable,
+    /// The leadership candidate is not an up member.
+    NoSuchMember,
+    /// The candidate had no NodeRef (the upstream panic, recorded).
+    NilCandidate,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Timer {
+    /// Poll the cloud for control-plane instances.
+    Poll,
+    /// Apply and answer a request once its service time is over.
+    Serve { from: ProcId, req: Box<EtcdRequest> },
+}
+
+/// What happened to the etcd cluster, for checkers and timelines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum EtcdEvent {
+    Added {
+        name: String,
+        members: usize,
+    },
+    /// A member was removed; `members` is the count before the removal.
+    Removed {
+        name: String,
+        members: usize,
+    },
+    LeaderMoved {
+        to: String,
+    },
+    QuorumLost {
+        up: usize,
+        members: usize,
+    },
+    /// A leadership forward whose candidate had no NodeRef (the upstream panic).
+    NilLeaderCandidate {
+        leaving: String,
+    },
+}
+
+/// One member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub id: u64,
+    pub name: String,
+    pub instance: String,
+    pub added_at: SimTime,
+    pub up: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdConfig {
+    pub poll_ms: u64,
+    /// Service time of one call (client, port-forward, TLS, consensus).
+    pub call_ms_min: u64,
+    pub call_ms_max: u64,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig {
+            poll_ms: 1_000,
+            call_ms_min: 20,
+            call_ms_max: 200,
+        }
+    }
+}
+
+/// The etcd cluster of the workload control plane.
+#[derive(Debug)]
+pub struct Etcd {
+    config: EtcdConfig,
+    endpoints: Endpoints,
+    ids: ReqIds,
+    /// By name (the node name).
+    members: BTreeMap<String, Member>,
+    /// Instances that ever joined: a removed member never rejoins.
+    joined: BTreeSet<String>,
+    leader: Option<String>,
+    /// kubeadm ClusterStatus apiEndpoints (node names).
+    cluster_status: BTreeSet<String>,
+    next_id: u64,
+    poll_in_flight: Option<u64>,
+    log: Vec<(SimTime, EtcdEvent)>,
+    quorum_lost: Option<SimTime>,
+}
+
+impl Etcd {
+    pub fn new(config: EtcdConfig, endpoints: Endpoints) -> Self {
+        Etcd {
+            config,
+            endpoints,
+            ids: ReqIds::new(tags::ETCD),
+            members: BTreeMap::new(),
+            joined: BTreeSet::new(),
+            leader: None,
+            cluster_status: BTreeSet::new(),
+            next_id: 0,
+            poll_in_flight: None,
+            log: Vec::new(),
+            quorum_lost: None,
+        }
+    }
+
+    // ----- ground truth for checkers ------------------------------------------------------
+
+    pub fn members(&self) -> impl Iterator<Item = &Member> {
+        self.members.values()
+    }
+
+    pub fn leader(&self) -> Option<&str> {
+        self.leader.as_deref()
+    }
+
+    pub fn cluster_status(&self) -> impl Iterator<Item = &str> {
+        self.cluster_status.iter().map(String::as_str)
+    }
+
+    /// Every event so far, in order.
+    pub fn log(&self) -> &[(SimTime, EtcdEvent)] {
+        &self.log
+    }
+
+    /// When quorum was first lost, if ever.
+    pub fn quorum_lost(&self) -> Option<SimTime> {
+        self.quorum_lost
+    }
+
+    /// More than half of the members are up (an empty cluster has no quorum).
+    pub fn has_quorum(&self) -> bool {
+        let up = self.members.values().filter(|m| m.up).count();
+        up * 2 > self.members.len()
+    }
+
+    // ----- the process ----------------------------------------------------------------------
+
+    /// Starts and restarts (the data is durable: a crash is an outage of the model).
+    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.poll_in_flight = None;
+        ctx.set_timer(self.config.poll_ms, Msg::Timer(AnyTimer::Etcd(Timer::Poll)));
+    }
+
+    pub fn on_crash(&mut self) {}
+
+    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+
+    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        match msg {
+            Msg::Etcd(req) => {
+                let (lo, hi) = (self.config.call_ms_min, self.config.call_ms_max);
+                let delay_ms = ctx.draw_ms(lo, hi);
+                ctx.set_timer(
+                    delay_ms,
+                    Msg::Timer(AnyTimer::Etcd(Timer::Serve {
+                        from,
+                        req: Box::new(req),
+                    })),
+                );
+            }
+            Msg::CloudResp(resp) if self.poll_in_flight == Some(resp.id) => {
+                self.poll_in_flight = None;
+                self.on_instances(resp, ctx);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+        match t {
+            Timer::Poll => {
+                ctx.set_timer(self.config.poll_ms, Msg::Timer(AnyTimer::Etcd(Timer::Poll)));
+                if self.poll_in_flight.is_some() {
+                    return;
+                }
+                let id = self.ids.issue();
+                self.poll_in_flight = Some(id);
+                let op = CloudOp::DescribeInstances {
+                    ids: Vec::new(),
+                    tag_filters: BTreeMap::from([(ROLE_TAG.0.to_string(), ROLE_TAG.1.to_string())]),
+                    states: Vec::new(),
+                };
+                ctx.send(self.endpoints.cloud, Msg::Cloud(CloudRequest { id, op }));
+            }
+            Timer::Serve { from, req } => {
+                let result = self.serve(req.op, ctx);
+                ctx.send(from, Msg::EtcdResp(EtcdResponse { id: req.id, result }));
+            }
+        }
+    }
+
+    /// The cloud's answer: which control-plane instances run.
+    fn on_instances(&mut self, resp: CloudResponse, ctx: &mut WorldCtx<'_>) {
+        let Ok(instances) = resp.result else {
+            return;
+        };
+        let now = ctx.now();
+        let running: BTreeMap<&str, &str> = instances
+            .iter()
+            .filter(|i| i.state == InstanceState::Running)
+            .map(|i| (i.id.as_str(), i.node_name()))
+            .collect();
+        // Members whose instance stopped running are down.
+        for m in self.members.values_mut() {
+            m.up = running.contains_key(m.instance.as_str());
+        }
+        self.after_change(now);
+        // Booted instances join (static etcd pod first), in launch order.
+        for (id, node) in running {
+            if self.joined.contains(id) || (!self.members.is_empty() && !self.has_quorum()) {
+                continue;
+            }
+            self.joined.insert(id.to_string());
+            self.next_id += 1;
+            self.members.insert(
+                node.to_string(),
+                Member {
+                    id: self.next_id,
+                    name: node.to_string(),
+                    instance: id.to_string(),
+                    added_at: now,
+                    up: true,
+                },
+            );
+            self.cluster_status.insert(node.to_string());
+            let members = self.members.len();
+            ctx.note(|| format!("etcd: member {node} added ({members} members)"));
+            self.log.push((
+                now,
+                EtcdEvent::Added {
+                    name: node.to_string(),
+                    members,
+                },
+            ));
+            self.after_change(now);
+        }
+    }
+
+    /// Keep the leader on an up member and record a loss of quorum.
+    fn after_change(&mut self, now: SimTime) {
+        let leader_ok = self
+            .leader
+            .as_ref()
+            .is_some_and(|l| self.members.get(l).is_some_and(|m| m.up));
+        if !leader_ok && self.has_quorum() {
+            let next = self
+                .members
+                .values()
+                .filter(|m| m.up)
+                .min_by_key(|m| m.id)
+                .map(|m| m.name.clone());
+            if next != self.leader
+                && let Some(to) = next.clone()
+            {
+                self.log.push((now, EtcdEvent::LeaderMoved { to }));
+            }
+            self.leader = next;
+        }
+        if !self.members.is_empty() && !self.has_quorum() && self.quorum_lost.is_none() {
+            let up = self.members.values().filter(|m| m.up).count();
+            self.quorum_lost = Some(now);
+            self.log.push((
+                now,
+                EtcdEvent::QuorumLost {
+                    up,
+                    members: self.members.len(),
+                },
+            ));
+        }
+    }
+
+    fn serve(&mut self, op: EtcdOp, ctx: &mut WorldCtx<'_>) -> Result<EtcdOk, EtcdError> {
+        let now = ctx.now();
+        match op {
+            EtcdOp::MemberList { via } => {
+                if !self.members.get(&via).is_some_and(|m| m.up) {
+                    return Err(EtcdError::Unavailable);
+                }
+                if !self.has_quorum() {
+                    return Err(EtcdError::NoQuorum);
+                }
+                let mut list: Vec<&Member> = self.members.values().collect();
+                list.sort_by_key(|m| m.id);
+                Ok(EtcdOk::Members {
+                    names: list.iter().map(|m| m.name.clone()).collect(),
+                    leader: self.leader.clone(),
+                })
+            }
+            EtcdOp::ForwardLeadership { leaving, candidate } => {
+                if !self.has_quorum() {
+                    return Err(EtcdError::NoQuorum);
+                }
+                if self.leader.as_deref() != Some(leaving.as_str()) {
+                    return Ok(EtcdOk::Done);
+                }
+                let Some(to) = candidate else {
+                    ctx.note(|| format!("etcd: leadership forward from {leaving} to a candidate without a NodeRef (upstream panics)"));
+                    self.log
+                        .push((now, EtcdEvent::NilLeaderCandidate { leaving }));
+                    return Err(EtcdError::NilCandidate);
+                };
+                if !self.members.get(&to).is_some_and(|m| m.up) {
+                    return Err(EtcdError::NoSuchMember);
+                }
+                if to != leaving {
+                    self.leader = Some(to.clone());
+                    self.log.push((now, EtcdEvent::LeaderMoved { to }));
+                }
+                Ok(EtcdOk::Done)
+            }
+            EtcdOp::RemoveMember { name } => {
+                if !self.has_quorum() {
+                    return Err(EtcdError::NoQuorum);
+                }
+                if self.members.contains_key(&name) {
+                    let members = self.members.len();
+                    self.members.remove(&name);
+                    ctx.note(|| format!("etcd: member {name} removed ({} left)", members - 1));
+                    self.log.push((now, EtcdEvent::Removed { name, members }));
+                    self.after_change(now);
+                }
+                Ok(EtcdOk::Done)
+            }
+            EtcdOp::RemoveEndpoint { name } => {
+                self.cluster_status.remove(&name);
+                Ok(EtcdOk::Done)
+            }
+        }
+    }
+}

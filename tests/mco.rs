@@ -1,0 +1,261 @@
+//! Seed incident 3 (machine-config-operator #301): beyond "an invariant fails", the
+//! shapes the report describes, and what each GC policy does when nothing stops the run.
+
+use reconsim::controllers::mco::{GcPolicy, RenderController};
+use reconsim::scenario::build::{World, build};
+use reconsim::scenario::mco::CONTROLLER;
+use reconsim::scenario::{Scenario, faults, library, run_world};
+use reconsim::sim::{SimTime, TraceMode};
+use reconsim::world::Proc;
+use reconsim::world::mco::{ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase};
+use reconsim::world::object::Kind;
+
+fn scenario(name: &str) -> Scenario {
+    library::load(name).expect("a shipped scenario").1
+}
+
+/// The whole run, no checker stopping it.
+fn run_to_end(scenario: &Scenario, seed: u64) -> World {
+    let plan = faults::generate(scenario, seed);
+    let mut world = build(scenario, seed, plan, TraceMode::Hash);
+    world.sim.run_until(SimTime(scenario.duration_ms));
+    world
+}
+
+fn machines(world: &World) -> Vec<&McoMachine> {
+    world
+        .sim
+        .actors()
+        .filter_map(|(_, p)| match p {
+            Proc::McoMachine(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
+fn api(world: &World) -> &reconsim::world::apiserver::ApiServer {
+    let Proc::ApiServer(a) = world.sim.actor(world.apiserver) else {
+        unreachable!()
+    };
+    a
+}
+
+fn target(world: &World, pool: &str) -> String {
+    api(world)
+        .list(Kind::MachineConfigPool)
+        .find(|p| p.meta.name == pool)
+        .and_then(|p| p.as_machine_config_pool()?.status.configuration.clone())
+        .expect("a target")
+}
+
+fn render_controller(world: &World) -> &RenderController {
+    let p = world.sim.proc_by_name(CONTROLLER).expect("the controller");
+    let Proc::Manager(m) = world.sim.actor(p) else {
+        unreachable!()
+    };
+    m.reconciler(0)
+        .as_any()
+        .and_then(|a| a.downcast_ref::<RenderController>())
+        .expect("controller 0 is the render controller")
+}
+
+#[test]
+fn the_bootstrap_mismatch_degrades_every_master_and_no_worker() {
+    // "In a recent CI run all my masters went degraded due to failing to fetch the MC."
+    let s = scenario("mco-bootstrap-mismatch");
+    let world = run_to_end(&s, 0);
+    let mcs = s.controllers.mco.as_ref().unwrap();
+    let served = mcs.bootstrap_config("master");
+    assert_ne!(
+        served,
+        target(&world, "master"),
+        "the bootstrap name never renders"
+    );
+    for m in machines(&world) {
+        if m.pool() == "master" {
+            assert_eq!(m.served(), Some(served.as_str()));
+            assert!(m.is_degraded(), "{}: {:?}", m.name(), m.phase());
+        } else {
+            assert!(!m.is_degraded(), "{}: {:?}", m.name(), m.phase());
+        }
+    }
+}
+
+#[test]
+fn rendering_os_image_url_at_bootstrap_names_the_in_cluster_render() {
+    // PR #355: with osImageURL a bootstrap input, the name the masters boot with is the
+    // one the in-cluster render controller arrives at after the churn.
+    let s = scenario("mco-gc-in-use-and-in-flight");
+    let world = run_to_end(&s, 0);
+    let mcs = s.controllers.mco.as_ref().unwrap();
+    assert_eq!(mcs.bootstrap_config("master"), target(&world, "master"));
+    for m in machines(&world) {
+        assert_eq!(m.phase(), &Phase::Running, "{}", m.name());
+    }
+}
+
+#[test]
+fn the_in_use_gc_leaves_a_booting_worker_degraded() {
+    // Run on past the violation: the worker served an intermediate render finds it gone
+    // when its daemon starts, polls 5 minutes and goes Degraded.
+    let s = scenario("mco-gc-in-use");
+    let world = run_to_end(&s, 0);
+    let degraded: Vec<&McoMachine> = machines(&world)
+        .into_iter()
+        .filter(|m| m.is_degraded())
+        .collect();
+    assert!(!degraded.is_empty(), "no machine went Degraded");
+    for m in degraded {
+        let Phase::Degraded { reason } = m.phase() else {
+            unreachable!()
+        };
+        let served = m.served().unwrap();
+        assert!(reason.contains(served), "{}: {reason}", m.name());
+        assert!(m.pool() == "worker", "{}", m.name());
+        assert!(
+            render_controller(&world)
+                .deleted
+                .iter()
+                .any(|d| d == served)
+        );
+    }
+}
+
+#[test]
+fn older_than_1h_holds_through_bring_up() {
+    // Young configs are never collected: the stop-gap does fix bring-up. Its violation
+    // needs the config change after the first hour.
+    let mut s = scenario("mco-gc-older-than-1h");
+    s.duration_ms = 3_600_000;
+    s.workload.clear();
+    s.convergence = None;
+    for f in &mut s.faults {
+        f.at_ms.hi = f.at_ms.hi.min(3_000_000);
+    }
+    for seed in 0..20 {
+        let plan = faults::generate(&s, seed);
+        let (outcome, _) = run_world(&s, seed, plan, TraceMode::Hash);
+        assert!(
+            outcome.violation.is_none(),
+            "seed {seed}: {:?}",
+            outcome.violation
+        );
+    }
+}
+
+#[test]
+fn the_in_flight_gc_collects_and_clears_its_records() {
+    // The proposed rule is not a GC that never acts: it deletes the churned renders and
+    // the previous target once no node runs it, and every hand-out record is cleared
+    // once its Node carries a currentConfig.
+    let s = scenario("mco-gc-in-use-and-in-flight");
+    for seed in 0..3 {
+        let world = run_to_end(&s, seed);
+        let deleted = &render_controller(&world).deleted;
+        assert!(deleted.len() >= 6, "seed {seed}: deleted only {deleted:?}");
+        let rendered: Vec<&str> = api(&world)
+            .list(Kind::MachineConfig)
+            .filter(|m| m.meta.name.starts_with("rendered-"))
+            .map(|m| m.meta.name.as_str())
+            .collect();
+        assert_eq!(
+            rendered,
+            {
+                let mut t = vec![target(&world, "master"), target(&world, "worker")];
+                t.sort();
+                t
+            },
+            "seed {seed}: only the targets are left"
+        );
+        for p in api(&world).list(Kind::MachineConfigPool) {
+            assert!(
+                !p.meta
+                    .annotations
+                    .keys()
+                    .any(|k| k.starts_with(ANNOTATION_SERVED_TO_PREFIX)),
+                "seed {seed}: records left on {}: {:?}",
+                p.meta.name,
+                p.meta.annotations
+            );
+        }
+    }
+}
+
+#[test]
+fn the_orphan_policy_deletes_nothing_in_the_scenario() {
+    // The 2019 code's intent: patch the pool's ownerReference off every older render.
+    // The API server's collector must not delete them for that (semantics.md 3.9): every
+    // render ever made is still there, orphaned, and nothing referenced goes missing.
+    let mut s = scenario("mco-gc-keep-latest-only");
+    s.controllers.mco.as_mut().unwrap().gc = GcPolicy::Orphan;
+    let plan = faults::generate(&s, 0);
+    let (outcome, world) = run_world(&s, 0, plan, TraceMode::Hash);
+    assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
+    let worker_target = target(&world, "worker");
+    let renders: Vec<_> = api(&world)
+        .list(Kind::MachineConfig)
+        .filter(|m| m.meta.name.starts_with("rendered-worker-"))
+        .collect();
+    // 4 bring-up renders (00, +osimageurl, +ssh, +kubelet) and the config change.
+    assert_eq!(renders.len(), 5, "{renders:?}");
+    for m in renders {
+        assert_eq!(
+            m.meta.owner_references.is_empty(),
+            m.meta.name != worker_target,
+            "{}: {:?}",
+            m.meta.name,
+            m.meta.owner_references
+        );
+    }
+}
+
+#[test]
+fn older_than_1h_degrades_the_first_node_rolled_after_an_hour() {
+    // The config change at 62 min deletes the old target at once. The first worker
+    // rolled re-reads its (deleted) currentConfig after the update reboot and goes
+    // Degraded, which then blocks the rollout of the rest of the pool.
+    let s = scenario("mco-gc-older-than-1h");
+    for seed in 0..3 {
+        let world = run_to_end(&s, seed);
+        let deleted = &render_controller(&world).deleted;
+        let degraded: Vec<&McoMachine> = machines(&world)
+            .into_iter()
+            .filter(|m| m.is_degraded())
+            .collect();
+        assert!(
+            degraded.iter().any(|m| m.name() == "worker-0"),
+            "seed {seed}: {:?}",
+            degraded.iter().map(|m| m.name()).collect::<Vec<_>>()
+        );
+        for m in degraded {
+            let Phase::Degraded { reason } = m.phase() else {
+                unreachable!()
+            };
+            assert!(
+                deleted.iter().any(|d| reason.contains(d.as_str())),
+                "seed {seed} {}: {reason}",
+                m.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn mco_scenario_errors_name_the_field() {
+    let text = std::fs::read_to_string("scenarios/mco-gc-in-use.json").unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["controllers"]["mco"]["machines"][1]["pool"] = "infra".into();
+    let err = Scenario::parse("x.json", &doc.to_string()).unwrap_err();
+    assert_eq!(err.path, ".controllers.mco.machines[1].pool", "{err}");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["controllers"]["mco"]["gc"] = "keep-everything-forever".into();
+    let err = Scenario::parse("x.json", &doc.to_string()).unwrap_err();
+    assert_eq!(err.path, ".controllers.mco.gc", "{err}");
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["workload"][0]["action"]["create_machine_config"]["pool"] = "gpu".into();
+    let err = Scenario::parse("x.json", &doc.to_string()).unwrap_err();
+    assert_eq!(
+        err.path, ".workload[0].action.create_machine_config.pool",
+        "{err}"
+    );
+}
