@@ -43,11 +43,15 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
         TraceMode::Full,
     );
     let v = outcome.violation?;
-    let names: Vec<&str> = v
+    let mut names: Vec<&str> = v
         .objects
         .iter()
         .filter_map(|o| o.split_once(' ').map(|(_, name)| name))
         .collect();
+    if names.is_empty() {
+        // A convergence failure names its objects in its message ("Node x ...").
+        names = names_in(&v.message);
+    }
     let at = v.time;
     let faults = failure
         .plan
@@ -85,7 +89,9 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                     let rv = rv.parse().unwrap_or(0);
                     server.insert(key.to_string(), rv);
                     writes.push((rv, key.to_string()));
-                    if names.iter().any(|n| mentions(key, n)) {
+                    // Node heartbeats name the node but explain nothing.
+                    let heartbeat = key.starts_with("Lease kube-node-lease/");
+                    if !heartbeat && names.iter().any(|n| mentions(key, n)) {
                         lines.push(format!("{:>11}  api server: {text}", r.time.to_string()));
                     }
                 }
@@ -154,9 +160,38 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
             failure.scenario.name, failure.seed, v.invariant, v.time, v.message
         ),
         faults,
-        objects: v.objects.clone(),
+        objects: if v.objects.is_empty() {
+            names.iter().map(|n| n.to_string()).collect()
+        } else {
+            v.objects.clone()
+        },
         lines,
     })
+}
+
+/// Object names a message mentions as `<Kind> <name>` (or `instance <id>`).
+fn names_in(message: &str) -> Vec<&str> {
+    const KINDS: [&str; 9] = [
+        "Node",
+        "Machine",
+        "MachineSet",
+        "Pod",
+        "instance",
+        "KubeadmControlPlane",
+        "MachineConfig",
+        "MachineConfigPool",
+        "machine",
+    ];
+    let words: Vec<&str> = message.split_whitespace().collect();
+    let mut names: Vec<&str> = words
+        .windows(2)
+        .filter(|w| KINDS.contains(&w[0]))
+        .map(|w| w[1].trim_end_matches([':', ',', '.', ';', ')']))
+        // Object names carry a dash or a digit; plain words ("Node was left") do not.
+        .filter(|n| n.contains(|c: char| c == '-' || c.is_ascii_digit()))
+        .collect();
+    names.dedup();
+    names
 }
 
 fn fault_summary<F: std::fmt::Debug>(f: &Fault<F>) -> String {
