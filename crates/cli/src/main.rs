@@ -116,6 +116,14 @@ impl<E: std::fmt::Display> From<E> for UsageError {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe (`reconsim fuzz ... | head`) ends the process quietly, as for any
+    // Unix filter, instead of a panic in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE at start-up, before any
+    // thread exists, is what a C program starts with.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // Logs for people debugging the simulator itself: RUST_LOG=reconsim=debug. Off by
     // default, and on stderr, so `--json` output stays one document on stdout.
     tracing_subscriber::fmt()

@@ -1,9 +1,10 @@
 //! One run: build the world, step it, check every invariant after every event that can
 //! change what they read, and check convergence once faults have healed.
 //!
-//! Checkers read the API server's store and the cloud's ground truth, which only those
-//! two processes change, so a step that neither of them handled (and no fault) skips the
-//! checks: the hot loop pays for checking only when there is something new to check.
+//! Checkers read the API server's store, the cloud's ground truth and a few components'
+//! own state (see `observed`), which only those processes change, so a step none of them
+//! handled (and no fault) skips the checks: the hot loop pays for checking only when
+//! there is something new to check.
 
 use crate::build::{World, build};
 use crate::format::{Plan, Scenario};
@@ -51,6 +52,16 @@ fn view<'a>(world: &'a World) -> View<'a> {
     }
 }
 
+/// Components whose own state checkers read besides the API server and the cloud
+/// (etcd membership, the config server's hand-outs, a booting machine's progress): an
+/// event they handle is checked too.
+fn observed(p: &Proc) -> bool {
+    matches!(
+        p,
+        Proc::Etcd(_) | Proc::ConfigServer(_) | Proc::McoMachine(_)
+    )
+}
+
 /// The desired state of every controller family the scenario runs; `Err` says what
 /// is missing.
 fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
@@ -93,7 +104,7 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
         let horizon = pending_convergence.unwrap_or(end).min(end);
         while let Some(step) = world.sim.step_until(horizon) {
             let relevant = match step {
-                StepKind::Handled(p) => p == api || p == cloud,
+                StepKind::Handled(p) => p == api || p == cloud || observed(world.sim.actor(p)),
                 StepKind::Lost(_) => false,
                 StepKind::Fault { .. } => true,
             };
