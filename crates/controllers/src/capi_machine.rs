@@ -30,7 +30,7 @@ use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::capi::{CONTROL_PLANE_LABEL, is_workload_node};
 use reconsim_world::cloud::{CloudOp, InstanceState};
 use reconsim_world::etcd::ROLE_TAG;
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -232,9 +232,7 @@ impl Reconciler for CapiMachineController {
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        if object.kind() == Kind::Machine {
-            keys.push(object.key());
-        }
+        enqueue_for(object, Kind::Machine, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {

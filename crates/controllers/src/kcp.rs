@@ -46,7 +46,9 @@ use reconsim_world::capi::{
     owned_machines,
 };
 use reconsim_world::etcd::{EtcdError, EtcdOk, EtcdOp};
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+use reconsim_world::manager::{
+    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
+};
 use reconsim_world::object::{
     Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference,
 };
@@ -451,21 +453,8 @@ impl Reconciler for KcpController {
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        match object.kind() {
-            Kind::KubeadmControlPlane => keys.push(object.key()),
-            Kind::Machine => {
-                if let Some(owner) = object.meta.controller_ref()
-                    && owner.kind == Kind::KubeadmControlPlane
-                {
-                    keys.push(ObjectKey::new(
-                        Kind::KubeadmControlPlane,
-                        &object.meta.namespace,
-                        &owner.name,
-                    ));
-                }
-            }
-            _ => {}
-        }
+        enqueue_for(object, Kind::KubeadmControlPlane, keys);
+        enqueue_owner(object, Kind::KubeadmControlPlane, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {

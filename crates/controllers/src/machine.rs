@@ -28,7 +28,7 @@
 
 use reconsim_world::api::{ApiOk, ApiOp, PatchOp};
 use reconsim_world::cloud::{CloudOp, Instance, InstanceState};
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -268,9 +268,7 @@ impl Reconciler for MachineController {
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        if object.kind() == Kind::Machine {
-            keys.push(object.key());
-        }
+        enqueue_for(object, Kind::Machine, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {

@@ -19,7 +19,9 @@
 use reconsim_sim::SimTime;
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::informer::Cache;
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+use reconsim_world::manager::{
+    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
+};
 use reconsim_world::object::{
     Body, Kind, MachineSet, MachineSetStatus, Object, ObjectKey, ObjectMeta, OwnerReference,
     selector_matches,
@@ -229,21 +231,8 @@ impl Reconciler for MachineSetController {
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        match object.kind() {
-            Kind::MachineSet => keys.push(object.key()),
-            Kind::Machine => {
-                if let Some(owner) = object.meta.controller_ref()
-                    && owner.kind == Kind::MachineSet
-                {
-                    keys.push(ObjectKey::new(
-                        Kind::MachineSet,
-                        &object.meta.namespace,
-                        &owner.name,
-                    ));
-                }
-            }
-            _ => {}
-        }
+        enqueue_for(object, Kind::MachineSet, keys);
+        enqueue_owner(object, Kind::MachineSet, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {

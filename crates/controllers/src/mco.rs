@@ -40,7 +40,7 @@
 //! Done with current == desired (a node with no annotations yet counts as unavailable).
 
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::mco::{
     ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, STATE_DEGRADED, STATE_DONE, merge,
     node_config, rendered_name, rendered_object, served_records,
@@ -337,7 +337,7 @@ impl Reconciler for RenderController {
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
         match object.kind() {
-            Kind::MachineConfigPool => keys.push(object.key()),
+            Kind::MachineConfigPool => enqueue_for(object, Kind::MachineConfigPool, keys),
             Kind::MachineConfig => {
                 // A source names its pool by role (the pools' selectors); a rendered
                 // config by its controller.

@@ -109,6 +109,24 @@ pub struct ReconcileCtx<'a> {
     pub identity: &'a str,
 }
 
+/// controller-runtime's `handler.EnqueueRequestForObject`, for [`Reconciler::keys_for`]:
+/// the object itself, when it is of `kind`.
+pub fn enqueue_for(object: &Object, kind: Kind, keys: &mut Vec<ObjectKey>) {
+    if object.kind() == kind {
+        keys.push(object.key());
+    }
+}
+
+/// controller-runtime's `handler.EnqueueRequestForOwner{IsController: true}`: the
+/// controller owner of `object`, when it is of `owner` kind (same namespace).
+pub fn enqueue_owner(object: &Object, owner: Kind, keys: &mut Vec<ObjectKey>) {
+    if let Some(r) = object.meta.controller_ref()
+        && r.kind == owner
+    {
+        keys.push(ObjectKey::new(owner, &object.meta.namespace, &r.name));
+    }
+}
+
 /// A controller's logic, as a step machine. All state lives in `self`.
 pub trait Reconciler: Debug {
     /// The controller's name, for traces.
