@@ -148,8 +148,15 @@ impl NodeLifecycle {
             && !changes.is_empty()
             && self.informer.synced()
         {
-            self.observe(ctx.now());
-            self.evict(ctx);
+            self.observe_changes(&changes, ctx.now());
+            // Evictions depend on Nodes (taints) and Pods only; a node Lease renewal,
+            // most of the traffic, cannot make one due (the monitor tick re-checks).
+            if changes
+                .iter()
+                .any(|o| matches!(o.kind(), Kind::Node | Kind::Pod))
+            {
+                self.evict(ctx);
+            }
         }
         // Responses to our writes are not needed: the next period re-reads the cache.
     }
@@ -186,6 +193,32 @@ impl NodeLifecycle {
     }
 
     /// Update the probe times from the cache: a changed lease renewTime or Ready.
+    /// [`Self::observe`] for just the changed objects: a node Lease renewal (most of
+    /// the traffic) updates its node's record; anything else re-reads everything.
+    fn observe_changes(&mut self, changes: &[Arc<Object>], now: SimTime) {
+        let cache = self.informer.cache();
+        for o in changes {
+            let renewal = o.kind() == Kind::Lease
+                && o.meta.namespace == NODE_LEASE_NAMESPACE
+                && cache.get(&o.key()).is_some_and(|c| Arc::ptr_eq(c, o));
+            let Some(h) = self.health.get_mut(&o.meta.name).filter(|_| renewal) else {
+                if o.kind() == Kind::Lease && o.meta.namespace != NODE_LEASE_NAMESPACE {
+                    continue; // Leader election leases say nothing of node health.
+                }
+                if matches!(o.kind(), Kind::Lease | Kind::Node) {
+                    self.observe(now);
+                    return;
+                }
+                continue;
+            };
+            let renew_time = o.as_lease().and_then(|l| l.renew_time);
+            if h.renew_time != renew_time {
+                h.probe = now;
+                h.renew_time = renew_time;
+            }
+        }
+    }
+
     fn observe(&mut self, now: SimTime) {
         let cache = self.informer.cache();
         let mut seen = Vec::new();
