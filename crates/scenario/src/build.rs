@@ -85,6 +85,7 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         join_ms_min: c.join_ms.lo,
         join_ms_max: c.join_ms.hi,
         terminate_ms: c.terminate_ms,
+        terminate_ms_max: c.terminate_ms_max,
         join: if c.join {
             JoinPolicy::Always
         } else {

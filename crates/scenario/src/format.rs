@@ -116,6 +116,10 @@ pub struct CloudSpec {
     /// From running to its Node registering.
     pub join_ms: Range,
     pub terminate_ms: u64,
+    /// Upper bound of the shutting-down time when it varies per instance (drawn in
+    /// `[terminate_ms, terminate_ms_max]`); absent: always `terminate_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate_ms_max: Option<u64>,
     /// Whether booted instances register Nodes at all.
     pub join: bool,
 }
@@ -136,6 +140,7 @@ impl Default for CloudSpec {
                 hi: 120_000,
             },
             terminate_ms: 30_000,
+            terminate_ms_max: None,
             join: true,
         }
     }
@@ -445,6 +450,13 @@ impl Scenario {
         check_range(".cloud.boot_ms", self.cloud.boot_ms)?;
         check_range(".cloud.describe_lag_ms", self.cloud.describe_lag_ms)?;
         check_range(".cloud.join_ms", self.cloud.join_ms)?;
+        if self
+            .cloud
+            .terminate_ms_max
+            .is_some_and(|m| m < self.cloud.terminate_ms)
+        {
+            return err(".cloud.terminate_ms_max", "a value >= terminate_ms".into());
+        }
         if self.topology.control_plane_nodes.is_empty() {
             return err(
                 ".topology.control_plane_nodes",

@@ -177,6 +177,9 @@ pub struct CloudConfig {
     pub join_ms_max: u64,
     /// shutting-down -> terminated.
     pub terminate_ms: u64,
+    /// Upper bound of the shutting-down time when it varies: drawn per instance in
+    /// `[terminate_ms, terminate_ms_max]`. `None`: always `terminate_ms`.
+    pub terminate_ms_max: Option<u64>,
     /// How long a terminated instance stays visible (6.5: about one hour).
     pub terminated_visible_ms: u64,
     /// How long a client token is remembered after its instance vanishes (6.1: at least
@@ -200,6 +203,7 @@ impl Default for CloudConfig {
             join_ms_min: 60_000,
             join_ms_max: 120_000,
             terminate_ms: 30_000,
+            terminate_ms_max: None,
             terminated_visible_ms: 3_600_000,
             client_token_ttl_ms: 86_400_000,
             join: JoinPolicy::Always,
@@ -592,9 +596,12 @@ impl Cloud {
             .into_iter()
             .map(|i| i.id.clone())
             .collect();
-        let terminate_ms = self.config.terminate_ms;
+        let lo = self.config.terminate_ms;
+        let hi = self.config.terminate_ms_max.unwrap_or(lo);
         let mut out = Vec::with_capacity(targets.len());
         for id in targets {
+            // No draw for a fixed time, so fixed-time worlds keep their histories.
+            let terminate_ms = ctx.draw_ms(lo, hi);
             let r = self.records.get_mut(&id).expect("visible");
             if matches!(
                 r.instance.state,

@@ -675,3 +675,34 @@ fn same_seed_same_ids_and_times_other_seed_other_times() {
     assert_ne!(timelines, other);
     assert!(other[0].contains(&id(1)) && other[1].contains(&id(2)));
 }
+
+#[test]
+fn a_terminate_range_varies_the_shutting_down_time_per_instance() {
+    let a = &[("m", "1")];
+    let config = CloudConfig {
+        terminate_ms: 10_000,
+        terminate_ms_max: Some(60_000),
+        ..fixed()
+    };
+    // Eight instances terminated at 20 s; where each is 25 s later, and 61 s later.
+    let mut steps: Vec<CloudStep> = (0..8).map(|_| run(1, a, None)).collect();
+    let ids: Vec<String> = (1..=8).map(id).collect();
+    steps.push(terminate(20, &ids));
+    steps.push(describe_ids(45, &ids));
+    steps.push(describe_ids(81, &ids));
+    let mut w = World::new(3, config, steps);
+    w.run_until_secs(100);
+    let early = w.states(9);
+    assert!(
+        early.contains(&InstanceState::Terminated),
+        "some finish within 25 s: {early:?}"
+    );
+    assert!(
+        early.contains(&InstanceState::ShuttingDown),
+        "some take longer: {early:?}"
+    );
+    assert!(
+        w.states(10).iter().all(|s| *s == InstanceState::Terminated),
+        "all within 60 s"
+    );
+}
