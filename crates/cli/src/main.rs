@@ -326,13 +326,10 @@ fn run(
     })
 }
 
-fn parse_seeds(s: &str) -> Result<(u64, u64), UsageError> {
-    let bad = || {
-        UsageError(format!(
-            "--seeds: expected A..B with A < B (e.g. 0..200), not `{s}`"
-        ))
-    };
-    let (a, b) = s.split_once("..").ok_or_else(bad)?;
+/// Two whole numbers `a<sep>b` with `a < b`; the error names the flag and the form.
+fn parse_pair(flag: &str, s: &str, sep: &str, form: &str) -> Result<(u64, u64), UsageError> {
+    let bad = || UsageError(format!("{flag}: expected {form}, not `{s}`"));
+    let (a, b) = s.split_once(sep).ok_or_else(bad)?;
     let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
     if a >= b {
         return Err(bad());
@@ -340,18 +337,12 @@ fn parse_seeds(s: &str) -> Result<(u64, u64), UsageError> {
     Ok((a, b))
 }
 
+fn parse_seeds(s: &str) -> Result<(u64, u64), UsageError> {
+    parse_pair("--seeds", s, "..", "A..B with A < B (e.g. 0..200)")
+}
+
 fn parse_shard(s: &str) -> Result<(u64, u64), UsageError> {
-    let bad = || {
-        UsageError(format!(
-            "--shard: expected I/N with I < N (e.g. 0/4), not `{s}`"
-        ))
-    };
-    let (i, n) = s.split_once('/').ok_or_else(bad)?;
-    let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
-    if n == 0 || i >= n {
-        return Err(bad());
-    }
-    Ok((i, n))
+    parse_pair("--shard", s, "/", "I/N with I < N (e.g. 0/4)")
 }
 
 /// `fuzz`'s options, as given.
