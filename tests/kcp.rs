@@ -8,7 +8,7 @@ use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::TraceMode;
 use reconsim::world::Proc;
-use reconsim::world::capi::{is_workload_node, machine_version, node_ref};
+use reconsim::world::capi::{is_control_plane_node, is_workload_node, machine_version, node_ref};
 use reconsim::world::object::Kind;
 
 fn run(name: &str, seed: u64) -> (reconsim::scenario::runner::Outcome, World) {
@@ -93,6 +93,74 @@ fn a_stale_newest_machine_is_handed_to_forward_etcd_leadership_in_v0_3_4() {
     let (outcome, _) = run("kcp-upgrade-stale-leader-candidate", 10);
     let v = outcome.violation.expect("a violation");
     assert_eq!(v.invariant, "etcd_leader_candidate_has_node_ref", "{v:?}");
+}
+
+#[test]
+fn v0_3_3_scales_up_again_on_a_deleting_machine_after_its_node_went() {
+    // The report's second issue (3 replicas: "one additional machine and then deleting
+    // it"): a reconcile counted the deleting machine as needing an upgrade, listed the
+    // Nodes after its Node was deleted (3 <= 3: scale up), and its health check re-read
+    // the cache after the Machine was gone, so it passed and created a fourth Machine.
+    let (outcome, _) = run("kcp-upgrade-counts-deleting-3", 21);
+    let v = outcome.violation.expect("a violation");
+    assert_eq!(v.invariant, "kcp_no_needless_create", "{v:?}");
+    assert!(
+        v.message
+            .contains("already had 3 non-deleting Machines at v1.17.4"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn v0_3_4_waits_for_the_deletion_in_the_same_history() {
+    // The same scenario and seed with the fix: the reconcile sees the deleting machine
+    // in its snapshot at the end of reconcileHealth and requeues instead.
+    let (_, mut scenario) = library::load("kcp-upgrade-counts-deleting-3").unwrap();
+    let fixed = library::load("kcp-upgrade-waits-for-deletion-3").unwrap().1;
+    scenario.controllers.kcp = fixed.controllers.kcp.clone();
+    let plan = faults::generate(&scenario, 21);
+    let (outcome, world) = run_world(&scenario, 21, plan, TraceMode::Hash);
+    assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
+    assert_eq!(view(&world).api.list(Kind::Machine).count(), 3);
+}
+
+#[test]
+fn every_joined_node_has_its_member_first_and_then_the_control_plane_label() {
+    // The join order: the static etcd pod adds the member before the kubelet registers
+    // the Node; kubeadm's mark-control-plane labels the Node at the end of the join.
+    let (_, world) = run("kcp-upgrade-waits-for-deletion-3", 0);
+    let view = view(&world);
+    let etcd = etcd(&view).unwrap();
+    let nodes: Vec<_> = view
+        .api
+        .list(Kind::Node)
+        .filter(|n| is_workload_node(n))
+        .collect();
+    assert_eq!(nodes.len(), 3);
+    for n in nodes {
+        assert!(is_control_plane_node(n), "{} is labelled", n.meta.name);
+        let member = etcd.members().find(|m| m.name == n.meta.name).unwrap();
+        assert!(
+            member.added_at < n.meta.creation_timestamp,
+            "member of {} added at {} before the Node at {}",
+            n.meta.name,
+            member.added_at,
+            n.meta.creation_timestamp
+        );
+    }
+}
+
+#[test]
+fn v0_3_4_still_scales_up_twice_when_a_node_is_labelled_between_two_lists() {
+    // benmoss on PR #2958: ClusterStatus counted 3 control-plane Nodes (the joining one
+    // not yet labelled), reconcileHealth then listed 4 and re-read 4 Machines with
+    // NodeRefs, so scale up created a fifth Machine. Nothing was deleting: the fix does
+    // not apply.
+    let (outcome, _) = run("kcp-upgrade-health-recheck-race", 9);
+    let v = outcome.violation.expect("a violation");
+    assert_eq!(v.invariant, "kcp_max_surge", "{v:?}");
+    assert!(v.message.contains("makes 5 non-deleting"), "{}", v.message);
 }
 
 #[test]

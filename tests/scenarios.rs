@@ -60,6 +60,8 @@ fn every_shipped_scenario_is_tested() {
         "kcp-upgrade-waits-for-deletion-1",
         "kcp-upgrade-waits-for-deletion-3",
         "kcp-upgrade-stale-leader-candidate",
+        "kcp-upgrade-scale-races-upgrade",
+        "kcp-upgrade-health-recheck-race",
         "mco-gc-keep-latest-only",
         "mco-bootstrap-mismatch",
         "mco-gc-older-than-1h",
@@ -117,6 +119,16 @@ fn kcp_upgrade_waits_for_deletion_3_holds() {
 #[test]
 fn kcp_upgrade_stale_leader_candidate_violates() {
     check("kcp-upgrade-stale-leader-candidate");
+}
+
+#[test]
+fn kcp_upgrade_scale_races_upgrade_holds() {
+    check("kcp-upgrade-scale-races-upgrade");
+}
+
+#[test]
+fn kcp_upgrade_health_recheck_race_violates() {
+    check("kcp-upgrade-health-recheck-race");
 }
 
 #[test]

@@ -20,10 +20,14 @@ pub enum Invariant {
     KcpNoCreateWhileDeleting,
     /// Incident 2: owned non-deleting Machines never exceed replicas + 1.
     KcpMaxSurge,
+    /// Incident 2: a KCP Machine is created only when one is missing or out of date.
+    KcpNoNeedlessCreate,
     /// Incident 2: no etcd member is removed with fewer than 2 control-plane Nodes.
     EtcdRemovalKeepsTwoNodes,
     /// Incident 2: etcd never loses quorum.
     EtcdQuorum,
+    /// Incident 2: no etcd member of a joining Machine is removed.
+    EtcdKeepsJoiningMembers,
     /// Incident 2: the etcd leadership candidate has a NodeRef.
     EtcdLeaderCandidateHasNodeRef,
 }
@@ -36,8 +40,10 @@ impl Invariant {
             Invariant::NoMissingReferencedConfig => mco::NoMissingReferencedConfig::NAME,
             Invariant::KcpNoCreateWhileDeleting => kcp::NewMachines::NO_CREATE_WHILE_DELETING,
             Invariant::KcpMaxSurge => kcp::NewMachines::MAX_SURGE,
+            Invariant::KcpNoNeedlessCreate => kcp::NewMachines::NO_NEEDLESS_CREATE,
             Invariant::EtcdRemovalKeepsTwoNodes => kcp::EtcdChecker::REMOVAL_KEEPS_TWO_NODES,
             Invariant::EtcdQuorum => kcp::EtcdChecker::QUORUM,
+            Invariant::EtcdKeepsJoiningMembers => kcp::EtcdChecker::KEEPS_JOINING_MEMBERS,
             Invariant::EtcdLeaderCandidateHasNodeRef => {
                 kcp::EtcdChecker::LEADER_CANDIDATE_HAS_NODE_REF
             }
@@ -58,10 +64,16 @@ impl Invariant {
                 Checker::KcpNewMachines(kcp::NewMachines::no_create_while_deleting())
             }
             Invariant::KcpMaxSurge => Checker::KcpNewMachines(kcp::NewMachines::max_surge()),
+            Invariant::KcpNoNeedlessCreate => {
+                Checker::KcpNewMachines(kcp::NewMachines::no_needless_create())
+            }
             Invariant::EtcdRemovalKeepsTwoNodes => {
                 Checker::Etcd(kcp::EtcdChecker::new(kcp::EtcdRule::RemovalKeepsTwoNodes))
             }
             Invariant::EtcdQuorum => Checker::Etcd(kcp::EtcdChecker::new(kcp::EtcdRule::Quorum)),
+            Invariant::EtcdKeepsJoiningMembers => {
+                Checker::Etcd(kcp::EtcdChecker::new(kcp::EtcdRule::KeepsJoiningMembers))
+            }
             Invariant::EtcdLeaderCandidateHasNodeRef => Checker::Etcd(kcp::EtcdChecker::new(
                 kcp::EtcdRule::LeaderCandidateHasNodeRef,
             )),

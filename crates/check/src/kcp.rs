@@ -10,6 +10,12 @@
 //!   Machine is first seen in the store, right after the write that created it).
 //! - `kcp_max_surge`: the owned, non-deleting Machines never exceed replicas + 1 (the
 //!   KCP's max surge of 1), judged when a Machine appears.
+//! - `kcp_no_needless_create`: a new Machine is needed: among the other owned Machines,
+//!   the non-deleting ones are fewer than replicas or one of them is at another version
+//!   than the KCP's. This is the report's "scales up one more time" seen from the
+//!   outcome: a reconcile that counted a deleting machine as needing an upgrade may
+//!   create after that machine is gone (its health check re-reads the cache), when
+//!   `kcp_no_create_while_deleting` no longer sees a deleting machine.
 //! - `etcd_removal_keeps_two_nodes`: no etcd member is removed while fewer than 2
 //!   workload control-plane Nodes exist. The removal happens in the etcd process, whose
 //!   steps are not followed by a check, so the checker keeps the history of the Node
@@ -17,6 +23,14 @@
 //!   removal of the etcd log by the count at its time; when the count changed in the same
 //!   millisecond, the larger value is taken (the benefit of the doubt).
 //! - `etcd_quorum`: the etcd cluster never loses quorum.
+//! - `etcd_keeps_joining_members`: no etcd member is removed while its Machine exists,
+//!   is not being deleted and is still joining (no NodeRef yet, or its Node not yet
+//!   labelled control-plane by kubeadm). This is DESIGN.md section 6's "etcd membership
+//!   never drops a member whose machine exists" for the case the reviewer asked about
+//!   (ReconcileEtcdMembers removing a joining machine's member); a scale down removes
+//!   the member of a joined machine it is about to delete, which is allowed. Judged right
+//!   after the etcd step that removed it: the member's node name leads to its instance
+//!   (the cloud), the instance to the Machine by providerID.
 //! - `etcd_leader_candidate_has_node_ref`: ForwardEtcdLeadership is never asked to move
 //!   leadership to a candidate without a NodeRef (the upstream nil dereference, a panic).
 //! - convergence: every owned Machine at the KCP's version, not deleting, with a NodeRef;
@@ -27,7 +41,9 @@
 use crate::{View, Violation};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::Proc;
-use reconsim_world::capi::{is_workload_node, machine_version, node_ref, owned_machines};
+use reconsim_world::capi::{
+    is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
+};
 use reconsim_world::etcd::{Etcd, EtcdEvent};
 use reconsim_world::object::{Kind, Uid};
 use std::collections::{BTreeSet, VecDeque};
@@ -61,30 +77,44 @@ fn workload_nodes(view: &View<'_>) -> usize {
         .count()
 }
 
-/// `kcp_no_create_while_deleting` and `kcp_max_surge`: both judge each new Machine.
-#[derive(Clone, Debug, Default)]
+/// Which judgement of a new Machine a [`NewMachines`] checker reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NewMachineRule {
+    NoCreateWhileDeleting,
+    MaxSurge,
+    NoNeedlessCreate,
+}
+
+/// `kcp_no_create_while_deleting`, `kcp_max_surge` and `kcp_no_needless_create`: each
+/// judges every new Machine.
+#[derive(Clone, Debug)]
 pub struct NewMachines {
-    /// Which of the two this checker reports.
-    surge: bool,
+    rule: NewMachineRule,
     seen: BTreeSet<Uid>,
 }
 
 impl NewMachines {
     pub const NO_CREATE_WHILE_DELETING: &'static str = "kcp_no_create_while_deleting";
     pub const MAX_SURGE: &'static str = "kcp_max_surge";
+    pub const NO_NEEDLESS_CREATE: &'static str = "kcp_no_needless_create";
 
-    pub fn no_create_while_deleting() -> Self {
+    fn new(rule: NewMachineRule) -> Self {
         NewMachines {
-            surge: false,
+            rule,
             seen: BTreeSet::new(),
         }
     }
 
+    pub fn no_create_while_deleting() -> Self {
+        Self::new(NewMachineRule::NoCreateWhileDeleting)
+    }
+
     pub fn max_surge() -> Self {
-        NewMachines {
-            surge: true,
-            seen: BTreeSet::new(),
-        }
+        Self::new(NewMachineRule::MaxSurge)
+    }
+
+    pub fn no_needless_create() -> Self {
+        Self::new(NewMachineRule::NoNeedlessCreate)
     }
 
     pub fn check(&mut self, view: &View<'_>) -> Option<Violation> {
@@ -108,33 +138,64 @@ impl NewMachines {
                     .map(|m| format!("Machine {}", m.meta.name))
                     .collect()
             };
-            if self.surge {
-                let replicas = kcp.as_kcp().map_or(0, |k| k.spec.replicas) as usize;
-                let active = owned.iter().filter(|m| !m.meta.is_deleting()).count();
-                if active > replicas + 1 {
-                    return Some(Violation {
-                        invariant: Self::MAX_SURGE.into(),
-                        time: view.now,
-                        message: format!(
-                            "Machine {} makes {active} non-deleting Machines of KubeadmControlPlane {} (replicas {replicas}, max surge 1)",
-                            new.meta.name, kcp.meta.name
-                        ),
-                        objects: names(&|m| !m.meta.is_deleting()),
-                    });
+            let replicas = kcp.as_kcp().map_or(0, |k| k.spec.replicas) as usize;
+            match self.rule {
+                NewMachineRule::MaxSurge => {
+                    let active = owned.iter().filter(|m| !m.meta.is_deleting()).count();
+                    if active > replicas + 1 {
+                        return Some(Violation {
+                            invariant: Self::MAX_SURGE.into(),
+                            time: view.now,
+                            message: format!(
+                                "Machine {} makes {active} non-deleting Machines of KubeadmControlPlane {} (replicas {replicas}, max surge 1)",
+                                new.meta.name, kcp.meta.name
+                            ),
+                            objects: names(&|m| !m.meta.is_deleting()),
+                        });
+                    }
                 }
-            } else if let Some(del) = owned.iter().find(|m| m.meta.is_deleting()) {
-                return Some(Violation {
-                    invariant: Self::NO_CREATE_WHILE_DELETING.into(),
-                    time: view.now,
-                    message: format!(
-                        "Machine {} was created while Machine {} of KubeadmControlPlane {} was being deleted",
-                        new.meta.name, del.meta.name, kcp.meta.name
-                    ),
-                    objects: vec![
-                        format!("Machine {}", new.meta.name),
-                        format!("Machine {}", del.meta.name),
-                    ],
-                });
+                NewMachineRule::NoCreateWhileDeleting => {
+                    if let Some(del) = owned.iter().find(|m| m.meta.is_deleting()) {
+                        return Some(Violation {
+                            invariant: Self::NO_CREATE_WHILE_DELETING.into(),
+                            time: view.now,
+                            message: format!(
+                                "Machine {} was created while Machine {} of KubeadmControlPlane {} was being deleted",
+                                new.meta.name, del.meta.name, kcp.meta.name
+                            ),
+                            objects: vec![
+                                format!("Machine {}", new.meta.name),
+                                format!("Machine {}", del.meta.name),
+                            ],
+                        });
+                    }
+                }
+                NewMachineRule::NoNeedlessCreate => {
+                    let version = kcp.as_kcp().map(|k| k.spec.version.as_str());
+                    let others: Vec<_> = owned
+                        .iter()
+                        .filter(|m| m.meta.uid != new.meta.uid && !m.meta.is_deleting())
+                        .collect();
+                    let outdated = others.iter().any(|m| machine_version(m) != version);
+                    if others.len() >= replicas && !outdated {
+                        return Some(Violation {
+                            invariant: Self::NO_NEEDLESS_CREATE.into(),
+                            time: view.now,
+                            message: format!(
+                                "Machine {} was created although KubeadmControlPlane {} already had {} non-deleting Machines at {} (replicas {replicas})",
+                                new.meta.name,
+                                kcp.meta.name,
+                                others.len(),
+                                version.unwrap_or("?")
+                            ),
+                            objects: {
+                                let mut o = names(&|_| true);
+                                o.push(format!("KubeadmControlPlane {}", kcp.meta.name));
+                                o
+                            },
+                        });
+                    }
+                }
             }
         }
         None
@@ -147,6 +208,7 @@ pub enum EtcdRule {
     RemovalKeepsTwoNodes,
     Quorum,
     LeaderCandidateHasNodeRef,
+    KeepsJoiningMembers,
 }
 
 /// `etcd_removal_keeps_two_nodes`, `etcd_quorum`, `etcd_leader_candidate_has_node_ref`.
@@ -164,6 +226,7 @@ impl EtcdChecker {
     pub const REMOVAL_KEEPS_TWO_NODES: &'static str = "etcd_removal_keeps_two_nodes";
     pub const QUORUM: &'static str = "etcd_quorum";
     pub const LEADER_CANDIDATE_HAS_NODE_REF: &'static str = "etcd_leader_candidate_has_node_ref";
+    pub const KEEPS_JOINING_MEMBERS: &'static str = "etcd_keeps_joining_members";
 
     pub fn new(rule: EtcdRule) -> Self {
         EtcdChecker {
@@ -225,6 +288,16 @@ impl EtcdChecker {
                         .map(|m| format!("etcd member {} (up: {})", m.name, m.up))
                         .collect(),
                 }),
+                (EtcdRule::KeepsJoiningMembers, EtcdEvent::Removed { name, .. }) => {
+                    joining_machine_of(view, name).map(|machine| Violation {
+                        invariant: Self::KEEPS_JOINING_MEMBERS.into(),
+                        time: view.now,
+                        message: format!(
+                            "etcd member {name} was removed at {at} while its Machine {machine} was joining the control plane"
+                        ),
+                        objects: vec![format!("etcd member {name}"), format!("Machine {machine}")],
+                    })
+                }
                 (
                     EtcdRule::LeaderCandidateHasNodeRef,
                     EtcdEvent::NilLeaderCandidate { leaving },
@@ -244,6 +317,24 @@ impl EtcdChecker {
         }
         None
     }
+}
+
+/// The name of the non-deleting, still joining Machine whose instance registers as Node
+/// `node`, if any: it has no NodeRef, or its Node is not a control-plane Node yet.
+fn joining_machine_of(view: &View<'_>, node: &str) -> Option<String> {
+    let instance = view.cloud.instances().find(|i| i.node_name() == node)?;
+    let provider_id = instance.provider_id();
+    let machine = view.api.list(Kind::Machine).find(|m| {
+        !m.meta.is_deleting()
+            && m.as_machine()
+                .is_some_and(|x| x.spec.provider_id.as_deref() == Some(provider_id.as_str()))
+    })?;
+    let joined = node_ref(machine).is_some_and(|n| {
+        view.api
+            .list(Kind::Node)
+            .any(|o| o.meta.name == n && is_control_plane_node(o))
+    });
+    (!joined).then(|| machine.meta.name.clone())
 }
 
 /// The KubeadmControlPlane desired state; `Err` says what is missing.

@@ -9,8 +9,9 @@
 //!    MachinesNeedingUpgrade: those of S whose spec.version differs from the KCP's
 //!    (deleting ones included, unchanged by the fix);
 //! 2. some need an upgrade -> upgradeControlPlane: ClusterStatus counts the workload's
-//!    control-plane Nodes with a live List (not the cache); nodes <= replicas -> scale up,
-//!    else scale down among the machines needing the upgrade;
+//!    control-plane Nodes (kubeadm's `node-role.kubernetes.io/master` label, see
+//!    [`reconsim_world::capi`]) with a live List (not the cache); nodes <= replicas ->
+//!    scale up, else scale down among the machines needing the upgrade;
 //! 3. otherwise by count: none -> initialize (create the first Machine); fewer than
 //!    replicas -> scale up; more -> scale down among S;
 //! - scale up: reconcileHealth, then create a Machine (generateName `<kcp>-`, the KCP's
@@ -42,7 +43,7 @@
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiOk, ApiOp};
 use reconsim_world::capi::{
-    CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_workload_node, machine_version, node_ref,
+    CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_control_plane_node, machine_version, node_ref,
     owned_machines,
 };
 use reconsim_world::etcd::{EtcdError, EtcdOk, EtcdOp};
@@ -409,13 +410,13 @@ impl KcpController {
     }
 }
 
-/// The names of the workload control-plane Nodes of a List answer.
+/// The names of the workload control-plane Nodes (by kubeadm's label) of a List answer.
 fn node_names(reply: &Reply) -> Option<BTreeSet<String>> {
     match reply {
         Reply::Api(Ok(ApiOk::List { items, .. })) => Some(
             items
                 .iter()
-                .filter(|n| is_workload_node(n))
+                .filter(|n| is_control_plane_node(n))
                 .map(|n| n.meta.name.clone())
                 .collect(),
         ),

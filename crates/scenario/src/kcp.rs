@@ -66,6 +66,17 @@ pub struct EtcdSpec {
     pub poll_ms: u64,
     /// Service time of one etcd call (client, port-forward, TLS, consensus).
     pub call_ms: Range,
+    /// From a member's add to kubeadm's update-status and mark-control-plane (the
+    /// control-plane label on its Node): the wait for the new member to sync.
+    #[serde(default = "default_mark_ms")]
+    pub mark_ms: Range,
+}
+
+fn default_mark_ms() -> Range {
+    Range {
+        lo: 2_000,
+        hi: 10_000,
+    }
 }
 
 impl Default for EtcdSpec {
@@ -73,6 +84,7 @@ impl Default for EtcdSpec {
         EtcdSpec {
             poll_ms: 1_000,
             call_ms: Range { lo: 20, hi: 200 },
+            mark_ms: default_mark_ms(),
         }
     }
 }
@@ -123,6 +135,15 @@ impl KcpSpec {
                 format!(
                     "[lo, hi] with lo <= hi, not [{}, {}]",
                     self.workload_client_ms.lo, self.workload_client_ms.hi
+                ),
+            );
+        }
+        if self.etcd.mark_ms.lo > self.etcd.mark_ms.hi {
+            return err(
+                ".controllers.kcp.etcd.mark_ms",
+                format!(
+                    "[lo, hi] with lo <= hi, not [{}, {}]",
+                    self.etcd.mark_ms.lo, self.etcd.mark_ms.hi
                 ),
             );
         }
@@ -179,6 +200,8 @@ impl KcpSpec {
                     poll_ms: self.etcd.poll_ms,
                     call_ms_min: self.etcd.call_ms.lo,
                     call_ms_max: self.etcd.call_ms.hi,
+                    mark_ms_min: self.etcd.mark_ms.lo,
+                    mark_ms_max: self.etcd.mark_ms.hi,
                 },
                 endpoints,
             )),

@@ -78,9 +78,11 @@ fn interesting(kind: Kind) -> bool {
         || matches!(kind, Kind::MachineConfig | Kind::MachineConfigPool)
 }
 
-/// Incident 3: a patch that sets or clears annotations (node configs, hand-out records).
+/// Incident 3: a patch that sets or clears annotations (node configs, hand-out records);
+/// incident 2: kubeadm's control-plane label.
 fn annotates(ops: &[PatchOp]) -> bool {
-    ops.iter().any(|o| matches!(o, PatchOp::SetAnnotation(..)))
+    ops.iter()
+        .any(|o| matches!(o, PatchOp::SetAnnotation(..) | PatchOp::SetLabel(..)))
 }
 
 fn describe(msg: &Msg) -> Option<String> {
@@ -124,7 +126,7 @@ fn describe(msg: &Msg) -> Option<String> {
                     what.join(", ")
                 ))
             }
-            ApiOp::Delete { key, .. } if interesting(key.kind) => {
+            ApiOp::Delete { key, .. } if interesting(key.kind) || key.kind == Kind::Node => {
                 Some(format!("delete {} {}", key.kind, key.name))
             }
             _ => None,
@@ -203,6 +205,8 @@ fn patch_summary(op: &PatchOp) -> String {
             }
         }
         PatchOp::RemoveOwnerReference(uid) => format!("-ownerReference {}", uid.0),
+        PatchOp::SetLabel(k, Some(v)) => format!("+label {k}={v:?}"),
+        PatchOp::SetLabel(k, None) => format!("-label {k}"),
         other => format!("{other:?}").chars().take(40).collect(),
     }
 }

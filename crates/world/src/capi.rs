@@ -6,12 +6,15 @@
 //! workload's etcd and kubeadm ClusterStatus live in [`crate::etcd`]. Machines reuse
 //! [`crate::object::Machine`] (spec.version, spec.failureDomain, status.nodeRef).
 //!
-//! The workload control-plane Nodes are the Nodes that joined from a cloud instance
-//! (their providerID is set): the management cluster's own nodes (where the controllers
-//! run) are static and have none. Upstream selects them by the
-//! `node-role.kubernetes.io/master` label (kubernetes-sigs/cluster-api
-//! controlplane/kubeadm/internal/workload_cluster.go, getControlPlaneNodes); in this
-//! world the providerID is what tells the two clusters' nodes apart.
+//! The workload's Nodes are the Nodes that joined from a cloud instance (their
+//! providerID is set): the management cluster's own nodes (where the controllers run)
+//! are static and have none. The KCP counts and checks the workload's *control-plane*
+//! Nodes, which upstream selects by the `node-role.kubernetes.io/master` label
+//! (kubernetes-sigs/cluster-api controlplane/kubeadm/internal/workload_cluster.go,
+//! getControlPlaneNodes). kubeadm adds that label in its last join phase
+//! (mark-control-plane, see [`crate::etcd`]), after the kubelet registered the Node: for
+//! a while a joining machine's Node exists (the Machine controller finds it by
+//! providerID) and is not yet a control-plane Node.
 
 use crate::object::{Kind, Object, Uid};
 use serde::{Deserialize, Serialize};
@@ -44,7 +47,17 @@ pub struct KubeadmControlPlane {
     pub status: KubeadmControlPlaneStatus,
 }
 
-/// Whether `node` is a workload control-plane Node (joined from a cloud instance).
+/// The label kubeadm's mark-control-plane phase puts on a control-plane Node (Kubernetes
+/// 1.17/1.18; later releases add `node-role.kubernetes.io/control-plane`).
+pub const NODE_ROLE_MASTER_LABEL: &str = "node-role.kubernetes.io/master";
+
+/// Whether `node` is a workload control-plane Node as the KCP sees it: joined from a
+/// cloud instance and labelled by kubeadm.
+pub fn is_control_plane_node(node: &Object) -> bool {
+    is_workload_node(node) && node.meta.labels.contains_key(NODE_ROLE_MASTER_LABEL)
+}
+
+/// Whether `node` is a workload Node (joined from a cloud instance).
 pub fn is_workload_node(node: &Object) -> bool {
     node.as_node().is_some_and(|n| n.spec.provider_id.is_some())
 }

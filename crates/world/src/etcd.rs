@@ -17,7 +17,17 @@
 //!   registers the Node `join_ms` later. So for a while a new member has no Node, which is
 //!   the window in which `ReconcileEtcdMembers` could remove it (the question of the
 //!   incident's reviewer). The member is named after the node (`ip-10-...`), as kubeadm
-//!   names members after the host. The ClusterStatus endpoint is added with the member.
+//!   names members after the host.
+//! - The rest of `kubeadm join --control-plane` (phase control-plane-join: etcd, then
+//!   update-status, then mark-control-plane; kubernetes/kubernetes
+//!   cmd/kubeadm/app/cmd/phases/join/controlplanejoin.go): kubeadm waits for the new
+//!   member to sync, adds the node to the ClusterStatus apiEndpoints, then labels the
+//!   Node `node-role.kubernetes.io/master` (waiting for the kubelet to have registered
+//!   it). Here that is `mark_ms` (drawn per member) after the add: the endpoint, then a
+//!   label patch through the API server once a Node List shows the Node. Until then the
+//!   Node exists (the Machine controller can set its NodeRef by providerID) but is not a
+//!   control-plane Node for the KCP, which selects Nodes by that label. A member removed
+//!   before its mark never gets one (kubeadm join fails).
 //! - A member is up while its instance runs; shutting-down, terminated or vanished
 //!   instances are down. Quorum: more than half of the members up. Without quorum,
 //!   member lists, removals and leader moves fail ([`EtcdError::NoQuorum`]); losing quorum
@@ -33,9 +43,12 @@
 //! member count), leader change, quorum loss and the model's probe of the upstream panic
 //! (a leadership forward to a candidate without a NodeRef, see [`EtcdOp::ForwardLeadership`]).
 
+use crate::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
+use crate::capi::NODE_ROLE_MASTER_LABEL;
 use crate::cloud::{CloudOp, CloudRequest, CloudResponse, InstanceState};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::{Kind, ObjectKey};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -104,6 +117,9 @@ pub enum Timer {
     Poll,
     /// Apply and answer a request once its service time is over.
     Serve { from: ProcId, req: Box<EtcdRequest> },
+    /// kubeadm's etcd wait is over for member `name`: update-status, then
+    /// mark-control-plane.
+    Mark { name: String },
 }
 
 /// What happened to the etcd cluster, for checkers and timelines.
@@ -147,6 +163,10 @@ pub struct EtcdConfig {
     /// Service time of one call (client, port-forward, TLS, consensus).
     pub call_ms_min: u64,
     pub call_ms_max: u64,
+    /// From a member's add to kubeadm's update-status and mark-control-plane (the wait
+    /// for the new member to sync, "can take up to 40s").
+    pub mark_ms_min: u64,
+    pub mark_ms_max: u64,
 }
 
 impl Default for EtcdConfig {
@@ -155,6 +175,8 @@ impl Default for EtcdConfig {
             poll_ms: 1_000,
             call_ms_min: 20,
             call_ms_max: 200,
+            mark_ms_min: 2_000,
+            mark_ms_max: 10_000,
         }
     }
 }
@@ -174,6 +196,9 @@ pub struct Etcd {
     cluster_status: BTreeSet<String>,
     next_id: u64,
     poll_in_flight: Option<u64>,
+    /// Members past their etcd wait whose Node still needs the control-plane label.
+    to_label: BTreeSet<String>,
+    nodes_in_flight: Option<u64>,
     log: Vec<(SimTime, EtcdEvent)>,
     quorum_lost: Option<SimTime>,
 }
@@ -190,6 +215,8 @@ impl Etcd {
             cluster_status: BTreeSet::new(),
             next_id: 0,
             poll_in_flight: None,
+            to_label: BTreeSet::new(),
+            nodes_in_flight: None,
             log: Vec::new(),
             quorum_lost: None,
         }
@@ -230,6 +257,7 @@ impl Etcd {
     /// Starts and restarts (the data is durable: a crash is an outage of the model).
     pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.poll_in_flight = None;
+        self.nodes_in_flight = None;
         ctx.set_timer(self.config.poll_ms, Msg::Timer(AnyTimer::Etcd(Timer::Poll)));
     }
 
@@ -254,6 +282,30 @@ impl Etcd {
                 self.poll_in_flight = None;
                 self.on_instances(resp, ctx);
             }
+            Msg::ApiResp(resp) if self.nodes_in_flight == Some(resp.id) => {
+                self.nodes_in_flight = None;
+                if let Ok(ApiOk::List { items, .. }) = resp.result {
+                    let ready: Vec<ObjectKey> = items
+                        .iter()
+                        .filter(|n| self.to_label.contains(&n.meta.name))
+                        .map(|n| n.key())
+                        .collect();
+                    for key in ready {
+                        self.to_label.remove(&key.name);
+                        // mark-control-plane: a patch, with no precondition.
+                        let id = self.ids.issue();
+                        let op = ApiOp::Patch {
+                            key,
+                            ops: vec![PatchOp::SetLabel(
+                                NODE_ROLE_MASTER_LABEL.to_string(),
+                                Some(String::new()),
+                            )],
+                            resource_version: None,
+                        };
+                        ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -273,10 +325,28 @@ impl Etcd {
                     states: Vec::new(),
                 };
                 ctx.send(self.endpoints.cloud, Msg::Cloud(CloudRequest { id, op }));
+                // mark-control-plane waits for the kubelet to have registered the Node.
+                if !self.to_label.is_empty() && self.nodes_in_flight.is_none() {
+                    let id = self.ids.issue();
+                    self.nodes_in_flight = Some(id);
+                    let op = ApiOp::List {
+                        kind: Kind::Node,
+                        namespace: None,
+                    };
+                    ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
+                }
             }
             Timer::Serve { from, req } => {
                 let result = self.serve(req.op, ctx);
                 ctx.send(from, Msg::EtcdResp(EtcdResponse { id: req.id, result }));
+            }
+            Timer::Mark { name } => {
+                // A member removed during its wait: kubeadm join fails.
+                if self.members.contains_key(&name) {
+                    self.cluster_status.insert(name.clone());
+                    ctx.note(|| format!("kubeadm: {name} joined the ClusterStatus"));
+                    self.to_label.insert(name);
+                }
             }
         }
     }
@@ -314,7 +384,13 @@ impl Etcd {
                     up: true,
                 },
             );
-            self.cluster_status.insert(node.to_string());
+            let mark_ms = ctx.draw_ms(self.config.mark_ms_min, self.config.mark_ms_max);
+            ctx.set_timer(
+                mark_ms,
+                Msg::Timer(AnyTimer::Etcd(Timer::Mark {
+                    name: node.to_string(),
+                })),
+            );
             let members = self.members.len();
             ctx.note(|| format!("etcd: member {node} added ({members} members)"));
             self.log.push((
