@@ -24,9 +24,10 @@
 //!   etcd model as `candidate: None` so the checker records it, and then fails the
 //!   reconcile instead of crashing); RemoveEtcdMemberForMachine (live List of Nodes;
 //!   refused with fewer than 2); RemoveMachineFromKubeadmConfigMap; delete the Machine;
-//! - reconcileHealth: ControlPlaneIsHealthy (live List of the Nodes, then the owned
-//!   Machines read again from the cache, which moved on during the await: every machine
-//!   has a NodeRef naming a listed Node and #Nodes == #Machines), then EtcdIsHealthy (a
+//! - reconcileHealth: ControlPlaneIsHealthy (live List of the Nodes, none with a NoExecute
+//!   taint (checkNodeNoExecuteCondition), then the owned Machines read again from the
+//!   cache, which moved on during the await: every machine has a NodeRef naming a listed
+//!   Node and #Nodes == #Machines), then EtcdIsHealthy (a
 //!   MemberList through each Node's member; a Node whose member is not up is skipped,
 //!   as its etcd pod is not ready; healthy iff every answer agrees and there are as many
 //!   members as answering Nodes). Unhealthy control plane -> requeue after 20 s;
@@ -37,7 +38,7 @@
 //!
 //! A successful create or delete ends with `Result{Requeue: true}` (a requeue after
 //! [`REQUEUE_MS`]). Status writes, certificates, the kubeadm and kubelet ConfigMap
-//! updates of upgradeControlPlane and the static-pod checks of ControlPlaneIsHealthy are
+//! updates of upgradeControlPlane and the static-pod Gets of ControlPlaneIsHealthy are
 //! not modelled: none of them decides what the controller creates or deletes.
 
 use reconsim_sim::ProcId;
@@ -51,7 +52,7 @@ use reconsim_world::manager::{
     Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
 };
 use reconsim_world::object::{
-    Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference,
+    Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -424,6 +425,21 @@ fn node_names(reply: &Reply) -> Option<BTreeSet<String>> {
     }
 }
 
+/// Whether a control-plane Node of a List answer carries a NoExecute taint.
+fn any_no_execute(reply: &Reply) -> bool {
+    let Reply::Api(Ok(ApiOk::List { items, .. })) = reply else {
+        return false;
+    };
+    items.iter().filter(|n| is_control_plane_node(n)).any(|n| {
+        n.as_node().is_some_and(|x| {
+            x.spec
+                .taints
+                .iter()
+                .any(|t| t.effect == TaintEffect::NoExecute)
+        })
+    })
+}
+
 fn failure_domain(m: &Object) -> Option<&str> {
     m.as_machine()
         .and_then(|x| x.spec.failure_domain.as_deref())
@@ -484,7 +500,9 @@ impl Reconciler for KcpController {
                 let Some(nodes) = node_names(&reply) else {
                     return Step::Error(format!("control plane health: {reply:?}"));
                 };
-                if !self.control_plane_healthy(ctx, &nodes) {
+                // checkNodeNoExecuteCondition: a node with a NoExecute taint (e.g.
+                // unreachable) fails the check.
+                if any_no_execute(&reply) || !self.control_plane_healthy(ctx, &nodes) {
                     return Step::requeue_after(HEALTH_REQUEUE_MS);
                 }
                 let phase = Phase::EtcdHealth {
