@@ -75,7 +75,7 @@ fn leaks_and_convergence_failures_are_caught_on_their_own() {
     use reconsim::check::Invariant;
     use reconsim::scenario::fuzz::{Campaign, fuzz};
     let (_, mut scenario) = library::load("machineapi-no-leader-election").unwrap();
-    scenario.invariants = vec![Invariant::NoLeakedInstances];
+    scenario.invariants = vec![Invariant::NoLeakedInstances.into()];
     let campaign = Campaign {
         start: 0,
         end: 60,

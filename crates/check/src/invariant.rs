@@ -1,8 +1,12 @@
 //! The invariants by name, and the checker each one runs.
 //!
 //! Scenario files name invariants in snake_case; [`Invariant::checker`] makes the
-//! checker (with its own state) for one run. Adding an invariant: a variant here, its
-//! checker in the incident's module, one line in each match.
+//! checker (with its own state) for one run. Adding an invariant: a variant here and in
+//! [`Invariant::ALL`], its checker in the incident's module, one line in each match.
+//!
+//! Users' own invariants are not variants: a binary registers a [`Check`] by name
+//! (`reconsim_scenario::extension::Extensions::invariant`) and each run holds it as
+//! [`Checker::Custom`].
 
 use crate::{View, Violation, kcp, machineapi, mco};
 use serde::{Deserialize, Serialize};
@@ -33,6 +37,21 @@ pub enum Invariant {
 }
 
 impl Invariant {
+    /// Every builtin invariant, in declaration order (for error messages that list the
+    /// known names).
+    pub const ALL: [Invariant; 10] = [
+        Invariant::NoLeakedInstances,
+        Invariant::NoDuplicateMachines,
+        Invariant::NoMissingReferencedConfig,
+        Invariant::KcpNoCreateWhileDeleting,
+        Invariant::KcpMaxSurge,
+        Invariant::KcpNoNeedlessCreate,
+        Invariant::EtcdRemovalKeepsTwoNodes,
+        Invariant::EtcdQuorum,
+        Invariant::EtcdKeepsJoiningMembers,
+        Invariant::EtcdLeaderCandidateHasNodeRef,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Invariant::NoLeakedInstances => machineapi::NoLeakedInstances::NAME,
@@ -89,6 +108,38 @@ pub enum Checker {
     MissingConfig(mco::NoMissingReferencedConfig),
     KcpNewMachines(kcp::NewMachines),
     Etcd(kcp::EtcdChecker),
+    /// A user's invariant, registered under `name`: every violation it reports carries
+    /// that name, whatever its `invariant` field said.
+    Custom {
+        name: String,
+        check: Box<dyn Check>,
+    },
+}
+
+/// A user's invariant: the same shape as the builtin checkers. `check` runs after every
+/// event that can change what checkers read (the API server's writes, the cloud, faults)
+/// and keeps whatever memory it needs in `self`; the first `Some` stops the run. Read
+/// only the [`View`]: ground truth, never a controller's cache. Derive `Clone` and
+/// `Debug` and [`CheckClone`] comes for free.
+pub trait Check: CheckClone + std::fmt::Debug {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation>;
+}
+
+/// Cloning a boxed [`Check`]; implemented for every `Check + Clone`.
+pub trait CheckClone {
+    fn clone_box(&self) -> Box<dyn Check>;
+}
+
+impl<T: Check + Clone + 'static> CheckClone for T {
+    fn clone_box(&self) -> Box<dyn Check> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn Check> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
 }
 
 impl Checker {
@@ -99,6 +150,10 @@ impl Checker {
             Checker::MissingConfig(c) => c.check(view),
             Checker::KcpNewMachines(c) => c.check(view),
             Checker::Etcd(c) => c.check(view),
+            Checker::Custom { name, check } => check.check(view).map(|mut v| {
+                v.invariant.clone_from(name);
+                v
+            }),
         }
     }
 }

@@ -23,6 +23,6 @@ pub mod mco;
 pub mod view;
 pub mod violation;
 
-pub use invariant::{Checker, Invariant};
+pub use invariant::{Check, CheckClone, Checker, Invariant};
 pub use view::View;
 pub use violation::Violation;

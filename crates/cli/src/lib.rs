@@ -5,7 +5,12 @@
 //! - [`world`]: the simulated API server, informers, leases, nodes, kubelets and cloud.
 //! - [`controllers`]: the reconcilers under test, with their buggy and fixed variants.
 //! - [`check`]: invariants and convergence checks.
-//! - [`scenario`]: scenario files, the runner, fuzzing, replay and shrinking.
+//! - [`scenario`]: scenario files, the runner, fuzzing, replay and shrinking; users'
+//!   own controllers and invariants register in [`scenario::extension::Extensions`].
+//! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
+//!   user's binary with its own controllers ([`cli::main_with`]).
+
+pub mod cli;
 
 pub use reconsim_check as check;
 pub use reconsim_controllers as controllers;

@@ -14,7 +14,7 @@ use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::cloud::{Cloud, CloudConfig, JoinPolicy};
-use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
+use reconsim_world::kubelet::{Container, Images, Kubelet, KubeletConfig};
 use reconsim_world::leader::LeaderConfig;
 use reconsim_world::lifecycle::NodeLifecycle;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
@@ -32,6 +32,9 @@ use std::collections::BTreeMap;
 pub const MACHINE_API_NAMESPACE: &str = "openshift-machine-api";
 /// The machine-api Deployments (and images); their first pods are `<name>-0`.
 pub const MACHINE_API_PODS: [&str; 2] = ["machineset-controller", "machine-controller"];
+/// An image every world with custom controllers has: a container that idles (pods of
+/// users' controllers run it, so the kubelet keeps them Running).
+pub const PAUSE_IMAGE: &str = "pause";
 /// The label that ties Machines to their MachineSet.
 pub const MACHINESET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
 
@@ -74,6 +77,10 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
     if let Some(m) = &controllers.mco {
         m.seed(&mut server);
         images = m.images(images);
+    }
+    if !controllers.custom.is_empty() {
+        crate::extension::seed(scenario, &mut server);
+        images = images.with(PAUSE_IMAGE, Container::image(None));
     }
     let apiserver = sim.spawn(host(&sim, "api"), "apiserver", Proc::ApiServer(server));
     let c = &scenario.cloud;
@@ -134,6 +141,7 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
     if let Some(m) = &controllers.mco {
         m.spawn(&mut sim, endpoints);
     }
+    crate::extension::spawn(scenario, &mut sim, endpoints);
     let steps = scenario
         .workload
         .iter()
@@ -199,6 +207,9 @@ fn action_op(_scenario: &Scenario, action: &Action) -> ApiOp {
             pool,
             content.clone(),
         ))),
+        Action::Custom { controller, params } => {
+            crate::extension::action_op(_scenario, controller, params).expect("validated action")
+        }
     }
 }
 

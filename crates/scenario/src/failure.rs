@@ -45,7 +45,17 @@ impl FailureFile {
     }
 
     pub fn load(path: &Path) -> Result<FailureFile, LoadError> {
-        let f: FailureFile = crate::format::read_json(path)?;
+        Self::load_with(path, &crate::extension::Extensions::default())
+    }
+
+    /// Load a failure whose scenario may name the controllers and invariants
+    /// `extensions` registers (replay it through the binary that registers them).
+    pub fn load_with(
+        path: &Path,
+        extensions: &crate::extension::Extensions,
+    ) -> Result<FailureFile, LoadError> {
+        let mut f: FailureFile = crate::format::read_json(path)?;
+        f.scenario.extensions = extensions.clone();
         f.scenario.validate().map_err(|(p, message)| LoadError {
             file: path.display().to_string(),
             path: format!(".scenario{p}"),

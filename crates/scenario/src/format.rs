@@ -76,9 +76,14 @@ pub struct Scenario {
     pub workload: Vec<TimedAction>,
     #[serde(default)]
     pub faults: Vec<FaultGen>,
-    pub invariants: Vec<Invariant>,
+    /// Builtin invariant names, or names the binary registers (`extension`).
+    pub invariants: Vec<InvariantName>,
     #[serde(default)]
     pub convergence: Option<ConvergenceSpec>,
+    /// The users' controllers and invariants the scenario was loaded with
+    /// ([`Scenario::load_with`]); not part of the file, empty for builtin loads.
+    #[serde(skip)]
+    pub extensions: crate::extension::Extensions,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +161,9 @@ pub struct Controllers {
     pub kcp: Option<crate::kcp::KcpSpec>,
     #[serde(default)]
     pub mco: Option<crate::mco::McoSpec>,
+    /// Controllers the binary registers (`extension`), one manager process each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub custom: Vec<crate::extension::CustomSpec>,
 }
 
 /// OpenShift machine-api (seed incident 1).
@@ -234,6 +242,13 @@ pub enum Action {
         pool: String,
         content: std::collections::BTreeMap<String, String>,
     },
+    /// An action of a custom controller (`controllers.custom`): the API call its
+    /// registered action hook makes of `params`.
+    Custom {
+        controller: String,
+        #[serde(default)]
+        params: serde_json::Value,
+    },
 }
 
 /// A fault generator: `count` faults of one kind, each at a time drawn from `at_ms`,
@@ -304,6 +319,7 @@ pub enum PartitionChoice {
     Either,
 }
 
+pub use crate::extension::InvariantName;
 pub use reconsim_check::Invariant;
 
 /// After the last fault heals and the last user action, the desired state must be
@@ -361,7 +377,17 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
 impl Scenario {
     /// Read and validate a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-        let scenario: Scenario = read_json(path)?;
+        Self::load_with(path, &crate::extension::Extensions::default())
+    }
+
+    /// Read and validate a scenario file that may name the controllers and invariants
+    /// `extensions` registers; the scenario keeps them for its runs.
+    pub fn load_with(
+        path: &Path,
+        extensions: &crate::extension::Extensions,
+    ) -> Result<Scenario, LoadError> {
+        let mut scenario: Scenario = read_json(path)?;
+        scenario.extensions = extensions.clone();
         scenario.validate().map_err(|(p, message)| LoadError {
             file: path.display().to_string(),
             path: p,
@@ -372,7 +398,17 @@ impl Scenario {
 
     /// Parse and validate scenario JSON; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, LoadError> {
-        let scenario: Scenario = parse_json(file, text)?;
+        Self::parse_with(file, text, &crate::extension::Extensions::default())
+    }
+
+    /// [`Scenario::parse`] with the controllers and invariants `extensions` registers.
+    pub fn parse_with(
+        file: &str,
+        text: &str,
+        extensions: &crate::extension::Extensions,
+    ) -> Result<Scenario, LoadError> {
+        let mut scenario: Scenario = parse_json(file, text)?;
+        scenario.extensions = extensions.clone();
         scenario.validate().map_err(|(path, message)| LoadError {
             file: file.to_string(),
             path,
@@ -413,6 +449,12 @@ impl Scenario {
         if let Some(k) = &self.controllers.kcp {
             procs.extend(k.processes());
         }
+        procs.extend(
+            self.controllers
+                .custom
+                .iter()
+                .map(|c| c.process_name().to_string()),
+        );
         procs
     }
 
@@ -481,12 +523,14 @@ impl Scenario {
         if self.controllers.machine_api.is_none()
             && self.controllers.mco.is_none()
             && self.controllers.kcp.is_none()
+            && self.controllers.custom.is_empty()
         {
             return err(
                 ".controllers",
-                "at least one controller (machine_api, kcp or mco)".into(),
+                "at least one controller (machine_api, kcp, mco or custom)".into(),
             );
         }
+        crate::extension::validate(self)?;
         if let Some(m) = &self.controllers.mco {
             m.validate(self)?;
         }
@@ -594,6 +638,9 @@ impl Scenario {
                             "a non-empty name no source config has".into(),
                         );
                     }
+                }
+                Action::Custom { controller, params } => {
+                    crate::extension::validate_action(self, i, controller, params)?
                 }
             }
             if a.at_ms > self.duration_ms {

@@ -6,6 +6,7 @@
 //! - [`build`]: a world from a scenario: hosts, processes, objects, controllers as pods.
 //! - [`kcp`], [`mco`]: what the KubeadmControlPlane and machine-config-operator families
 //!   add to a scenario and its world (incidents 2 and 3).
+//! - [`extension`]: users' own controllers and invariants, registered by name.
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
@@ -20,6 +21,7 @@
 pub mod build;
 pub mod chrome;
 pub mod explain;
+pub mod extension;
 pub mod failure;
 pub mod faults;
 pub mod format;
@@ -32,5 +34,6 @@ pub mod shrink;
 pub mod strategies;
 pub mod timeline;
 
+pub use extension::Extensions;
 pub use format::{Expect, LoadError, Plan, Scenario};
 pub use runner::{Outcome, run, run_world};

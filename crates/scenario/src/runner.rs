@@ -76,6 +76,9 @@ fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
     if scenario.controllers.kcp.is_some() {
         reconsim_check::kcp::converged(view)?;
     }
+    for c in &scenario.controllers.custom {
+        scenario.extensions.converged(c, view)?;
+    }
     Ok(())
 }
 
@@ -97,7 +100,11 @@ pub fn convergence_deadline(scenario: &Scenario, plan: &Plan) -> Option<SimTime>
 pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
     let mut world = build(scenario, seed, plan, trace);
-    let mut checkers: Vec<Checker> = scenario.invariants.iter().map(|i| i.checker()).collect();
+    let mut checkers: Vec<Checker> = scenario
+        .invariants
+        .iter()
+        .map(|i| scenario.extensions.checker(i))
+        .collect();
     let end = SimTime(scenario.duration_ms);
     let (api, cloud) = (world.apiserver, world.cloud);
     // The API server's write count at the last check: its reads change nothing.

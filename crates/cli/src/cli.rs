@@ -1,0 +1,825 @@
+//! The `reconsim` command line as a library: parse, call the scenario crate, print.
+//!
+//! [`main`] is the `reconsim` binary. [`main_with`] is the same command line with a
+//! user's [`Extensions`]: a binary of three lines gets list, run, fuzz, merge, shrink,
+//! explain and replay for its own controllers and invariants (examples/podset/main.rs,
+//! docs/guide/writing-a-reconciler.md). The registry reaches every command through the
+//! scenarios and failure files it loads (`Scenario::load_with`,
+//! `FailureFile::load_with`); nothing is global.
+//!
+//! Exit codes: 0 every invariant held, 1 a violation was found (or a replay did not
+//! reproduce), 2 bad usage or bad input. `--json` prints exactly one JSON document on
+//! stdout; the shapes are a contract (DESIGN.md section 8): fields are added, never
+//! renamed or removed. Every failure printed for a person ends with the command that
+//! replays it, named after the running binary (`reconsim`, or a user's binary's file
+//! name), since only a binary that registers a scenario's controllers can replay it.
+
+use crate::scenario::extension::Extensions;
+use crate::scenario::failure::FailureFile;
+use crate::scenario::fuzz::Campaign;
+use crate::scenario::{Scenario, library, runner};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "reconsim",
+    version,
+    about = "Deterministic simulation of Kubernetes reconciler races"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the shipped scenarios.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one seed of a scenario.
+    Run {
+        /// A scenario file, or the name of a shipped scenario.
+        scenario: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write a failure file here if an invariant is violated.
+        #[arg(long, value_name = "FILE")]
+        save_failure: Option<PathBuf>,
+        /// Print the run's timeline: faults, leadership, writes, cloud calls.
+        #[arg(long)]
+        timeline: bool,
+        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
+        #[arg(long, value_name = "FILE")]
+        chrome_trace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a scenario over a range of seeds.
+    Fuzz {
+        scenario: String,
+        /// Seeds `A..B` (B excluded); default: the scenario's seed budget `0..seeds`.
+        #[arg(long, value_name = "A..B")]
+        seeds: Option<String>,
+        /// Threads (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only the seeds `s` with `s % N == I`.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Stop at the smallest failing seed.
+        #[arg(long)]
+        stop_on_first: bool,
+        /// Save a failure file per failing seed in this directory.
+        #[arg(long, value_name = "DIR")]
+        failures_dir: Option<PathBuf>,
+        /// Stop claiming seeds after this much wall time (e.g. 60s, 5m, 1h); the seeds
+        /// that ran are always a prefix of the range, reported as `seeds_run`.
+        #[arg(long, value_name = "DURATION")]
+        time_budget: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Combine the `fuzz --json` results of shards into one result.
+    Merge {
+        #[arg(required = true, value_name = "RESULT.json")]
+        results: Vec<PathBuf>,
+    },
+    /// Minimise a failure's fault plan while the same invariant still fails.
+    Shrink {
+        failure: PathBuf,
+        /// Where to write the smaller failure file.
+        #[arg(short = 'o', long = "output", value_name = "SMALLER.json")]
+        output: PathBuf,
+        /// At most this many simulation runs.
+        #[arg(long, default_value_t = 2000)]
+        max_runs: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Explain a failure: the faults, and what led to the violation, object by object.
+    Explain { failure: PathBuf },
+    /// Re-run a failure file and check it fails the same way.
+    Replay {
+        failure: PathBuf,
+        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
+        #[arg(long, value_name = "FILE")]
+        chrome_trace: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A user error: printed on one line, exit code 2.
+struct UsageError(String);
+
+impl<E: std::fmt::Display> From<E> for UsageError {
+    fn from(e: E) -> Self {
+        UsageError(e.to_string())
+    }
+}
+
+/// The `reconsim` binary: the builtin controllers and invariants only.
+pub fn main() -> ExitCode {
+    run_cli(&Extensions::default(), None)
+}
+
+/// The command line with the controllers and invariants of `extensions` (a user's
+/// binary). Commands print this binary's file name in the replay lines they show.
+pub fn main_with(extensions: Extensions) -> ExitCode {
+    let program = std::env::args_os()
+        .next()
+        .and_then(|a| {
+            Path::new(&a)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .filter(|s| !s.is_empty());
+    run_cli(&extensions, program)
+}
+
+/// What every command needs: the registry and the program name for replay lines.
+struct App<'a> {
+    ext: &'a Extensions,
+    program: &'a str,
+}
+
+impl App<'_> {
+    /// A SCENARIO argument (a path or a shipped scenario's name), loaded with the
+    /// registry.
+    fn load(&self, arg: &str) -> Result<(PathBuf, Scenario), UsageError> {
+        let path = library::resolve(arg);
+        if !path.exists() {
+            // The library's own error: the file, and where names are looked up.
+            library::load(arg)?;
+        }
+        let s = Scenario::load_with(&path, self.ext)?;
+        Ok((path, s))
+    }
+
+    fn load_failure(&self, path: &Path) -> Result<FailureFile, UsageError> {
+        Ok(FailureFile::load_with(path, self.ext)?)
+    }
+
+    /// The command that replays a failure file, for people.
+    fn replay_command(&self, path: &Path) -> String {
+        format!("{} replay {}", self.program, path.display())
+    }
+}
+
+fn run_cli(ext: &Extensions, program: Option<String>) -> ExitCode {
+    // A closed pipe (`reconsim fuzz ... | head`) ends the process quietly, as for any
+    // Unix filter, instead of a panic in println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE at start-up, before any
+    // thread exists, is what a C program starts with.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    // Logs for people debugging the simulator itself: RUST_LOG=reconsim=debug. Off by
+    // default, and on stderr, so `--json` output stays one document on stdout.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = match &program {
+        None => Cli::parse(),
+        Some(name) => {
+            let matches = Cli::command().bin_name(name.clone()).get_matches();
+            Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+        }
+    };
+    let app = App {
+        ext,
+        program: program.as_deref().unwrap_or("reconsim"),
+    };
+    let app = &app;
+    let result = match cli.command {
+        Command::List { json } => list(app, json),
+        Command::Run {
+            scenario,
+            seed,
+            save_failure,
+            timeline,
+            chrome_trace,
+            json,
+        } => run(
+            app,
+            &scenario,
+            seed,
+            save_failure.as_deref(),
+            timeline,
+            chrome_trace.as_deref(),
+            json,
+        ),
+        Command::Fuzz {
+            scenario,
+            seeds,
+            jobs,
+            shard,
+            stop_on_first,
+            failures_dir,
+            time_budget,
+            json,
+        } => fuzz_cmd(
+            app,
+            &scenario,
+            FuzzArgs {
+                seeds: seeds.as_deref(),
+                jobs,
+                shard: shard.as_deref(),
+                stop_on_first,
+                failures_dir: failures_dir.as_deref(),
+                time_budget: time_budget.as_deref(),
+            },
+            json,
+        ),
+        Command::Merge { results } => merge(&results),
+        Command::Replay {
+            failure,
+            chrome_trace,
+            json,
+        } => replay(app, &failure, chrome_trace.as_deref(), json),
+        Command::Explain { failure } => explain(app, &failure),
+        Command::Shrink {
+            failure,
+            output,
+            max_runs,
+            json,
+        } => shrink(app, &failure, &output, max_runs, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(UsageError(msg)) => {
+            eprintln!("{}: error: {msg}", app.program);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
+    let mut rows = Vec::new();
+    for path in library::files()? {
+        let s = Scenario::load_with(&path, app.ext)?;
+        rows.push((path, s));
+    }
+    if json {
+        let doc: Vec<_> = rows
+            .iter()
+            .map(|(p, s)| {
+                json!({"name": s.name, "path": p.display().to_string(), "expect": s.expect.to_string(), "description": s.description})
+            })
+            .collect();
+        println!("{}", serde_json::to_string(&doc)?);
+    } else {
+        for (_, s) in &rows {
+            println!(
+                "{:<40} expect {:<9} seeds {}",
+                s.name,
+                s.expect.to_string(),
+                s.seeds
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Write a run's Chrome trace.
+fn write_chrome(
+    path: &Path,
+    world: &crate::scenario::build::World,
+    outcome: &runner::Outcome,
+) -> Result<(), UsageError> {
+    let doc = crate::scenario::chrome::chrome_trace(world, outcome.violation.as_ref());
+    std::fs::write(path, doc.to_string()).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the Chrome trace: {e}",
+            path.display()
+        ))
+    })
+}
+
+fn run(
+    app: &App<'_>,
+    arg: &str,
+    seed: u64,
+    save: Option<&Path>,
+    timeline: bool,
+    chrome: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    let (_, scenario) = app.load(arg)?;
+    let start = Instant::now();
+    let plan = crate::scenario::faults::generate(&scenario, seed);
+    let mode = if (timeline && !json) || chrome.is_some() {
+        crate::sim::TraceMode::Full
+    } else {
+        crate::sim::TraceMode::Hash
+    };
+    let (outcome, world) = runner::run_world(&scenario, seed, plan.clone(), mode);
+    let wall_ms = start.elapsed().as_millis() as u64;
+    if let Some(path) = chrome {
+        write_chrome(path, &world, &outcome)?;
+    }
+    if timeline && !json {
+        let until = crate::sim::SimTime(outcome.sim_ms);
+        for line in crate::scenario::timeline::timeline(&world, until) {
+            println!("{line}");
+        }
+    }
+    let failure = FailureFile::new(&scenario, &plan, &outcome);
+    if let (Some(path), Some(f)) = (save, &failure) {
+        f.save(path).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot write the failure file: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    let v = outcome.violation.as_ref();
+    if json {
+        let doc = json!({
+            "scenario": scenario.name,
+            "seed": seed,
+            "outcome": if v.is_some() { "violation" } else { "clean" },
+            "invariant": v.map(|v| v.invariant.clone()),
+            "time_ms": v.map(|v| v.time.as_ms()),
+            "message": v.map(|v| v.message.clone()),
+            "objects": v.map(|v| v.objects.clone()),
+            "events": outcome.events,
+            "sim_ms": outcome.sim_ms,
+            "wall_ms": wall_ms,
+            "trace_hash": outcome.trace_hash_hex(),
+            "faults": plan.len(),
+        });
+        println!("{doc}");
+    } else {
+        match v {
+            None => println!(
+                "{} seed {seed}: clean ({} events, {} simulated, {wall_ms} ms, trace {})",
+                scenario.name,
+                outcome.events,
+                crate::sim::SimTime(outcome.sim_ms),
+                outcome.trace_hash_hex()
+            ),
+            Some(v) => {
+                println!(
+                    "{} seed {seed}: VIOLATION of {} at t={}\n  {}\n  objects: {}",
+                    scenario.name,
+                    v.invariant,
+                    v.time,
+                    v.message,
+                    v.objects.join(", ")
+                );
+                match save {
+                    Some(p) => println!(
+                        "  saved {}\n  replay: {}",
+                        p.display(),
+                        app.replay_command(p)
+                    ),
+                    None => println!("  replay: {} run {arg} --seed {seed}", app.program),
+                }
+            }
+        }
+    }
+    Ok(if v.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Two whole numbers `a<sep>b` with `a < b`; the error names the flag and the form.
+fn parse_pair(flag: &str, s: &str, sep: &str, form: &str) -> Result<(u64, u64), UsageError> {
+    let bad = || UsageError(format!("{flag}: expected {form}, not `{s}`"));
+    let (a, b) = s.split_once(sep).ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn parse_seeds(s: &str) -> Result<(u64, u64), UsageError> {
+    parse_pair("--seeds", s, "..", "A..B with A < B (e.g. 0..200)")
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), UsageError> {
+    parse_pair("--shard", s, "/", "I/N with I < N (e.g. 0/4)")
+}
+
+/// `fuzz`'s options, as given.
+struct FuzzArgs<'a> {
+    seeds: Option<&'a str>,
+    jobs: Option<usize>,
+    shard: Option<&'a str>,
+    stop_on_first: bool,
+    failures_dir: Option<&'a Path>,
+    time_budget: Option<&'a str>,
+}
+
+/// `60s`, `5m`, `1h`, `500ms`, or plain seconds.
+fn parse_duration(s: &str) -> Result<std::time::Duration, UsageError> {
+    let bad = || {
+        UsageError(format!(
+            "--time-budget: expected a duration such as 60s, 5m or 1h, not `{s}`"
+        ))
+    };
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, ""), |i| s.split_at(i));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "" | "s" => n * 1000,
+        "ms" => n,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        _ => return Err(bad()),
+    };
+    if ms == 0 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_millis(ms))
+}
+
+fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<ExitCode, UsageError> {
+    let FuzzArgs {
+        seeds,
+        jobs,
+        shard,
+        stop_on_first,
+        failures_dir,
+        time_budget,
+    } = a;
+    let budget = time_budget.map(parse_duration).transpose()?;
+    let (_, scenario) = app.load(arg)?;
+    let (start, end) = match seeds {
+        Some(s) => parse_seeds(s)?,
+        None => (0, scenario.seeds),
+    };
+    let shard = shard.map(parse_shard).transpose()?;
+    let jobs = match jobs {
+        Some(0) => return Err(UsageError("--jobs: expected at least 1".into())),
+        Some(j) => j,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    if let Some(dir) = failures_dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot create the failures directory: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    let campaign = Campaign {
+        start,
+        end,
+        jobs,
+        shard,
+        stop_on_first,
+    };
+    let save_errors = std::sync::Mutex::new(Vec::new());
+    let failure_path =
+        |seed: u64| failures_dir.map(|d| d.join(format!("{}-seed-{seed}.json", scenario.name)));
+    let on_failure = |outcome: &runner::Outcome, plan: &crate::scenario::Plan| {
+        if let (Some(path), Some(f)) = (
+            failure_path(outcome.seed),
+            FailureFile::new(&scenario, plan, outcome),
+        ) && let Err(e) = f.save(&path)
+        {
+            save_errors
+                .lock()
+                .expect("not poisoned")
+                .push(format!("{}: {e}", path.display()));
+        }
+    };
+    let bar = progress_bar(campaign.seeds().len() as u64, json);
+    let on_progress = |done: u64, failures: u64| {
+        if let Some(b) = &bar {
+            b.set_position(done);
+            b.set_message(format!("{failures} failing"));
+        }
+    };
+    tracing::info!(scenario = %scenario.name, start, end, jobs, "fuzz campaign starts");
+    let wall = Instant::now();
+    let report =
+        crate::scenario::fuzz::fuzz_for(&scenario, campaign, budget, &on_failure, &on_progress);
+    let wall_ms = wall.elapsed().as_millis() as u64;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    tracing::info!(
+        runs = report.runs,
+        failures = report.failures.len(),
+        wall_ms,
+        "fuzz campaign ends"
+    );
+    for e in save_errors.into_inner().expect("not poisoned") {
+        eprintln!("reconsim: error: cannot write the failure file {e}");
+    }
+    if json {
+        let doc = json!({
+            "scenario": scenario.name,
+            "runs": report.runs,
+            "failures": report.failures,
+            "first_failure_seed": report.first_failure_seed,
+            "events": report.events,
+            "sim_ms": report.sim_ms,
+            "wall_ms": wall_ms,
+            "seeds": format!("{start}..{end}"),
+            "seeds_run": report.seeds_run,
+            "shard": shard.map(|(i, n)| format!("{i}/{n}")),
+            "jobs": jobs,
+        });
+        println!("{doc}");
+    } else {
+        let secs = wall_ms.max(1) as f64 / 1000.0;
+        println!(
+            "{}: {} runs over seeds {start}..{end}{} in {secs:.2} s ({:.0} runs/s, {:.0}x faster than simulated time), {} failing",
+            scenario.name,
+            report.runs,
+            shard
+                .map(|(i, n)| format!(" (shard {i}/{n})"))
+                .unwrap_or_default(),
+            report.runs as f64 / secs,
+            report.sim_ms as f64 / wall_ms.max(1) as f64,
+            report.failures.len()
+        );
+        let planned = campaign.seeds().len() as u64;
+        if budget.is_some() && report.seeds_run < planned {
+            let next = campaign
+                .seeds()
+                .get(report.seeds_run as usize)
+                .copied()
+                .unwrap_or(end);
+            println!(
+                "  the time budget ran out after {} of {planned} seeds; go on with --seeds {next}..{end}",
+                report.seeds_run
+            );
+        }
+        for f in report.failures.iter().take(10) {
+            println!(
+                "  seed {}: {} at t={}",
+                f.seed,
+                f.invariant,
+                crate::sim::SimTime(f.time_ms)
+            );
+        }
+        if report.failures.len() > 10 {
+            println!("  ... and {} more", report.failures.len() - 10);
+        }
+        if let Some(seed) = report.first_failure_seed {
+            match failure_path(seed) {
+                Some(p) => println!("  replay: {}", app.replay_command(&p)),
+                None => println!("  replay: {} run {arg} --seed {seed}", app.program),
+            }
+        }
+    }
+    Ok(if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn explain(app: &App<'_>, path: &Path) -> Result<ExitCode, UsageError> {
+    let f = app.load_failure(path)?;
+    let Some(e) = crate::scenario::explain::explain(&f) else {
+        println!(
+            "NOT reproduced: {} seed {} no longer violates {}; nothing to explain",
+            f.scenario.name, f.seed, f.invariant
+        );
+        return Ok(ExitCode::from(1));
+    };
+    println!("{}", e.headline);
+    println!("faults: {}", e.faults);
+    println!("what led to it ({}):", e.objects.join(", "));
+    for line in &e.lines {
+        println!("{line}");
+    }
+    println!("replay: {}", app.replay_command(path));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn shrink(
+    app: &App<'_>,
+    path: &Path,
+    output: &Path,
+    max_runs: u64,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    let f = app.load_failure(path)?;
+    let (smaller, report) = crate::scenario::shrink::shrink(&f, max_runs);
+    smaller.save(output).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the failure file: {e}",
+            output.display()
+        ))
+    })?;
+    if json {
+        let doc = json!({
+            "faults_before": report.faults_before,
+            "faults_after": report.faults_after,
+            "runs": report.runs,
+            "budget_exhausted": report.budget_exhausted,
+            "invariant": smaller.invariant,
+            "trace_hash": smaller.trace_hash,
+            "output": output.display().to_string(),
+        });
+        println!("{doc}");
+    } else {
+        println!(
+            "shrunk {} seed {}: {} -> {} faults in {} runs{}; still {} at t={}\n  saved {}\n  replay: {}",
+            f.scenario.name,
+            f.seed,
+            report.faults_before,
+            report.faults_after,
+            report.runs,
+            if report.budget_exhausted {
+                " (run budget spent)"
+            } else {
+                ""
+            },
+            smaller.invariant,
+            crate::sim::SimTime(smaller.time_ms),
+            output.display(),
+            app.replay_command(output)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A progress bar on stderr (runs/s, failures, ETA), only for a person at a terminal:
+/// never with `--json`, never when stderr is piped.
+fn progress_bar(total: u64, json: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} seeds  {per_sec}  {msg}  ETA {eta}",
+        )
+        .expect("a valid template"),
+    );
+    Some(bar)
+}
+
+/// Combine shard results: counts add up, failures are merged by seed.
+fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
+    let mut scenario: Option<String> = None;
+    let (mut runs, mut events, mut sim_ms, mut wall_ms) = (0u64, 0u64, 0u64, 0u64);
+    let mut failures: Vec<serde_json::Value> = Vec::new();
+    let mut seeds: Vec<String> = Vec::new();
+    for path in paths {
+        let doc: serde_json::Value = crate::scenario::format::read_json(path)?;
+        let field = |name: &str| -> Result<&serde_json::Value, UsageError> {
+            doc.get(name).ok_or_else(|| {
+                UsageError(format!(
+                    "{}: at .{name}: missing; expected a `reconsim fuzz --json` result",
+                    path.display()
+                ))
+            })
+        };
+        let num = |name: &str| -> Result<u64, UsageError> {
+            field(name)?.as_u64().ok_or_else(|| {
+                UsageError(format!(
+                    "{}: at .{name}: expected a whole number",
+                    path.display()
+                ))
+            })
+        };
+        let name = field("scenario")?.as_str().ok_or_else(|| {
+            UsageError(format!(
+                "{}: at .scenario: expected a string",
+                path.display()
+            ))
+        })?;
+        match &scenario {
+            None => scenario = Some(name.to_string()),
+            Some(s) if s != name => {
+                return Err(UsageError(format!(
+                    "{}: at .scenario: expected `{s}` like the other results, not `{name}`",
+                    path.display()
+                )));
+            }
+            Some(_) => {}
+        }
+        runs += num("runs")?;
+        events += num("events")?;
+        sim_ms += num("sim_ms")?;
+        wall_ms = wall_ms.max(num("wall_ms")?);
+        let list = field("failures")?.as_array().ok_or_else(|| {
+            UsageError(format!(
+                "{}: at .failures: expected an array",
+                path.display()
+            ))
+        })?;
+        failures.extend(list.iter().cloned());
+        if let Some(s) = doc.get("seeds").and_then(|s| s.as_str())
+            && !seeds.iter().any(|x| x == s)
+        {
+            seeds.push(s.to_string());
+        }
+    }
+    failures.sort_by_key(|f| f["seed"].as_u64().unwrap_or(u64::MAX));
+    failures.dedup_by_key(|f| f["seed"].as_u64());
+    let first = failures.first().and_then(|f| f["seed"].as_u64());
+    let doc = json!({
+        "scenario": scenario,
+        "runs": runs,
+        "failures": failures,
+        "first_failure_seed": first,
+        "events": events,
+        "sim_ms": sim_ms,
+        "wall_ms": wall_ms,
+        "seeds": if seeds.len() == 1 { Some(seeds[0].clone()) } else { None },
+        "merged": paths.len(),
+    });
+    println!("{doc}");
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn replay(
+    app: &App<'_>,
+    path: &Path,
+    chrome: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    let f = app.load_failure(path)?;
+    let r = match chrome {
+        None => f.replay(crate::sim::TraceMode::Hash),
+        Some(out) => {
+            let (outcome, world) = runner::run_world(
+                &f.scenario,
+                f.seed,
+                f.plan.clone(),
+                crate::sim::TraceMode::Full,
+            );
+            write_chrome(out, &world, &outcome)?;
+            crate::scenario::failure::Replay::judge(&f, outcome)
+        }
+    };
+    if json {
+        let doc = json!({
+            "reproduced": r.reproduced,
+            "trace_hash": r.trace_hash,
+            "invariant": r.invariant,
+            "expected_trace_hash": f.trace_hash,
+            "expected_invariant": f.invariant,
+            "time_ms": r.outcome.violation.as_ref().map(|v| v.time.as_ms()),
+        });
+        println!("{doc}");
+    } else if r.reproduced {
+        let v = r
+            .outcome
+            .violation
+            .as_ref()
+            .expect("reproduced means violated");
+        println!(
+            "reproduced: {} seed {}: {} at t={} (trace {})\n  {}\n  replay: {}",
+            f.scenario.name,
+            f.seed,
+            v.invariant,
+            v.time,
+            r.trace_hash,
+            v.message,
+            app.replay_command(path)
+        );
+    } else {
+        println!(
+            "NOT reproduced: expected {} with trace {}, got {} with trace {}{}",
+            f.invariant,
+            f.trace_hash,
+            r.invariant.as_deref().unwrap_or("no violation"),
+            r.trace_hash,
+            if f.reconsim_version != crate::scenario::failure::VERSION {
+                format!(
+                    " (the file was written by reconsim {}, this is {})",
+                    f.reconsim_version,
+                    crate::scenario::failure::VERSION
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(if r.reproduced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
