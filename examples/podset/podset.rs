@@ -1,0 +1,569 @@
+//! PodSet: a ReplicaSet-like controller written against reconsim's public API, with a
+//! real bug and its real fix. The guide, docs/guide/writing-a-reconciler.md, walks
+//! through this file; `main.rs` turns it into a CLI, tests/example_podset.rs fuzzes it.
+//!
+//! A PodSet keeps `replicas` Pods. The simulator's kinds are a closed enum, so a PodSet
+//! is stored as a `MachineSet` object (its spec is exactly what a PodSet needs:
+//! replicas and a label selector), in a world without the machine-api family, where
+//! nothing else acts on MachineSets. Its Pods are real Pods: the scheduler binds them,
+//! kubelets run them (the `pause` image), the node lifecycle controller evicts them from
+//! unreachable nodes. The Deployment controller ignores them (they are not owned by a
+//! Deployment).
+//!
+//! One reconcile of a PodSet (kubernetes/kubernetes pkg/controller/replicaset/
+//! replica_set.go @003e86297d, `syncReplicaSet` and `manageReplicas`, cut down: no
+//! adoption, no slow-start batches, one request per step):
+//! 1. from the informer cache: the PodSet and the Pods it controls that are active
+//!    (not deleting, not Succeeded or Failed: `FilterActivePods`);
+//! 2. too few: create the missing Pods, generateName `<podset>-`; too many: delete the
+//!    newest;
+//! 3. write status.replicas when it changed.
+//!
+//! The bug (variant `no-expectations`): step 1 trusts the cache. The cache lags the API
+//! server, and it can lag this controller's own writes: when a watch broke (a partition)
+//! the informer relists, and a Pod created just after the server answered the list is
+//! in neither the list nor the cache until the new watch opens and replays it. A
+//! reconcile that runs in between (the relist's own changes wake one) counts that Pod
+//! as missing and creates it again.
+//!
+//! The fix (variant `expectations`): Kubernetes' controller expectations
+//! (kubernetes/kubernetes pkg/controller/controller_utils.go @00bdb3fade,
+//! `ControllerExpectations`, `ExpectationsTimeout = 5 * time.Minute`): before creating
+//! N Pods, expect N adds; each Pod the cache shows for the first time lowers it; a
+//! PodSet is not synced again until its expectations are met or 5 minutes old. Deletes
+//! are expected by name (`UIDTrackingControllerExpectations`). A create or delete that
+//! fails, a timeout included, lowers the expectation at once and ends the reconcile in
+//! error, as `manageReplicas` does ("the informer won't observe this pod"); a timed-out
+//! create whose Pod was made after all can still be counted twice, in Kubernetes as here.
+//! controller-runtime gives a reconciler no informer event hook, so adds are observed
+//! at the start of each reconcile: owned Pods the cache shows that the last reconcile
+//! did not. A reconcile skipped for expectations requeues itself at their expiry (the
+//! real controller is woken by its informers' resync).
+
+use reconsim::check::{Check, View, Violation};
+use reconsim::scenario::build::PAUSE_IMAGE;
+use reconsim::scenario::extension::{self, Extensions};
+use reconsim::sim::SimTime;
+use reconsim::world::api::{ApiError, ApiOp, PatchOp};
+use reconsim::world::manager::{
+    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
+};
+use reconsim::world::object::{
+    Body, Kind, MachineSet, MachineSetSpec, MachineSetStatus, Object, ObjectKey, ObjectMeta,
+    OwnerReference, Pod, PodPhase, PodSpec, Uid,
+};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// The controller's name: its registration, its process, its traces.
+pub const NAME: &str = "podset-controller";
+/// The invariant this file registers.
+pub const MAX_PODS: &str = "podset_max_pods";
+/// The label a PodSet selects its Pods by.
+pub const LABEL: &str = "podset";
+/// ExpectationsTimeout (controller_utils.go): 5 minutes.
+pub const EXPECTATIONS_TIMEOUT_MS: u64 = 300_000;
+
+// ----- the scenario's `params` ----------------------------------------------------------
+
+/// Which controller runs: the bug or the fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// Counts Pods from the cache at every reconcile.
+    NoExpectations,
+    /// Waits for the cache to show its own creates and deletes (or for 5 minutes).
+    Expectations,
+}
+
+/// `controllers.custom[].params` of a `podset-controller` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub variant: Variant,
+    /// The PodSets in the API server at t = 0.
+    pub podsets: Vec<PodSetParams>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodSetParams {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    pub replicas: u32,
+}
+
+fn default_namespace() -> String {
+    "default".to_string()
+}
+
+/// A `custom` workload action's `params`: scale a PodSet.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleParams {
+    pub podset: String,
+    pub replicas: u32,
+}
+
+// ----- the PodSet object ----------------------------------------------------------------
+
+/// A PodSet's spec, stored as a MachineSet spec.
+fn spec(name: &str, replicas: u32) -> MachineSetSpec {
+    let labels = BTreeMap::from([(LABEL.to_string(), name.to_string())]);
+    MachineSetSpec {
+        replicas,
+        selector: labels.clone(),
+        template_labels: labels,
+        delete_policy: Default::default(),
+    }
+}
+
+/// The PodSet object `p` as the API server holds it at t = 0.
+pub fn podset_object(p: &PodSetParams) -> Object {
+    Object::new(
+        ObjectMeta::named(&p.namespace, &p.name),
+        Body::MachineSet(MachineSet {
+            spec: spec(&p.name, p.replicas),
+            status: Default::default(),
+        }),
+    )
+}
+
+/// The Pods `podset` controls (controller reference to its uid) among `pods`.
+pub fn owned<'a>(
+    pods: impl Iterator<Item = &'a Arc<Object>>,
+    podset: &Object,
+) -> Vec<&'a Arc<Object>> {
+    pods.filter(|p| p.meta.namespace == podset.meta.namespace)
+        .filter(|p| {
+            p.meta
+                .controller_ref()
+                .is_some_and(|r| r.uid == podset.meta.uid)
+        })
+        .collect()
+}
+
+/// FilterActivePods: not deleting, not Succeeded or Failed.
+pub fn is_active(p: &Object) -> bool {
+    !p.meta.is_deleting()
+        && p.as_pod()
+            .is_some_and(|x| !matches!(x.status.phase, PodPhase::Succeeded | PodPhase::Failed))
+}
+
+fn replicas(podset: &Object) -> u32 {
+    podset.as_machine_set().map_or(0, |m| m.spec.replicas)
+}
+
+// ----- the controller -------------------------------------------------------------------
+
+/// ControlleeExpectations of one PodSet: adds still to observe, deletes (by Pod name)
+/// still to observe, and when they were set.
+#[derive(Clone, Debug, Default)]
+struct Expectations {
+    adds: u32,
+    deletes: BTreeSet<String>,
+    since: SimTime,
+}
+
+impl Expectations {
+    fn fulfilled(&self) -> bool {
+        self.adds == 0 && self.deletes.is_empty()
+    }
+}
+
+/// Where a reconcile is.
+#[derive(Clone, Debug, Default)]
+enum Phase {
+    #[default]
+    Idle,
+    /// Creating Pods: `left` to go.
+    Creating { left: u32 },
+    /// Deleting `victims[next]`.
+    Deleting {
+        victims: Vec<(ObjectKey, Uid)>,
+        next: usize,
+    },
+    /// Writing status.replicas.
+    Status,
+}
+
+/// The PodSet controller. All of its state is here; [`Reconciler::reset`] is a crash.
+#[derive(Clone, Debug)]
+pub struct PodSetController {
+    variant: Variant,
+    phase: Phase,
+    /// The PodSet being reconciled, as the cache showed it at the start.
+    podset: Option<Arc<Object>>,
+    /// Active Pods counted at the start.
+    active: u32,
+    /// The error to end the reconcile with once status is written.
+    error: Option<String>,
+    /// Per PodSet: its expectations (variant `expectations`).
+    expectations: BTreeMap<ObjectKey, Expectations>,
+    /// Per PodSet: the owned Pods the cache showed at the last reconcile, so new ones
+    /// count as observed adds.
+    seen: BTreeMap<ObjectKey, BTreeSet<String>>,
+}
+
+impl PodSetController {
+    pub fn new(variant: Variant) -> Self {
+        PodSetController {
+            variant,
+            phase: Phase::Idle,
+            podset: None,
+            active: 0,
+            error: None,
+            expectations: BTreeMap::new(),
+            seen: BTreeMap::new(),
+        }
+    }
+
+    /// Step 1: read the cache, observe, decide.
+    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
+        self.phase = Phase::Idle;
+        self.error = None;
+        let Some(podset) = ctx.cache.get(ctx.key).cloned() else {
+            // Deleted: forget it (DeleteExpectations).
+            self.expectations.remove(ctx.key);
+            self.seen.remove(ctx.key);
+            return Step::done();
+        };
+        let pods = owned(ctx.cache.list(Kind::Pod), &podset);
+        let names: BTreeSet<String> = pods.iter().map(|p| p.meta.name.clone()).collect();
+        let seen = self.seen.insert(ctx.key.clone(), names).unwrap_or_default();
+        let active: Vec<&Arc<Object>> = pods.iter().copied().filter(|p| is_active(p)).collect();
+        self.active = active.len() as u32;
+        if self.variant == Variant::Expectations
+            && let Some(e) = self.expectations.get_mut(ctx.key)
+        {
+            // CreationObserved for each Pod the cache shows for the first time;
+            // DeletionObserved for each expected victim now deleting or gone.
+            let new = pods.iter().filter(|p| !seen.contains(&p.meta.name)).count();
+            e.adds = e.adds.saturating_sub(new as u32);
+            e.deletes.retain(|n| {
+                pods.iter()
+                    .any(|p| &p.meta.name == n && !p.meta.is_deleting())
+            });
+            let age_ms = ctx.now.since(e.since);
+            if !e.fulfilled() && age_ms < EXPECTATIONS_TIMEOUT_MS {
+                // SatisfiedExpectations is false: do not act on this cache.
+                return Step::requeue_after(EXPECTATIONS_TIMEOUT_MS - age_ms);
+            }
+            self.expectations.remove(ctx.key);
+        }
+        if podset.meta.is_deleting() {
+            return Step::done();
+        }
+        let want = replicas(&podset);
+        self.podset = Some(podset);
+        if self.active < want {
+            let left = want - self.active;
+            self.expect(ctx, left, BTreeSet::new());
+            self.phase = Phase::Creating { left };
+            return self.create();
+        }
+        if self.active > want {
+            let mut victims = active;
+            // getPodsToDelete, cut down: unscheduled first, then not running, then newest.
+            victims.sort_by_key(|p| {
+                let pod = p.as_pod().expect("a Pod");
+                (
+                    pod.spec.node_name.is_some(),
+                    pod.status.phase == PodPhase::Running,
+                    std::cmp::Reverse(p.meta.creation_timestamp),
+                    p.meta.name.clone(),
+                )
+            });
+            victims.truncate((self.active - want) as usize);
+            let names = victims.iter().map(|p| p.meta.name.clone()).collect();
+            self.expect(ctx, 0, names);
+            self.phase = Phase::Deleting {
+                victims: victims.iter().map(|p| (p.key(), p.meta.uid)).collect(),
+                next: 0,
+            };
+            return self.delete();
+        }
+        self.status()
+    }
+
+    /// ExpectCreations / ExpectDeletions (variant `expectations` only).
+    fn expect(&mut self, ctx: &ReconcileCtx<'_>, adds: u32, deletes: BTreeSet<String>) {
+        if self.variant == Variant::Expectations {
+            self.expectations.insert(
+                ctx.key.clone(),
+                Expectations {
+                    adds,
+                    deletes,
+                    since: ctx.now,
+                },
+            );
+        }
+    }
+
+    fn create(&self) -> Step {
+        let podset = self.podset.as_ref().expect("set at start");
+        let name = &podset.meta.name;
+        let mut meta = ObjectMeta::named(&podset.meta.namespace, "");
+        meta.generate_name = Some(format!("{name}-"));
+        meta.labels = BTreeMap::from([(LABEL.to_string(), name.clone())]);
+        meta.owner_references = vec![OwnerReference {
+            kind: Kind::MachineSet,
+            name: name.clone(),
+            uid: podset.meta.uid,
+            controller: true,
+        }];
+        let pod = Pod {
+            spec: PodSpec {
+                node_name: None,
+                image: PAUSE_IMAGE.to_string(),
+                tolerations: Vec::new(),
+            },
+            status: Default::default(),
+        };
+        Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
+            meta,
+            Body::Pod(pod),
+        )))))
+    }
+
+    fn delete(&self) -> Step {
+        let Phase::Deleting { victims, next } = &self.phase else {
+            unreachable!("deleting")
+        };
+        let (key, uid) = victims[*next].clone();
+        Step::Call(Call::Api(ApiOp::Delete {
+            key,
+            uid: Some(uid),
+            grace_period_seconds: None,
+        }))
+    }
+
+    /// Step 3: status.replicas = active Pods counted at the start.
+    fn status(&mut self) -> Step {
+        let podset = self.podset.as_ref().expect("set at start");
+        let current = podset.as_machine_set().map(|m| m.status.replicas);
+        if current == Some(self.active) {
+            return self.finish();
+        }
+        self.phase = Phase::Status;
+        Step::Call(Call::Api(ApiOp::Patch {
+            key: podset.key(),
+            ops: vec![PatchOp::Status(Body::MachineSet(MachineSet {
+                spec: Default::default(),
+                status: MachineSetStatus {
+                    replicas: self.active,
+                },
+            }))],
+            resource_version: None,
+        }))
+    }
+
+    fn finish(&mut self) -> Step {
+        self.phase = Phase::Idle;
+        match self.error.take() {
+            Some(e) => Step::Error(e),
+            None => Step::done(),
+        }
+    }
+
+    /// A create or delete failed and the informer will not see its effect: lower the
+    /// expectation (CreationObserved / DeletionObserved) and end with an error after the
+    /// status write, as manageReplicas returns its error.
+    fn failed(&mut self, key: &ObjectKey, what: String, victim: Option<&str>) -> Step {
+        if let Some(e) = self.expectations.get_mut(key) {
+            match victim {
+                None => e.adds = e.adds.saturating_sub(1),
+                Some(name) => {
+                    e.deletes.remove(name);
+                }
+            }
+        }
+        self.error = Some(what);
+        self.status()
+    }
+}
+
+impl Reconciler for PodSetController {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn watches(&self) -> Vec<Kind> {
+        vec![Kind::MachineSet, Kind::Pod]
+    }
+
+    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
+        // For(PodSet), Owns(Pod).
+        enqueue_for(object, Kind::MachineSet, keys);
+        enqueue_owner(object, Kind::MachineSet, keys);
+    }
+
+    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
+        let Some(reply) = ctx.reply.take() else {
+            return self.start(ctx);
+        };
+        let key = ctx.key.clone();
+        match std::mem::take(&mut self.phase) {
+            Phase::Idle => Step::Error("a reply without a reconcile in progress".into()),
+            Phase::Creating { left } => {
+                if !matches!(reply, Reply::Api(Ok(_))) {
+                    return self.failed(&key, format!("creating a Pod: {reply:?}"), None);
+                }
+                if left > 1 {
+                    self.phase = Phase::Creating { left: left - 1 };
+                    return self.create();
+                }
+                self.status()
+            }
+            Phase::Deleting { victims, next } => {
+                let name = victims[next].0.name.clone();
+                let ok = matches!(
+                    reply,
+                    Reply::Api(Ok(_)) | Reply::Api(Err(ApiError::NotFound))
+                );
+                if !ok {
+                    return self.failed(
+                        &key,
+                        format!("deleting Pod {name}: {reply:?}"),
+                        Some(&name),
+                    );
+                }
+                if next + 1 < victims.len() {
+                    self.phase = Phase::Deleting {
+                        victims,
+                        next: next + 1,
+                    };
+                    return self.delete();
+                }
+                self.status()
+            }
+            Phase::Status => {
+                if let Reply::Api(Err(e)) = &reply {
+                    self.error.get_or_insert(format!("writing status: {e:?}"));
+                }
+                if reply == Reply::TimedOut {
+                    self.error.get_or_insert("writing status: timed out".into());
+                }
+                self.finish()
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = PodSetController::new(self.variant);
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+// ----- the invariant and the desired state --------------------------------------------
+
+/// `podset_max_pods`: a Pod never appears while its PodSet already has `replicas` active
+/// Pods. Judged when a Pod is first seen in the API server (right after the write that
+/// created it): the active Pods, the new one included, must not exceed replicas. A
+/// scale-down makes a PodSet briefly have more active Pods than replicas; that is not a
+/// violation, only a create on top of it is (so a scenario scales down only when no
+/// create can be in flight).
+#[derive(Clone, Debug, Default)]
+pub struct MaxPods {
+    seen: BTreeSet<Uid>,
+}
+
+impl Check for MaxPods {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        for podset in view.api.list(Kind::MachineSet) {
+            let pods = owned(view.api.list(Kind::Pod), podset);
+            let mut fresh = false;
+            for p in &pods {
+                fresh |= self.seen.insert(p.meta.uid) && is_active(p);
+            }
+            if !fresh {
+                continue;
+            }
+            let active: Vec<&&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
+            let want = replicas(podset);
+            if active.len() > want as usize {
+                let mut objects = vec![format!("MachineSet {}", podset.meta.name)];
+                objects.extend(active.iter().map(|p| format!("Pod {}", p.meta.name)));
+                return Some(Violation {
+                    invariant: MAX_PODS.into(),
+                    time: view.now,
+                    message: format!(
+                        "PodSet {} has {} active Pods, replicas is {want}",
+                        podset.meta.name,
+                        active.len()
+                    ),
+                    objects,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// The desired state: every PodSet has exactly `replicas` active Pods, all Running.
+pub fn converged(view: &View<'_>) -> Result<(), String> {
+    for podset in view.api.list(Kind::MachineSet) {
+        let pods = owned(view.api.list(Kind::Pod), podset);
+        let active: Vec<&&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
+        let want = replicas(podset) as usize;
+        if active.len() != want {
+            return Err(format!(
+                "PodSet {} has {} active Pods, replicas is {want}",
+                podset.meta.name,
+                active.len()
+            ));
+        }
+        if let Some(p) = active.iter().find(|p| {
+            p.as_pod()
+                .is_some_and(|x| x.status.phase != PodPhase::Running)
+        }) {
+            return Err(format!(
+                "Pod {} of PodSet {} is not Running",
+                p.meta.name, podset.meta.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ----- the registry ---------------------------------------------------------------------
+
+/// Everything this file adds to reconsim, by name.
+pub fn extensions() -> Extensions {
+    Extensions::new()
+        .controller(NAME, |params| {
+            let p: Params = extension::params(params)?;
+            Ok(vec![
+                Box::new(PodSetController::new(p.variant)) as Box<dyn Reconciler>
+            ])
+        })
+        .objects(NAME, |params| {
+            let p: Params = extension::params(params)?;
+            Ok(p.podsets.iter().map(podset_object).collect())
+        })
+        .action(NAME, |params, action| {
+            let p: Params = extension::params(params)?;
+            let a: ScaleParams = extension::params(action)?;
+            let Some(ps) = p.podsets.iter().find(|ps| ps.name == a.podset) else {
+                return Err(format!(
+                    "at .podset: one of the entry's podsets, not `{}`",
+                    a.podset
+                ));
+            };
+            Ok(ApiOp::Patch {
+                key: ObjectKey::new(Kind::MachineSet, &ps.namespace, &ps.name),
+                ops: vec![PatchOp::Spec(Body::MachineSet(MachineSet {
+                    spec: spec(&ps.name, a.replicas),
+                    status: Default::default(),
+                }))],
+                resource_version: None,
+            })
+        })
+        .convergence(NAME, converged)
+        .invariant(MAX_PODS, || Box::new(MaxPods::default()))
+}

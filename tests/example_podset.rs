@@ -1,0 +1,441 @@
+//! The PodSet example (examples/podset, docs/guide/writing-a-reconciler.md), run the
+//! three ways users run reconsim, so the guide never rots:
+//! - the library: a fuzz campaign catches the buggy variant within its seed budget and
+//!   the fixed one holds over its whole budget;
+//! - proptest: the property fails for the buggy variant and its shrunk case replays
+//!   (through the library and through the example's binary); it holds for the fixed one;
+//! - the CLI: the example binary (`cargo run --example podset`) fuzzes, prints the
+//!   replay line, replays its own failure files; scenarios naming controllers or
+//!   invariants nobody registered are rejected with exit code 2 and the known names.
+//!
+//! Cases per property: `PROPTEST_CASES` (default 24, as tests/properties.rs).
+
+#[path = "../examples/podset/podset.rs"]
+mod podset;
+
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+};
+use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::fuzz::{Campaign, fuzz};
+use reconsim::scenario::strategies::{Case, case};
+use reconsim::scenario::{Expect, Scenario};
+use reconsim::sim::TraceMode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn path(name: &str) -> PathBuf {
+    root()
+        .join("examples/podset/scenarios")
+        .join(format!("{name}.json"))
+}
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load_with(&path(name), &podset::extensions()).expect("the example's scenario loads")
+}
+
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reconsim-podset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+// ----- the library: fuzz campaigns --------------------------------------------------------
+
+#[test]
+fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
+    let s = scenario("podset-buggy");
+    assert_eq!(s.expect, Expect::Violation);
+    let report = fuzz(
+        &s,
+        Campaign {
+            start: 0,
+            end: s.seeds,
+            jobs: jobs(),
+            shard: None,
+            stop_on_first: true,
+        },
+        &|_, _| {},
+        &|_, _| {},
+    );
+    let first = report
+        .failures
+        .first()
+        .expect("a violation within the budget");
+    assert_eq!(first.invariant, podset::MAX_PODS);
+}
+
+#[test]
+fn the_fixed_podset_holds_over_its_whole_budget() {
+    let s = scenario("podset-fixed");
+    assert_eq!(s.expect, Expect::Clean);
+    let report = fuzz(
+        &s,
+        Campaign {
+            start: 0,
+            end: s.seeds,
+            jobs: jobs(),
+            shard: None,
+            stop_on_first: false,
+        },
+        &|_, _| {},
+        &|_, _| {},
+    );
+    assert_eq!(report.runs, s.seeds);
+    assert!(
+        report.failures.is_empty(),
+        "failing: {:?}\n  replay: cargo run --release --example podset -- run {} --seed {}",
+        report.failures,
+        path("podset-fixed").display(),
+        report.failures[0].seed
+    );
+}
+
+#[test]
+fn the_two_variants_differ_only_in_the_controller() {
+    // The fixed scenario is the buggy one with variant `expectations`: the same world,
+    // workload and fault profile, so the fix is what makes it clean.
+    let (buggy, fixed) = (scenario("podset-buggy"), scenario("podset-fixed"));
+    let strip = |s: &Scenario| {
+        let mut v = serde_json::to_value(s).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for f in ["name", "description", "expect", "seeds"] {
+            o.remove(f);
+        }
+        v["controllers"]["custom"][0]["params"]["variant"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(strip(&buggy), strip(&fixed));
+    assert_eq!(
+        fixed.controllers.custom[0].params["variant"],
+        "expectations"
+    );
+}
+
+// ----- proptest ---------------------------------------------------------------------------
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
+}
+
+/// proptest's deterministic generator: the same cases on every machine and every run.
+fn runner(config: Config) -> TestRunner {
+    TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha))
+}
+
+/// The property: the case runs clean; otherwise the message names a failure file and
+/// the command that replays it with the binary that registers the PodSet controller.
+fn holds(c: &Case) -> Result<(), TestCaseError> {
+    let outcome = c.run();
+    let Some(f) = FailureFile::new(&c.scenario, &c.plan, &outcome) else {
+        return Ok(());
+    };
+    let file = tmp(&format!("{}-{}.json", c.scenario.name, f.trace_hash));
+    f.save(&file).expect("the failure file saves");
+    Err(TestCaseError::fail(format!(
+        "{} at t={} ms: {}\n  replay: cargo run --release --example podset -- replay {}",
+        f.invariant,
+        f.time_ms,
+        f.message,
+        file.display()
+    )))
+}
+
+#[test]
+fn proptest_finds_the_bug_and_its_shrunk_case_replays() {
+    let s = scenario("podset-buggy");
+    let mut runner = runner(Config {
+        cases: 64,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&case(&s), |c| holds(&c));
+    let Err(TestError::Fail(reason, shrunk)) = result else {
+        panic!("the property held for the buggy PodSet: {result:?}");
+    };
+    assert!(
+        reason
+            .message()
+            .contains("replay: cargo run --release --example podset -- replay "),
+        "{reason}"
+    );
+    // The shrunk case still fails the same way, through the library and through the
+    // example's binary (the failure file embeds the scenario, params included).
+    let outcome = shrunk.run();
+    let failure = FailureFile::new(&shrunk.scenario, &shrunk.plan, &outcome).expect("still fails");
+    assert_eq!(failure.invariant, podset::MAX_PODS);
+    assert!(failure.replay(TraceMode::Hash).reproduced);
+    let file = tmp("shrunk.json");
+    failure.save(&file).unwrap();
+    let out = podset_cli(&["replay", file.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["reproduced"], true);
+    assert_eq!(doc["trace_hash"], failure.trace_hash.as_str());
+    // The profile draws one to three partitions and maybe a crash; one partition is
+    // enough, and proptest shrinks to it.
+    assert!(shrunk.plan.len() <= 2, "{:?}", shrunk.plan);
+}
+
+#[test]
+fn the_fixed_podset_holds_the_property() {
+    let s = scenario("podset-fixed");
+    let mut runner = runner(Config {
+        cases: cases(),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/example_podset.txt",
+        ))),
+        ..Config::default()
+    });
+    if let Err(e) = runner.run(&case(&s), |c| holds(&c)) {
+        panic!("{e}");
+    }
+}
+
+// ----- the example's binary ---------------------------------------------------------------
+
+/// The example binary, of the profile of this test binary. `cargo test` builds examples
+/// with the tests; `cargo test --test example_podset` does not, so when the binary is
+/// missing or older than this test (which compiles the same podset.rs and library),
+/// build it here, once.
+fn podset_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // target/<profile>/deps/example_podset-<hash>
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps");
+        let bin = profile_dir
+            .join("examples")
+            .join(format!("podset{}", std::env::consts::EXE_SUFFIX));
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        if modified(&bin).is_some_and(|b| modified(&exe).is_some_and(|t| b >= t)) {
+            return bin;
+        }
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .args(["build", "--quiet", "--example", "podset"])
+            .current_dir(root());
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
+        assert!(status.success(), "cargo build --example podset failed");
+        bin
+    })
+}
+
+fn podset_cli(args: &[&str]) -> Output {
+    Command::new(podset_binary())
+        .args(args)
+        .output()
+        .expect("the example binary runs")
+}
+
+fn reconsim_cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_reconsim"))
+        .args(args)
+        .output()
+        .expect("the reconsim binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn the_example_binary_fuzzes_and_replays_its_own_failures() {
+    let buggy = path("podset-buggy");
+    let buggy = buggy.to_str().unwrap();
+    // The guide's command: exit 1, the failing seeds, the replay line.
+    let out = podset_cli(&["fuzz", buggy, "--seeds", "0..20", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("podset_max_pods"), "{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("  replay: podset run ") && last.ends_with(" --seed 0"),
+        "{text}"
+    );
+
+    // With failure files: each replays through the example binary, to the same hash.
+    let dir = tmp("failures");
+    let out = podset_cli(&[
+        "fuzz",
+        buggy,
+        "--seeds",
+        "0..1",
+        "--failures-dir",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let fuzzed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fuzzed["first_failure_seed"], 0);
+    let file = dir.join("podset-buggy-seed-0.json");
+    let out = podset_cli(&["replay", file.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let replay: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(replay["reproduced"], true);
+    assert_eq!(replay["invariant"], "podset_max_pods");
+    let out = podset_cli(&["explain", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("podset-controller reconcile #"));
+
+    // The builtin binary knows no PodSet: exit 2, naming the field and how to run it.
+    let out = reconsim_cli(&["replay", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(".scenario.controllers.custom[0].name") && err.contains("known: none"),
+        "{err}"
+    );
+
+    // The fixed variant is clean through the binary too.
+    let fixed = path("podset-fixed");
+    let out = podset_cli(&["fuzz", fixed.to_str().unwrap(), "--seeds", "0..20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn unregistered_names_are_rejected_with_exit_2_and_the_known_names() {
+    let text = std::fs::read_to_string(path("podset-buggy")).unwrap();
+    let bad = tmp("unknown-controller.json");
+    std::fs::write(
+        &bad,
+        text.replace(
+            "\"name\": \"podset-controller\"",
+            "\"name\": \"replicaset\"",
+        ),
+    )
+    .unwrap();
+    let out = podset_cli(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("podset: error: ")
+            && err.contains(bad.to_str().unwrap())
+            && err.contains("at .controllers.custom[0].name")
+            && err.contains("known: podset-controller")
+            && err.contains("not `replicaset`"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    let bad = tmp("unknown-invariant.json");
+    std::fs::write(
+        &bad,
+        text.replace("[\"podset_max_pods\"]", "[\"podset_max_pod\"]"),
+    )
+    .unwrap();
+    let out = podset_cli(&["fuzz", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("at .invariants[0]")
+            && err.contains("no_duplicate_machines")
+            && err.contains("this binary registers (podset_max_pods)")
+            && err.contains("not `podset_max_pod`"),
+        "{err}"
+    );
+
+    let bad = tmp("bad-params.json");
+    std::fs::write(
+        &bad,
+        text.replace("\"no-expectations\"", "\"no-expectation\""),
+    )
+    .unwrap();
+    let out = podset_cli(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("at .controllers.custom[0].params.variant")
+            && err.contains("unknown variant `no-expectation`"),
+        "{err}"
+    );
+
+    // The builtin binary rejects the example's scenario the same way.
+    let out = reconsim_cli(&["run", path("podset-buggy").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("reconsim: error: ")
+            && stderr(&out).contains("at .controllers.custom[0].name"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_custom_action_is_checked_against_the_entry() {
+    let text = std::fs::read_to_string(path("podset-buggy")).unwrap();
+    let err = Scenario::parse_with(
+        "x.json",
+        &text.replacen("\"podset\": \"web\"", "\"podset\": \"api\"", 1),
+        &podset::extensions(),
+    )
+    .unwrap_err();
+    assert_eq!(err.path, ".workload[0].action.custom.params.podset");
+    assert!(err.message.contains("not `api`"), "{err}");
+    let err = Scenario::parse_with(
+        "x.json",
+        &text.replacen(
+            "\"controller\": \"podset-controller\", \"params\"",
+            "\"controller\": \"podset\", \"params\"",
+            1,
+        ),
+        &podset::extensions(),
+    )
+    .unwrap_err();
+    assert_eq!(err.path, ".workload[0].action.custom.controller");
+}
+
+#[test]
+fn the_guide_quotes_the_example_verbatim() {
+    // Every "From `FILE`:" in the guide is followed by a blank line and a fenced block
+    // that must be a verbatim part of FILE.
+    let guide = std::fs::read_to_string(root().join("docs/guide/writing-a-reconciler.md")).unwrap();
+    let mut lines = guide.lines();
+    let mut checked = 0;
+    while let Some(line) = lines.next() {
+        let Some(file) = line
+            .strip_prefix("From `")
+            .and_then(|l| l.strip_suffix("`:"))
+        else {
+            continue;
+        };
+        assert_eq!(lines.next(), Some(""), "a blank line after {line}");
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with("```")),
+            "a code block after {line}"
+        );
+        let code: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        assert!(
+            text.contains(&code.join("\n")),
+            "the guide's excerpt of {file} is no longer in it:\n{}",
+            code.join("\n")
+        );
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} excerpts found");
+}
