@@ -55,6 +55,8 @@ fn every_shipped_scenario_is_tested() {
         "machineapi-leader-election",
         "machineapi-lease-expiry-pause",
         "machineapi-lease-expiry-idempotent",
+        "machineapi-leader-election-watch-lag",
+        "machineapi-idempotent-watch-lag",
         "kcp-upgrade-counts-deleting-1",
         "kcp-upgrade-counts-deleting-3",
         "kcp-upgrade-waits-for-deletion-1",
@@ -94,6 +96,16 @@ fn machineapi_lease_expiry_pause_duplicates() {
 #[test]
 fn machineapi_lease_expiry_idempotent_holds() {
     check("machineapi-lease-expiry-idempotent");
+}
+
+#[test]
+fn machineapi_leader_election_watch_lag_duplicates() {
+    check("machineapi-leader-election-watch-lag");
+}
+
+#[test]
+fn machineapi_idempotent_watch_lag_holds() {
+    check("machineapi-idempotent-watch-lag");
 }
 
 #[test]

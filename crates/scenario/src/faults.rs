@@ -96,6 +96,12 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Plan {
                         extra_ms: draw(&mut rng, *extra_ms),
                     },
                 },
+                FaultKind::WatchLag { lag_ms } => Fault::Inject {
+                    process: "apiserver".into(),
+                    fault: WorldFault::WatchLag {
+                        lag_ms: draw(&mut rng, *lag_ms),
+                    },
+                },
             };
             faults.push(TimedFault {
                 at_ms,

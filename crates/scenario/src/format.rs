@@ -292,6 +292,8 @@ pub enum FaultKind {
     CloudDescribeLag { lag_ms: Range },
     /// Booted instances take this much longer to register their Node.
     NodeJoinDelay { extra_ms: Range },
+    /// The API server's watch events leave this much after the write's response.
+    WatchLag { lag_ms: Range },
 }
 
 impl FaultKind {
@@ -306,6 +308,7 @@ impl FaultKind {
             FaultKind::Crash { .. } => "crash",
             FaultKind::CloudDescribeLag { .. } => "cloud_describe_lag",
             FaultKind::NodeJoinDelay { .. } => "node_join_delay",
+            FaultKind::WatchLag { .. } => "watch_lag",
         }
     }
 }
@@ -699,6 +702,7 @@ impl Scenario {
                 FaultKind::PauseHost { hosts: hs } => names_in("hosts", hs, &hosts)?,
                 FaultKind::CloudDescribeLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
                 FaultKind::NodeJoinDelay { extra_ms } => check_range(&kat("extra_ms"), *extra_ms)?,
+                FaultKind::WatchLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
             }
         }
         if self.invariants.is_empty() {

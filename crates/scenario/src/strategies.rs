@@ -101,6 +101,12 @@ fn generator(g: &FaultGen) -> BoxedStrategy<Vec<TimedFault<WorldFault>>> {
                 fault: WorldFault::NodeJoinDelay { extra_ms },
             })
             .boxed(),
+        FaultKind::WatchLag { lag_ms } => within(*lag_ms)
+            .prop_map(|lag_ms| Fault::Inject {
+                process: "apiserver".into(),
+                fault: WorldFault::WatchLag { lag_ms },
+            })
+            .boxed(),
         #[allow(unreachable_patterns)]
         other => {
             // A generator kind added later without a strategy yet: draw nothing for it.

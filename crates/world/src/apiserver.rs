@@ -17,7 +17,12 @@
 //!   reference orphans; the sweep is re-armed when the server restarts;
 //! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`,
 //!   trimmed by age also when no write comes, as etcd compaction is periodic), 410 Gone
-//!   for a resourceVersion older than the history (3.10).
+//!   for a resourceVersion older than the history (3.10);
+//! - watch lag ([`WorldFault::WatchLag`]): the real server answers a write from etcd but
+//!   feeds watches from its watch cache, which follows etcd through a watch of its own,
+//!   so a client can get its write's response before the event (3.11). While the fault
+//!   is on, every watch event waits `lag_ms` in one FIFO queue (so per-stream order
+//!   holds) while responses go out at once.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
 use crate::fault::WorldFault;
@@ -44,6 +49,8 @@ pub const POD_GRACE_PERIOD_SECONDS_DEFAULT: u64 = 30;
 pub enum Timer {
     /// Run the garbage collector's sweep.
     GcSweep,
+    /// Send the held watch events that are due.
+    ReleaseWatch,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +110,11 @@ pub struct ApiServer {
     awaiting_grace: BTreeSet<Uid>,
     /// Writes served, for statistics.
     writes: u64,
+    /// The watch-cache lag in force ([`WorldFault::WatchLag`]); 0: none.
+    watch_lag_ms: u64,
+    /// Watch events held by the lag, in order, each with its release time (never
+    /// decreasing). Bounded by the events of one lag period.
+    held: VecDeque<(SimTime, ProcId, WatchEvent)>,
 }
 
 impl ApiServer {
@@ -120,6 +132,8 @@ impl ApiServer {
             gc_pending: false,
             awaiting_grace: BTreeSet::new(),
             writes: 0,
+            watch_lag_ms: 0,
+            held: VecDeque::new(),
         }
     }
 
@@ -182,9 +196,21 @@ impl ApiServer {
         // etcd keeps the objects; open watches die with their connections.
         self.watchers.clear();
         self.gc_pending = false;
+        self.held.clear();
+        // A fault's end is not delivered to a crashed process.
+        self.watch_lag_ms = 0;
     }
 
-    pub fn on_fault(&mut self, _fault: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    pub fn on_fault(&mut self, fault: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+        // Overlapping lags add up, as the cloud's do.
+        if let WorldFault::WatchLag { lag_ms } = fault {
+            self.watch_lag_ms = if active {
+                self.watch_lag_ms.saturating_add(*lag_ms)
+            } else {
+                self.watch_lag_ms.saturating_sub(*lag_ms)
+            };
+        }
+    }
 
     pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let Msg::Api(ApiRequest { id, op }) = msg else {
@@ -199,6 +225,13 @@ impl ApiServer {
     pub fn on_timer(&mut self, timer: Timer, ctx: &mut WorldCtx<'_>) {
         match timer {
             Timer::GcSweep => self.gc_sweep(ctx),
+            Timer::ReleaseWatch => {
+                let now = ctx.now();
+                while self.held.front().is_some_and(|(at, _, _)| *at <= now) {
+                    let (_, to, event) = self.held.pop_front().expect("checked");
+                    ctx.send(to, Msg::Watch(event));
+                }
+            }
         }
     }
 
@@ -554,9 +587,33 @@ impl ApiServer {
 
     fn emit(&mut self, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
         let kind = object.kind();
-        for w in &mut self.watchers {
-            if w.kinds.contains(&kind) {
-                send_event(w, event, object, ctx);
+        if self.watch_lag_ms > 0 || !self.held.is_empty() {
+            // Behind the lag, or behind events still held by it (order first).
+            let now = ctx.now();
+            let release = self
+                .held
+                .back()
+                .map_or(now, |(at, _, _)| *at)
+                .max(now.plus_ms(self.watch_lag_ms));
+            let mut any = false;
+            for w in &mut self.watchers {
+                if w.kinds.contains(&kind) {
+                    self.held
+                        .push_back((release, w.proc, next_event(w, event, object)));
+                    any = true;
+                }
+            }
+            if any {
+                ctx.set_timer(
+                    release.since(now),
+                    Msg::Timer(AnyTimer::ApiServer(Timer::ReleaseWatch)),
+                );
+            }
+        } else {
+            for w in &mut self.watchers {
+                if w.kinds.contains(&kind) {
+                    send_event(w, event, object, ctx);
+                }
             }
         }
         let now = ctx.now();
@@ -583,16 +640,20 @@ impl ApiServer {
 }
 
 fn send_event(w: &mut Watcher, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
-    ctx.send(
-        w.proc,
-        Msg::Watch(WatchEvent {
-            watch_id: w.watch_id,
-            seq: w.seq,
-            event,
-            object: object.clone(),
-        }),
-    );
+    let e = next_event(w, event, object);
+    ctx.send(w.proc, Msg::Watch(e));
+}
+
+/// The watcher's next numbered event.
+fn next_event(w: &mut Watcher, event: EventType, object: &Arc<Object>) -> WatchEvent {
+    let e = WatchEvent {
+        watch_id: w.watch_id,
+        seq: w.seq,
+        event,
+        object: object.clone(),
+    };
     w.seq += 1;
+    e
 }
 
 fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {

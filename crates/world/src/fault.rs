@@ -13,4 +13,7 @@ pub enum WorldFault {
     CloudDescribeLag { lag_ms: u64 },
     /// Booted instances take this much longer to register their Node (target: the cloud).
     NodeJoinDelay { extra_ms: u64 },
+    /// Watch events leave this much later than the write's response (target: the API
+    /// server; its watch cache lags etcd).
+    WatchLag { lag_ms: u64 },
 }

@@ -1370,3 +1370,82 @@ fn same_seed_same_trace_hash() {
         "the seed reaches the run"
     );
 }
+
+#[test]
+fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
+    // The watch cache lags etcd (3.11): a controller can read its own write's response
+    // and start its next reconcile before its informer has the event.
+    let plan = FaultPlan::new(vec![TimedFault {
+        at_ms: 50,
+        duration_ms: Some(1_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag { lag_ms: 500 },
+        },
+    }]);
+    let mut w = World::with_plan(1, Default::default(), plan);
+    let host = w.sim.host_by_name("client").unwrap();
+    let k = mkey("a");
+    let steps = vec![
+        Step {
+            at_ms: 1,
+            op: ApiOp::Watch {
+                stream: 0,
+                kinds: vec![Kind::Machine],
+                from_rv: 0,
+            },
+        },
+        Step {
+            at_ms: 100,
+            op: ApiOp::Create(Box::new(machine("a"))),
+        },
+        Step {
+            at_ms: 120,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("1".into()))]),
+        },
+        // In the lag's last moments, and just after it ends: the second waits behind
+        // the first (order), then writes are prompt again.
+        Step {
+            at_ms: 1_040,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("2".into()))]),
+        },
+        Step {
+            at_ms: 1_060,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("2b".into()))]),
+        },
+        Step {
+            at_ms: 2_000,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("3".into()))]),
+        },
+    ];
+    let pid = w
+        .sim
+        .spawn(host, "writer", Proc::Script(Script::new(w.api, steps)));
+    w.run_to(3_000);
+    let s = w.script(pid);
+    let answered = |step: usize| s.responses.iter().find(|r| r.0 == step).unwrap().1;
+    let events = &s.events;
+    assert_eq!(events.len(), 5);
+    // Order and numbering hold through the lag.
+    for (i, (_, e)) in events.iter().enumerate() {
+        assert_eq!(e.seq, i as u64);
+    }
+    // The create and the first patch: answered at once, their events 500 ms later.
+    for (step, ev) in [(1, 0), (2, 1)] {
+        let (at, _) = events[ev];
+        assert!(answered(step).as_ms() < 130, "answered at once");
+        assert!(
+            at.as_ms() >= answered(step).as_ms() + 450,
+            "event {ev} at {at} after its answer at {}",
+            answered(step)
+        );
+    }
+    // Written in the lag's last moments: its event waits its full lag, and the next
+    // one, written after the lag ended, does not overtake it.
+    assert!(events[2].0.as_ms() >= 1_040 + 450);
+    assert!(events[3].0 >= events[2].0);
+    assert!(events[3].0.as_ms() < 1_040 + 600);
+    // Long after: an event follows its write within a round trip.
+    assert!(events[4].0.as_ms() < 2_000 + 50);
+    assert_eq!(events[4].1.object.meta.labels["i"], "3");
+}
