@@ -64,6 +64,7 @@ fn every_shipped_scenario_is_tested() {
         "kcp-upgrade-stale-leader-candidate",
         "kcp-upgrade-scale-races-upgrade",
         "kcp-upgrade-health-recheck-race",
+        "kcp-upgrade-watch-lag",
         "mco-gc-keep-latest-only",
         "mco-bootstrap-mismatch",
         "mco-gc-older-than-1h",
@@ -141,6 +142,11 @@ fn kcp_upgrade_scale_races_upgrade_holds() {
 #[test]
 fn kcp_upgrade_health_recheck_race_violates() {
     check("kcp-upgrade-health-recheck-race");
+}
+
+#[test]
+fn kcp_upgrade_watch_lag_violates() {
+    check("kcp-upgrade-watch-lag");
 }
 
 #[test]
