@@ -20,7 +20,7 @@
 //!   for a resourceVersion older than the history (3.10);
 //! - watch lag ([`WorldFault::WatchLag`]): the real server answers a write from etcd but
 //!   feeds watches from its watch cache, which follows etcd through a watch of its own,
-//!   so a client can get its write's response before the event (3.11). While the fault
+//!   so a client can get its write's response before the event (3.12). While the fault
 //!   is on, every watch event waits `lag_ms` in one FIFO queue (so per-stream order
 //!   holds) while responses go out at once.
 
@@ -115,6 +115,9 @@ pub struct ApiServer {
     /// Watch events held by the lag, in order, each with its release time (never
     /// decreasing). Bounded by the events of one lag period.
     held: VecDeque<(SimTime, ProcId, WatchEvent)>,
+    /// Processes whose watch connections died with a crash, to be told when the server
+    /// starts again ([`Msg::ConnectionReset`]).
+    reset_peers: BTreeSet<ProcId>,
 }
 
 impl ApiServer {
@@ -134,6 +137,7 @@ impl ApiServer {
             writes: 0,
             watch_lag_ms: 0,
             held: VecDeque::new(),
+            reset_peers: BTreeSet::new(),
         }
     }
 
@@ -190,10 +194,16 @@ impl ApiServer {
     /// dangling owners) and after a restart (the sweep pending at the crash died with it).
     pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.schedule_gc(ctx);
+        for peer in std::mem::take(&mut self.reset_peers) {
+            ctx.send(peer, Msg::ConnectionReset);
+        }
     }
 
     pub fn on_crash(&mut self) {
-        // etcd keeps the objects; open watches die with their connections.
+        // etcd keeps the objects; open watches die with their connections, which the
+        // host resets (their clients hear of it when the server is back).
+        self.reset_peers
+            .extend(self.watchers.iter().map(|w| w.proc));
         self.watchers.clear();
         self.gc_pending = false;
         self.held.clear();

@@ -18,7 +18,10 @@
 //! - a watch ends by itself after a random 5-10 min (its timeoutSeconds, 3.11): the
 //!   reflector re-watches from the last resourceVersion it saw (no relist; a 410 Gone
 //!   then relists). This also bounds how long an event lost without any later one
-//!   (a short dropping partition) can keep the cache stale.
+//!   (a short dropping partition) can keep the cache stale;
+//! - the server process crashed: its host resets its connections, which the client
+//!   hears of when the server is back ([`Msg::ConnectionReset`]): every reflector relists
+//!   at once, as on a dead connection, without waiting for the health check.
 //!
 //! Events never regress the cache: one whose resourceVersion is not newer than the
 //! cached object's is ignored, so overlapping list and watch replay are harmless.
@@ -261,6 +264,15 @@ impl Informer {
                 self.last_heard = ctx.now();
                 self.ping = None;
                 self.on_response(resp, ctx, changes);
+                true
+            }
+            Msg::ConnectionReset => {
+                // The server's connections were reset: every watch on them is gone.
+                self.ping = None;
+                self.last_heard = ctx.now();
+                for i in 0..self.reflectors.len() {
+                    self.retry(i, ctx);
+                }
                 true
             }
             Msg::Watch(ev) => {

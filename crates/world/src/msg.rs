@@ -24,6 +24,10 @@ pub enum Msg {
     EtcdResp(EtcdResponse),
     /// A booting machine and a Machine Config Server (incident 3).
     Mco(crate::mco::McoMsg),
+    /// The API server's host reset the connections of its crashed process: sent to every
+    /// process that had a watch open, when the server starts again (the OS answers a
+    /// dead process's connections with a reset; a client's next read fails at once).
+    ConnectionReset,
     /// A container process tells its kubelet it exited (same host, never partitioned).
     ContainerExited {
         pod: String,

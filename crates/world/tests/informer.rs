@@ -503,3 +503,27 @@ fn a_rewatch_after_the_history_expired_relists() {
     );
     assert!(w.informer().relists() >= 1);
 }
+
+#[test]
+fn a_restarted_api_server_resets_the_watch_and_the_informer_relists_at_once() {
+    // A crashed server process's connections are reset by its host: the informer does
+    // not wait for its 30 s health check to learn that its watch is gone.
+    let steps = vec![create(100, "a"), create(8_000, "x"), label(9_000, "a", "1")];
+    let crash = TimedFault {
+        at_ms: 5_000,
+        duration_ms: Some(1_000),
+        fault: Fault::Crash {
+            process: "apiserver".into(),
+        },
+    };
+    let mut w = World::new(3, Default::default(), steps, vec![crash]);
+    w.run_to(4_000);
+    assert_eq!(w.cache_view(), w.server_view());
+    w.run_to(12_000);
+    assert!(w.informer().relists() > 0, "the reset made it relist");
+    assert_eq!(
+        w.cache_view(),
+        w.server_view(),
+        "writes after the restart are seen within seconds, not after the health check"
+    );
+}
