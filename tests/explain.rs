@@ -59,3 +59,17 @@ fn the_thawed_leader_and_its_late_create_are_named() {
     );
     assert!(text.contains("started leading"), "{text}");
 }
+
+#[test]
+fn a_reconcilers_notes_tell_why_it_created() {
+    // ReconcileCtx::note lines of the reconcile that made the needless Machine: the
+    // deleting machine still counted, the Node count already dropped, the health check
+    // re-read a cache in which the Machine was gone.
+    let e = explain(&failure("kcp-upgrade-counts-deleting-3", 21)).expect("reproduces");
+    let text = e.lines.join("\n");
+    assert!(
+        text.contains("upgrade: 1 Machines need it (1 deleting); ClusterStatus: 3 control-plane Nodes, replicas 3: scale up"),
+        "{text}"
+    );
+    assert!(text.contains("control plane healthy: 3 Nodes"), "{text}");
+}

@@ -488,7 +488,17 @@ impl Reconciler for KcpController {
                 let Some(nodes) = node_names(&reply) else {
                     return Step::Error(format!("cluster status: {reply:?}"));
                 };
-                if nodes.len() <= self.spec().replicas as usize {
+                let replicas = self.spec().replicas as usize;
+                let deleting = need.iter().filter(|m| m.meta.is_deleting()).count();
+                ctx.note(|| {
+                    format!(
+                        "upgrade: {} Machines need it ({deleting} deleting); ClusterStatus: {} control-plane Nodes, replicas {replicas}: scale {}",
+                        need.len(),
+                        nodes.len(),
+                        if nodes.len() <= replicas { "up" } else { "down" }
+                    )
+                });
+                if nodes.len() <= replicas {
                     // "scaleUp ensures that we don't continue scaling up while waiting
                     // for Machines to have NodeRefs"
                     self.health(ctx, Then::ScaleUp)
@@ -503,8 +513,15 @@ impl Reconciler for KcpController {
                 // checkNodeNoExecuteCondition: a node with a NoExecute taint (e.g.
                 // unreachable) fails the check.
                 if any_no_execute(&reply) || !self.control_plane_healthy(ctx, &nodes) {
+                    ctx.note(|| format!("control plane unhealthy ({} Nodes)", nodes.len()));
                     return Step::requeue_after(HEALTH_REQUEUE_MS);
                 }
+                ctx.note(|| {
+                    format!(
+                        "control plane healthy: {} Nodes, Machines re-read from the cache match",
+                        nodes.len()
+                    )
+                });
                 let phase = Phase::EtcdHealth {
                     then,
                     nodes: nodes.into_iter().collect(),

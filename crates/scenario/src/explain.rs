@@ -74,6 +74,8 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
     // notes it keeps in full traces.
     let mut server: BTreeMap<String, u64> = BTreeMap::new();
     let mut writes: Vec<(u64, String)> = Vec::new();
+    // Processes inside a reconcile of one of the violation's objects: their notes are shown.
+    let mut in_reconcile: std::collections::BTreeSet<reconsim_sim::ProcId> = Default::default();
     let mut lines = Vec::new();
     for r in world.sim.trace().records() {
         if r.time > at {
@@ -102,8 +104,10 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                 && let Some((key, cache)) = key_part.split_once(" (cache: ")
             {
                 if !names.iter().any(|n| mentions(key, n)) {
+                    in_reconcile.remove(proc);
                     continue;
                 }
+                in_reconcile.insert(*proc);
                 let cache = cache.trim_end_matches(')');
                 let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
                 let cached_rv = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
@@ -142,6 +146,21 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                 ));
                 continue;
             }
+        }
+        // What a reconciler noted (ReconcileCtx::note) during a reconcile shown above.
+        if let RecordKind::Note { proc, text } = &r.kind
+            && in_reconcile.contains(proc)
+        {
+            if text.ends_with(" ends") && text.contains(" reconcile of ") {
+                in_reconcile.remove(proc);
+            } else {
+                lines.push(format!(
+                    "{:>11}  {}: {text}",
+                    r.time.to_string(),
+                    timeline::who(&world, *proc)
+                ));
+            }
+            continue;
         }
         let Some(line) = timeline::line(&world, r) else {
             continue;

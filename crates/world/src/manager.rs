@@ -107,6 +107,19 @@ pub struct ReconcileCtx<'a> {
     pub rng: &'a mut SimRng,
     /// The process's identity (its pod/process name).
     pub identity: &'a str,
+    /// Notes for full traces (explain, timelines), collected only when traced.
+    notes_enabled: bool,
+    notes: Vec<String>,
+}
+
+impl ReconcileCtx<'_> {
+    /// A line for `reconsim explain` and `--timeline` (full traces only; never hashed,
+    /// and `text` is not called otherwise).
+    pub fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.notes_enabled {
+            self.notes.push(text());
+        }
+    }
 }
 
 /// controller-runtime's `handler.EnqueueRequestForObject`, for [`Reconciler::keys_for`]:
@@ -551,7 +564,8 @@ impl Manager {
             return;
         };
         let now = ctx.now();
-        let step = {
+        let notes_enabled = ctx.notes_enabled();
+        let (step, notes) = {
             let mut rctx = ReconcileCtx {
                 key: &key,
                 cache: self.informer.cache(),
@@ -559,9 +573,16 @@ impl Manager {
                 now,
                 rng: ctx.rng(),
                 identity: &self.config.identity,
+                notes_enabled,
+                notes: Vec::new(),
             };
-            c.reconciler.reconcile(&mut rctx)
+            let step = c.reconciler.reconcile(&mut rctx);
+            (step, rctx.notes)
         };
+        let name = c.reconciler.name();
+        for n in notes {
+            ctx.note(|| format!("{name}: {n}"));
+        }
         match step {
             Step::Call(call) => {
                 let id = c.ids.issue();
