@@ -776,6 +776,7 @@ fn replay(
     if json {
         let doc = json!({
             "reproduced": r.reproduced,
+            "same_violation": r.same_violation,
             "trace_hash": r.trace_hash,
             "invariant": r.invariant,
             "expected_trace_hash": f.trace_hash,
@@ -801,11 +802,16 @@ fn replay(
         );
     } else {
         println!(
-            "NOT reproduced: expected {} with trace {}, got {} with trace {}{}",
+            "NOT reproduced: expected {} with trace {}, got {} with trace {}{}{}",
             f.invariant,
             f.trace_hash,
             r.invariant.as_deref().unwrap_or("no violation"),
             r.trace_hash,
+            if r.same_violation {
+                "\n  the same invariant fails, in a different history"
+            } else {
+                ""
+            },
             if f.reconsim_version != crate::scenario::failure::VERSION {
                 format!(
                     " (the file was written by reconsim {}, this is {})",

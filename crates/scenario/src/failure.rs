@@ -89,6 +89,9 @@ impl FailureFile {
 pub struct Replay {
     /// The same invariant failed and the trace hash matched.
     pub reproduced: bool,
+    /// The same invariant failed, whatever the hash: a file written by another version
+    /// whose messages hash differently still shows its bug.
+    pub same_violation: bool,
     pub trace_hash: String,
     pub invariant: Option<String>,
     pub outcome: Outcome,
@@ -99,9 +102,10 @@ impl Replay {
     pub fn judge(f: &FailureFile, outcome: Outcome) -> Replay {
         let invariant = outcome.violation.as_ref().map(|v| v.invariant.clone());
         let trace_hash = outcome.trace_hash_hex();
+        let same_violation = invariant.as_deref() == Some(f.invariant.as_str());
         Replay {
-            reproduced: invariant.as_deref() == Some(f.invariant.as_str())
-                && trace_hash == f.trace_hash,
+            reproduced: same_violation && trace_hash == f.trace_hash,
+            same_violation,
             trace_hash,
             invariant,
             outcome,
