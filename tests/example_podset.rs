@@ -17,7 +17,7 @@ use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
 use reconsim::scenario::failure::FailureFile;
-use reconsim::scenario::fuzz::{Campaign, fuzz};
+use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::strategies::{Case, case};
 use reconsim::scenario::{Expect, Scenario};
 use reconsim::sim::TraceMode;
@@ -51,22 +51,27 @@ fn tmp(name: &str) -> PathBuf {
 
 // ----- the library: fuzz campaigns --------------------------------------------------------
 
-#[test]
-fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
-    let s = scenario("podset-buggy");
-    assert_eq!(s.expect, Expect::Violation);
-    let report = fuzz(
-        &s,
+/// The scenario's whole seed budget through the library's fuzz API, without progress.
+fn campaign(s: &Scenario, stop_on_first: bool) -> Report {
+    fuzz(
+        s,
         Campaign {
             start: 0,
             end: s.seeds,
             jobs: jobs(),
             shard: None,
-            stop_on_first: true,
+            stop_on_first,
         },
         &|_, _| {},
         &|_, _| {},
-    );
+    )
+}
+
+#[test]
+fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
+    let s = scenario("podset-buggy");
+    assert_eq!(s.expect, Expect::Violation);
+    let report = campaign(&s, true);
     let first = report
         .failures
         .first()
@@ -78,18 +83,7 @@ fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
 fn the_fixed_podset_holds_over_its_whole_budget() {
     let s = scenario("podset-fixed");
     assert_eq!(s.expect, Expect::Clean);
-    let report = fuzz(
-        &s,
-        Campaign {
-            start: 0,
-            end: s.seeds,
-            jobs: jobs(),
-            shard: None,
-            stop_on_first: false,
-        },
-        &|_, _| {},
-        &|_, _| {},
-    );
+    let report = campaign(&s, false);
     assert_eq!(report.runs, s.seeds);
     assert!(
         report.failures.is_empty(),
