@@ -65,6 +65,7 @@ fn every_shipped_scenario_is_tested() {
         "kcp-upgrade-scale-races-upgrade",
         "kcp-upgrade-health-recheck-race",
         "kcp-upgrade-watch-lag",
+        "kcp-upgrade-machine-count",
         "mco-gc-keep-latest-only",
         "mco-bootstrap-mismatch",
         "mco-gc-older-than-1h",
@@ -147,6 +148,11 @@ fn kcp_upgrade_health_recheck_race_violates() {
 #[test]
 fn kcp_upgrade_watch_lag_violates() {
     check("kcp-upgrade-watch-lag");
+}
+
+#[test]
+fn kcp_upgrade_machine_count_holds() {
+    check("kcp-upgrade-machine-count");
 }
 
 #[test]

@@ -72,6 +72,11 @@ pub const CLUSTER_NAME: &str = "workload";
 pub struct KcpOptions {
     /// v0.3.4: reconcileHealth requeues after 30 s while any owned machine is deleting.
     pub wait_for_deletion: bool,
+    /// upgradeControlPlane decides on the Machines of the reconcile's snapshot (fewer than
+    /// replicas + 1: scale up) instead of a live count of control-plane Nodes, as later
+    /// releases do (kubernetes-sigs/cluster-api controlplane/kubeadm/internal/controllers/
+    /// upgrade.go at a5ce7cf0c0: `controlPlane.Machines.Len() < replicas + maxSurge`).
+    pub scale_by_machine_count: bool,
     /// How long GetWorkloadCluster takes, drawn per call in `[min, max]` ms: v0.3.3 and
     /// v0.3.4 build a new client of the workload cluster each time (reading the
     /// kubeconfig secret, TLS, API discovery), before ClusterStatus, before each health
@@ -230,6 +235,22 @@ impl KcpController {
             .cloned()
             .collect();
         if !need.is_empty() {
+            if self.options.scale_by_machine_count {
+                let replicas = self.spec().replicas as usize;
+                let n = self.machines.len();
+                ctx.note(|| {
+                    format!(
+                        "upgrade: {} Machines need it; {n} Machines, replicas {replicas}: scale {}",
+                        need.len(),
+                        if n < replicas + 1 { "up" } else { "down" }
+                    )
+                });
+                return if n < replicas + 1 {
+                    self.health(ctx, Then::ScaleUp)
+                } else {
+                    self.scale_down(ctx, need)
+                };
+            }
             return self.connect(ctx, Phase::UpgradeNodes { need });
         }
         let replicas = self.spec().replicas as usize;

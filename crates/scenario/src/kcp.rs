@@ -39,12 +39,18 @@ pub enum KcpVariant {
     /// gone.
     #[serde(rename = "v0.3.4")]
     V0_3_4,
+    /// v0.3.4 with upgradeControlPlane deciding on the reconcile's snapshot of Machines
+    /// (fewer than replicas + 1: scale up) rather than a live Node count, as later
+    /// releases do; closes the health-check re-list race.
+    #[serde(rename = "v0.3.4-machine-count")]
+    V0_3_4MachineCount,
 }
 
 impl KcpVariant {
     pub fn kcp_options(self, workload_client_ms: Range) -> KcpOptions {
         KcpOptions {
-            wait_for_deletion: self == KcpVariant::V0_3_4,
+            wait_for_deletion: self != KcpVariant::V0_3_3,
+            scale_by_machine_count: self == KcpVariant::V0_3_4MachineCount,
             workload_client_ms_min: workload_client_ms.lo,
             workload_client_ms_max: workload_client_ms.hi,
         }
