@@ -133,18 +133,13 @@ fn runner(config: Config) -> TestRunner {
 /// the command that replays it with the binary that registers the PodSet controller.
 fn holds(c: &Case) -> Result<(), TestCaseError> {
     let outcome = c.run();
-    let Some(f) = FailureFile::new(&c.scenario, &c.plan, &outcome) else {
-        return Ok(());
-    };
-    let file = tmp(&format!("{}-{}.json", c.scenario.name, f.trace_hash));
-    f.save(&file).expect("the failure file saves");
-    Err(TestCaseError::fail(format!(
-        "{} at t={} ms: {}\n  replay: cargo run --release --example podset -- replay {}",
-        f.invariant,
-        f.time_ms,
-        f.message,
-        file.display()
-    )))
+    match c.failure_for(&outcome, "cargo run --release --example podset --") {
+        None if outcome.violation.is_none() => Ok(()),
+        None => Err(TestCaseError::fail(
+            "a violation (its failure file could not be saved)",
+        )),
+        Some(message) => Err(TestCaseError::fail(message)),
+    }
 }
 
 #[test]

@@ -203,17 +203,23 @@ impl Case {
     /// Save a failing case as a failure file (in the system's temporary directory) and
     /// return the command that replays it, for a property test's failure message.
     pub fn failure(&self, outcome: &Outcome) -> Option<String> {
+        self.failure_for(outcome, "reconsim")
+    }
+
+    /// [`Case::failure`] with the replay line naming `program`: the binary that
+    /// registers the scenario's extensions (e.g. `cargo run --release --example podset --`).
+    pub fn failure_for(&self, outcome: &Outcome, program: &str) -> Option<String> {
         let f = FailureFile::new(&self.scenario, &self.plan, outcome)?;
         let dir = std::env::temp_dir().join("reconsim-proptest");
         std::fs::create_dir_all(&dir).ok()?;
         let path: PathBuf = dir.join(format!("{}-{}.json", self.scenario.name, f.trace_hash));
         f.save(&path).ok()?;
         Some(format!(
-            "{} at t={}: {}\n  replay: {}",
+            "{} at t={}: {}\n  replay: {program} replay {}",
             f.invariant,
             reconsim_sim::SimTime(f.time_ms),
             f.message,
-            FailureFile::replay_command(&path)
+            path.display()
         ))
     }
 }
