@@ -102,6 +102,10 @@ enum Phase {
     UpgradeNodes {
         need: Vec<Arc<Object>>,
     },
+    /// upgradeControlPlane deciding on the snapshot (after its workload client).
+    UpgradeByCount {
+        need: Vec<Arc<Object>>,
+    },
     /// ControlPlaneIsHealthy: the live List of Nodes.
     HealthNodes {
         then: Then,
@@ -203,9 +207,29 @@ impl KcpController {
         Step::Sleep { ms }
     }
 
+    /// upgradeControlPlane by the snapshot's Machine count
+    /// ([`KcpOptions::scale_by_machine_count`]): fewer than replicas + 1 -> scale up.
+    fn upgrade_by_count(&mut self, ctx: &mut ReconcileCtx<'_>, need: Vec<Arc<Object>>) -> Step {
+        let replicas = self.spec().replicas as usize;
+        let n = self.machines.len();
+        ctx.note(|| {
+            format!(
+                "upgrade: {} Machines need it; {n} Machines, replicas {replicas}: scale {}",
+                need.len(),
+                if n < replicas + 1 { "up" } else { "down" }
+            )
+        });
+        if n < replicas + 1 {
+            self.health(ctx, Then::ScaleUp)
+        } else {
+            self.scale_down(ctx, need)
+        }
+    }
+
     /// The call a phase waits on.
     fn issue(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
         match phase {
+            Phase::UpgradeByCount { need } => self.upgrade_by_count(ctx, need),
             Phase::EtcdHealth { .. } => self.etcd_health_next(ctx, phase),
             Phase::Forward { victim } => self.forward(victim),
             other => self.list_nodes(other),
@@ -236,20 +260,9 @@ impl KcpController {
             .collect();
         if !need.is_empty() {
             if self.options.scale_by_machine_count {
-                let replicas = self.spec().replicas as usize;
-                let n = self.machines.len();
-                ctx.note(|| {
-                    format!(
-                        "upgrade: {} Machines need it; {n} Machines, replicas {replicas}: scale {}",
-                        need.len(),
-                        if n < replicas + 1 { "up" } else { "down" }
-                    )
-                });
-                return if n < replicas + 1 {
-                    self.health(ctx, Then::ScaleUp)
-                } else {
-                    self.scale_down(ctx, need)
-                };
+                // The workload client is still built (for the kubeadm ConfigMap updates);
+                // the decision no longer needs a call.
+                return self.connect(ctx, Phase::UpgradeByCount { need });
             }
             return self.connect(ctx, Phase::UpgradeNodes { need });
         }
@@ -500,7 +513,10 @@ impl Reconciler for KcpController {
             return self.start(ctx);
         };
         match std::mem::take(&mut self.phase) {
-            Phase::Idle => Step::Error("reply without a reconcile in progress".into()),
+            // Never waits on a reply: the decision is taken when the client is built.
+            Phase::Idle | Phase::UpgradeByCount { .. } => {
+                Step::Error("reply without a reconcile in progress".into())
+            }
             Phase::Connecting(next) => match reply {
                 Reply::Woke => self.issue(ctx, *next),
                 other => Step::Error(format!("while connecting: {other:?}")),
