@@ -428,3 +428,66 @@ fn the_guide_quotes_the_example_verbatim() {
     }
     assert!(checked >= 10, "only {checked} excerpts found");
 }
+
+// ----- unit tests of the steps, without a world ------------------------------------------
+
+/// Drive one reconcile of `key` to its end, answering every create as the API server
+/// would; returns how many Pods it created and how it ended.
+fn reconcile_once(
+    c: &mut podset::PodSetController,
+    cache: &reconsim::world::informer::Cache,
+    key: &reconsim::world::ObjectKey,
+    now_ms: u64,
+) -> (u32, reconsim::world::manager::Step) {
+    use reconsim::world::api::{ApiOk, ApiOp};
+    use reconsim::world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+    let mut rng = reconsim::sim::Streams::new(1).stream("unit");
+    let mut reply = None;
+    let mut created = 0;
+    for _ in 0..20 {
+        let mut ctx = ReconcileCtx::new(
+            key,
+            cache,
+            reply.take(),
+            reconsim::sim::SimTime::from_ms(now_ms),
+            &mut rng,
+            "unit",
+        );
+        match c.reconcile(&mut ctx) {
+            Step::Call(Call::Api(ApiOp::Create(pod))) => {
+                created += 1;
+                reply = Some(Reply::Api(Ok(ApiOk::Object(std::sync::Arc::new(*pod)))));
+            }
+            Step::Call(Call::Api(_)) => {
+                reply = Some(Reply::Api(Ok(ApiOk::Deleted)));
+            }
+            end => return (created, end),
+        }
+    }
+    panic!("a reconcile of at most 20 steps");
+}
+
+#[test]
+fn the_bug_in_miniature_a_second_reconcile_on_the_same_cache() {
+    // A PodSet of 2 and a cache that has not seen any of its Pods yet: the first
+    // reconcile creates 2. A second reconcile on the same (stale) cache creates 2 more
+    // without expectations, and waits with them.
+    use reconsim::world::informer::Cache;
+    let web = podset::podset_object(&podset::PodSetParams {
+        name: "web".into(),
+        namespace: "default".into(),
+        replicas: 2,
+    });
+    let key = web.key();
+    let cache = Cache::from_objects([web]);
+    for (variant, again) in [
+        (podset::Variant::NoExpectations, 2),
+        (podset::Variant::Expectations, 0),
+    ] {
+        let mut c = podset::PodSetController::new(variant);
+        let (first, _) = reconcile_once(&mut c, &cache, &key, 1_000);
+        assert_eq!(first, 2, "{variant:?}");
+        let (second, end) = reconcile_once(&mut c, &cache, &key, 1_010);
+        assert_eq!(second, again, "{variant:?} ended with {end:?}");
+    }
+}

@@ -67,6 +67,17 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// A cache holding exactly `objects` (the last of equal keys wins): for unit tests
+    /// of a reconciler's steps without a world.
+    pub fn from_objects(objects: impl IntoIterator<Item = Object>) -> Cache {
+        Cache {
+            objects: objects
+                .into_iter()
+                .map(|o| (o.key(), Arc::new(o)))
+                .collect(),
+        }
+    }
+
     pub fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
         self.objects.get(key)
     }

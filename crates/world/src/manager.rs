@@ -112,13 +112,41 @@ pub struct ReconcileCtx<'a> {
     notes: Vec<String>,
 }
 
-impl ReconcileCtx<'_> {
+impl<'a> ReconcileCtx<'a> {
+    /// A context for calling [`Reconciler::reconcile`] directly, in a unit test of a
+    /// reconciler's steps (the manager builds its own). Notes are kept: see
+    /// [`ReconcileCtx::notes`].
+    pub fn new(
+        key: &'a ObjectKey,
+        cache: &'a crate::informer::Cache,
+        reply: Option<Reply>,
+        now: SimTime,
+        rng: &'a mut SimRng,
+        identity: &'a str,
+    ) -> Self {
+        ReconcileCtx {
+            key,
+            cache,
+            reply,
+            now,
+            rng,
+            identity,
+            notes_enabled: true,
+            notes: Vec::new(),
+        }
+    }
+
     /// A line for `reconsim explain` and `--timeline` (full traces only; never hashed,
     /// and `text` is not called otherwise).
     pub fn note(&mut self, text: impl FnOnce() -> String) {
         if self.notes_enabled {
             self.notes.push(text());
         }
+    }
+
+    /// The notes taken so far (a context from [`ReconcileCtx::new`] keeps them).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 }
 
