@@ -526,8 +526,8 @@ impl Reconciler for KcpController {
                     return Step::Error(format!("cluster status: {reply:?}"));
                 };
                 let replicas = self.spec().replicas as usize;
-                let deleting = need.iter().filter(|m| m.meta.is_deleting()).count();
                 ctx.note(|| {
+                    let deleting = need.iter().filter(|m| m.meta.is_deleting()).count();
                     format!(
                         "upgrade: {} Machines need it ({deleting} deleting); ClusterStatus: {} control-plane Nodes, replicas {replicas}: scale {}",
                         need.len(),

@@ -172,7 +172,7 @@ fn machine_set_spec(name: &str, replicas: u32) -> MachineSetSpec {
     }
 }
 
-fn action_op(_scenario: &Scenario, action: &Action) -> ApiOp {
+fn action_op(scenario: &Scenario, action: &Action) -> ApiOp {
     match action {
         Action::ScaleMachineSet {
             machine_set,
@@ -186,17 +186,17 @@ fn action_op(_scenario: &Scenario, action: &Action) -> ApiOp {
             resource_version: None,
         },
         Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => {
-            let index = _scenario
+            let index = scenario
                 .workload
                 .iter()
                 .position(|w| std::ptr::eq(&w.action, action))
                 .expect("an action of the scenario's workload");
-            _scenario
+            scenario
                 .controllers
                 .kcp
                 .as_ref()
                 .expect("validated: KCP actions need controllers.kcp")
-                .action_op(_scenario, index)
+                .action_op(scenario, index)
         }
         Action::CreateMachineConfig {
             name,
@@ -208,7 +208,7 @@ fn action_op(_scenario: &Scenario, action: &Action) -> ApiOp {
             content.clone(),
         ))),
         Action::Custom { controller, params } => {
-            crate::extension::action_op(_scenario, controller, params).expect("validated action")
+            crate::extension::action_op(scenario, controller, params).expect("validated action")
         }
     }
 }

@@ -151,9 +151,13 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
         if let RecordKind::Note { proc, text } = &r.kind
             && in_reconcile.contains(proc)
         {
-            if text.ends_with(" ends") && text.contains(" reconcile of ") {
+            // The manager's end-of-reconcile notes close it; one that failed is shown.
+            let ended = text.contains(" reconcile of ") && text.ends_with(" ends");
+            let failed = text.contains(" reconcile of ") && text.contains(" ends in error: ");
+            if ended || failed {
                 in_reconcile.remove(proc);
-            } else {
+            }
+            if !ended {
                 lines.push(format!(
                     "{:>11}  {}: {text}",
                     r.time.to_string(),
@@ -161,6 +165,10 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                 ));
             }
             continue;
+        }
+        // A restarted process is in no reconcile.
+        if let RecordKind::Start { proc } = &r.kind {
+            in_reconcile.remove(proc);
         }
         let Some(line) = timeline::line(&world, r) else {
             continue;
