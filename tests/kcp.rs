@@ -9,7 +9,7 @@ use reconsim::scenario::{faults, library};
 use reconsim::sim::TraceMode;
 use reconsim::world::Proc;
 use reconsim::world::capi::{is_control_plane_node, is_workload_node, machine_version, node_ref};
-use reconsim::world::object::Kind;
+use reconsim_world::object::{Machine, Node, Resource};
 
 fn run(name: &str, seed: u64) -> (reconsim::scenario::runner::Outcome, World) {
     let (_, scenario) = library::load(name).unwrap();
@@ -41,12 +41,12 @@ fn v0_3_3_refuses_the_old_node_deletion_and_leaves_it_behind() {
     assert_eq!(v.invariant, "convergence", "{v:?}");
     assert!(v.message.contains("left behind"), "{}", v.message);
     let view = view(&world);
-    let machines: Vec<_> = view.api.list(Kind::Machine).collect();
+    let machines: Vec<_> = view.api.list(Machine::KIND).collect();
     assert_eq!(machines.len(), 1, "the upgrade itself finished");
     assert_eq!(machine_version(machines[0]), Some("v1.17.4"));
     let nodes = view
         .api
-        .list(Kind::Node)
+        .list(Node::KIND)
         .filter(|n| is_workload_node(n))
         .count();
     assert_eq!(nodes, 2, "the old Node stayed");
@@ -57,7 +57,7 @@ fn v0_3_4_upgrades_one_replica_cleanly_and_etcd_follows() {
     let (outcome, world) = run("kcp-upgrade-waits-for-deletion-1", 0);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     let view = view(&world);
-    let machines: Vec<_> = view.api.list(Kind::Machine).collect();
+    let machines: Vec<_> = view.api.list(Machine::KIND).collect();
     assert_eq!(machines.len(), 1);
     assert_eq!(machine_version(machines[0]), Some("v1.17.4"));
     let node = node_ref(machines[0]).expect("a NodeRef");
@@ -77,7 +77,7 @@ fn v0_3_4_reaches_three_replicas_at_the_new_version() {
     let (outcome, world) = run("kcp-upgrade-waits-for-deletion-3", 0);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     let view = view(&world);
-    let machines: Vec<_> = view.api.list(Kind::Machine).collect();
+    let machines: Vec<_> = view.api.list(Machine::KIND).collect();
     assert_eq!(machines.len(), 3);
     assert!(
         machines
@@ -122,7 +122,7 @@ fn v0_3_4_waits_for_the_deletion_in_the_same_history() {
     let plan = faults::generate(&scenario, 21);
     let (outcome, world) = run_world(&scenario, 21, plan, TraceMode::Hash);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
-    assert_eq!(view(&world).api.list(Kind::Machine).count(), 3);
+    assert_eq!(view(&world).api.list(Machine::KIND).count(), 3);
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn every_joined_node_has_its_member_first_and_then_the_control_plane_label() {
     let etcd = etcd(&view).unwrap();
     let nodes: Vec<_> = view
         .api
-        .list(Kind::Node)
+        .list(Node::KIND)
         .filter(|n| is_workload_node(n))
         .collect();
     assert_eq!(nodes.len(), 3);

@@ -7,7 +7,7 @@ use reconsim::scenario::{faults, library};
 use reconsim::sim::{SimTime, TraceMode};
 use reconsim::world::Proc;
 use reconsim::world::cloud::InstanceState;
-use reconsim::world::object::Kind;
+use reconsim_world::object::{Machine, Resource};
 
 /// The most Machines and the most live instances seen at once over a whole run, with
 /// no checker stopping it.
@@ -27,7 +27,7 @@ fn peaks(name: &str, seed: u64) -> (usize, usize) {
         ) else {
             unreachable!()
         };
-        machines = machines.max(api.list(Kind::Machine).count());
+        machines = machines.max(api.list(Machine::KIND).count());
         instances = instances.max(
             cloud
                 .instances()

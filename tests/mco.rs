@@ -8,7 +8,8 @@ use reconsim::scenario::{Scenario, faults, library, run_world};
 use reconsim::sim::{SimTime, TraceMode};
 use reconsim::world::Proc;
 use reconsim::world::mco::{ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase};
-use reconsim::world::object::Kind;
+use reconsim_world::mco::{MachineConfig, MachineConfigPool};
+use reconsim_world::object::Resource;
 
 fn scenario(name: &str) -> Scenario {
     library::load(name).expect("a shipped scenario").1
@@ -42,9 +43,9 @@ fn api(world: &World) -> &reconsim::world::apiserver::ApiServer {
 
 fn target(world: &World, pool: &str) -> String {
     api(world)
-        .list(Kind::MachineConfigPool)
+        .list(MachineConfigPool::KIND)
         .find(|p| p.meta.name == pool)
-        .and_then(|p| p.as_machine_config_pool()?.status.configuration.clone())
+        .and_then(|p| p.typed::<MachineConfigPool>()?.status.configuration.clone())
         .expect("a target")
 }
 
@@ -154,7 +155,7 @@ fn the_in_flight_gc_collects_and_clears_its_records() {
         let deleted = &render_controller(&world).deleted;
         assert!(deleted.len() >= 6, "seed {seed}: deleted only {deleted:?}");
         let rendered: Vec<&str> = api(&world)
-            .list(Kind::MachineConfig)
+            .list(MachineConfig::KIND)
             .filter(|m| m.meta.name.starts_with("rendered-"))
             .map(|m| m.meta.name.as_str())
             .collect();
@@ -167,7 +168,7 @@ fn the_in_flight_gc_collects_and_clears_its_records() {
             },
             "seed {seed}: only the targets are left"
         );
-        for p in api(&world).list(Kind::MachineConfigPool) {
+        for p in api(&world).list(MachineConfigPool::KIND) {
             assert!(
                 !p.meta
                     .annotations
@@ -193,7 +194,7 @@ fn the_orphan_policy_deletes_nothing_in_the_scenario() {
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     let worker_target = target(&world, "worker");
     let renders: Vec<_> = api(&world)
-        .list(Kind::MachineConfig)
+        .list(MachineConfig::KIND)
         .filter(|m| m.meta.name.starts_with("rendered-worker-"))
         .collect();
     // 4 bring-up renders (00, +osimageurl, +ssh, +kubelet) and the config change.

@@ -2,10 +2,9 @@
 //! real bug and its real fix. The guide, docs/guide/writing-a-reconciler.md, walks
 //! through this file; `main.rs` turns it into a CLI, tests/example_podset.rs fuzzes it.
 //!
-//! A PodSet keeps `replicas` Pods. The simulator's kinds are a closed enum, so a PodSet
-//! is stored as a `MachineSet` object (its spec is exactly what a PodSet needs:
-//! replicas and a label selector), in a world without the machine-api family, where
-//! nothing else acts on MachineSets. Its Pods are real Pods: the scheduler binds them,
+//! A PodSet keeps `replicas` Pods. It is a kind of its own (`example.reconsim.dev/v1`
+//! PodSet), declared below as any family declares its kinds: a plain-data body with a
+//! spec, a status and a [`Resource`] impl. Its Pods are real Pods: the scheduler binds them,
 //! kubelets run them (the `pause` image), the node lifecycle controller evicts them from
 //! unreachable nodes. The Deployment controller ignores them (they are not owned by a
 //! Deployment).
@@ -49,10 +48,10 @@ use reconsim::world::manager::{
     Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
 };
 use reconsim::world::object::{
-    Body, Kind, MachineSet, MachineSetSpec, MachineSetStatus, Object, ObjectKey, ObjectMeta,
-    OwnerReference, Pod, PodPhase, PodSpec, Uid,
+    Body, Kind, KindInfo, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodPhase, PodSpec,
+    Resource, Uid,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -109,14 +108,40 @@ pub struct ScaleParams {
 
 // ----- the PodSet object ----------------------------------------------------------------
 
-/// A PodSet's spec, stored as a MachineSet spec.
-fn spec(name: &str, replicas: u32) -> MachineSetSpec {
-    let labels = BTreeMap::from([(LABEL.to_string(), name.to_string())]);
-    MachineSetSpec {
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct PodSetSpec {
+    pub replicas: u32,
+    /// The labels of its Pods (matchLabels).
+    pub selector: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct PodSetStatus {
+    pub replicas: u32,
+}
+
+/// `example.reconsim.dev/v1` PodSet: spec and a status subresource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct PodSet {
+    pub spec: PodSetSpec,
+    pub status: PodSetStatus,
+}
+
+impl Resource for PodSet {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "example.reconsim.dev",
+        version: "v1",
+        kind: "PodSet",
+        plural: "podsets",
+        namespaced: true,
+    });
+    reconsim::world::status_subresource!();
+}
+
+fn spec(name: &str, replicas: u32) -> PodSetSpec {
+    PodSetSpec {
         replicas,
-        selector: labels.clone(),
-        template_labels: labels,
-        delete_policy: Default::default(),
+        selector: BTreeMap::from([(LABEL.to_string(), name.to_string())]),
     }
 }
 
@@ -124,10 +149,10 @@ fn spec(name: &str, replicas: u32) -> MachineSetSpec {
 pub fn podset_object(p: &PodSetParams) -> Object {
     Object::new(
         ObjectMeta::named(&p.namespace, &p.name),
-        Body::MachineSet(MachineSet {
+        PodSet {
             spec: spec(&p.name, p.replicas),
             status: Default::default(),
-        }),
+        },
     )
 }
 
@@ -148,12 +173,12 @@ pub fn owned<'a>(
 /// FilterActivePods: not deleting, not Succeeded or Failed.
 pub fn is_active(p: &Object) -> bool {
     !p.meta.is_deleting()
-        && p.as_pod()
+        && p.typed::<Pod>()
             .is_some_and(|x| !matches!(x.status.phase, PodPhase::Succeeded | PodPhase::Failed))
 }
 
 fn replicas(podset: &Object) -> u32 {
-    podset.as_machine_set().map_or(0, |m| m.spec.replicas)
+    podset.typed::<PodSet>().map_or(0, |m| m.spec.replicas)
 }
 
 // ----- the controller -------------------------------------------------------------------
@@ -230,7 +255,7 @@ impl PodSetController {
             self.seen.remove(ctx.key);
             return Step::done();
         };
-        let pods = owned(ctx.cache.list(Kind::Pod), &podset);
+        let pods = owned(ctx.cache.list(Pod::KIND), &podset);
         let names: BTreeSet<String> = pods.iter().map(|p| p.meta.name.clone()).collect();
         let seen = self.seen.insert(ctx.key.clone(), names).unwrap_or_default();
         let active: Vec<&Arc<Object>> = pods.iter().copied().filter(|p| is_active(p)).collect();
@@ -268,7 +293,7 @@ impl PodSetController {
             let mut victims = active;
             // getPodsToDelete, cut down: unscheduled first, then not running, then newest.
             victims.sort_by_key(|p| {
-                let pod = p.as_pod().expect("a Pod");
+                let pod = p.typed::<Pod>().expect("a Pod");
                 (
                     pod.spec.node_name.is_some(),
                     pod.status.phase == PodPhase::Running,
@@ -309,7 +334,7 @@ impl PodSetController {
         meta.generate_name = Some(format!("{name}-"));
         meta.labels = BTreeMap::from([(LABEL.to_string(), name.clone())]);
         meta.owner_references = vec![OwnerReference {
-            kind: Kind::MachineSet,
+            kind: PodSet::KIND,
             name: name.clone(),
             uid: podset.meta.uid,
             controller: true,
@@ -324,7 +349,7 @@ impl PodSetController {
         };
         Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
             meta,
-            Body::Pod(pod),
+            Body::new(pod),
         )))))
     }
 
@@ -343,16 +368,16 @@ impl PodSetController {
     /// Step 3: status.replicas = active Pods counted at the start.
     fn status(&mut self) -> Step {
         let podset = self.podset.as_ref().expect("set at start");
-        let current = podset.as_machine_set().map(|m| m.status.replicas);
+        let current = podset.typed::<PodSet>().map(|m| m.status.replicas);
         if current == Some(self.active) {
             return self.finish();
         }
         self.phase = Phase::Status;
         Step::Call(Call::Api(ApiOp::Patch {
             key: podset.key(),
-            ops: vec![PatchOp::Status(Body::MachineSet(MachineSet {
+            ops: vec![PatchOp::Status(Body::new(PodSet {
                 spec: Default::default(),
-                status: MachineSetStatus {
+                status: PodSetStatus {
                     replicas: self.active,
                 },
             }))],
@@ -391,13 +416,13 @@ impl Reconciler for PodSetController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::MachineSet, Kind::Pod]
+        vec![PodSet::KIND, Pod::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
         // For(PodSet), Owns(Pod).
-        enqueue_for(object, Kind::MachineSet, keys);
-        enqueue_owner(object, Kind::MachineSet, keys);
+        enqueue_for(object, PodSet::KIND, keys);
+        enqueue_owner(object, PodSet::KIND, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
@@ -475,8 +500,8 @@ pub struct MaxPods {
 
 impl Check for MaxPods {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        for podset in view.api.list(Kind::MachineSet) {
-            let pods = owned(view.api.list(Kind::Pod), podset);
+        for podset in view.api.list(PodSet::KIND) {
+            let pods = owned(view.api.list(Pod::KIND), podset);
             let mut fresh = false;
             for p in &pods {
                 fresh |= self.seen.insert(p.meta.uid) && is_active(p);
@@ -487,7 +512,7 @@ impl Check for MaxPods {
             let active: Vec<&&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
             let want = replicas(podset);
             if active.len() > want as usize {
-                let mut objects = vec![format!("MachineSet {}", podset.meta.name)];
+                let mut objects = vec![format!("PodSet {}", podset.meta.name)];
                 objects.extend(active.iter().map(|p| format!("Pod {}", p.meta.name)));
                 return Some(Violation {
                     invariant: MAX_PODS.into(),
@@ -507,8 +532,8 @@ impl Check for MaxPods {
 
 /// The desired state: every PodSet has exactly `replicas` active Pods, all Running.
 pub fn converged(view: &View<'_>) -> Result<(), String> {
-    for podset in view.api.list(Kind::MachineSet) {
-        let pods = owned(view.api.list(Kind::Pod), podset);
+    for podset in view.api.list(PodSet::KIND) {
+        let pods = owned(view.api.list(Pod::KIND), podset);
         let active: Vec<&&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
         let want = replicas(podset) as usize;
         if active.len() != want {
@@ -519,7 +544,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
             ));
         }
         if let Some(p) = active.iter().find(|p| {
-            p.as_pod()
+            p.typed::<Pod>()
                 .is_some_and(|x| x.status.phase != PodPhase::Running)
         }) {
             return Err(format!(
@@ -556,8 +581,8 @@ pub fn extensions() -> Extensions {
                 ));
             };
             Ok(ApiOp::Patch {
-                key: ObjectKey::new(Kind::MachineSet, &ps.namespace, &ps.name),
-                ops: vec![PatchOp::Spec(Body::MachineSet(MachineSet {
+                key: ObjectKey::new(PodSet::KIND, &ps.namespace, &ps.name),
+                ops: vec![PatchOp::Spec(Body::new(PodSet {
                     spec: spec(&ps.name, a.replicas),
                     status: Default::default(),
                 }))],

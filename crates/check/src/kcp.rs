@@ -41,11 +41,13 @@
 use crate::{View, Violation};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::Proc;
+use reconsim_world::capi::KubeadmControlPlane;
 use reconsim_world::capi::{
     is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
 };
 use reconsim_world::etcd::{Etcd, EtcdEvent};
-use reconsim_world::object::{Kind, Uid};
+use reconsim_world::object::Uid;
+use reconsim_world::object::{Machine, Node, Resource};
 use std::collections::{BTreeSet, VecDeque};
 
 /// The etcd model among the view's processes, if the world runs one.
@@ -72,7 +74,7 @@ fn etcd_at<'a>(view: &View<'a>, cached: &mut Option<ProcId>) -> Option<&'a Etcd>
 
 fn workload_nodes(view: &View<'_>) -> usize {
     view.api
-        .list(Kind::Node)
+        .list(Node::KIND)
         .filter(|n| is_workload_node(n))
         .count()
 }
@@ -118,8 +120,8 @@ impl NewMachines {
     }
 
     pub fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        for kcp in view.api.list(Kind::KubeadmControlPlane) {
-            let owned = owned_machines(view.api.list(Kind::Machine), kcp.meta.uid);
+        for kcp in view.api.list(KubeadmControlPlane::KIND) {
+            let owned = owned_machines(view.api.list(Machine::KIND), kcp.meta.uid);
             let fresh: Vec<_> = owned
                 .iter()
                 .filter(|m| !self.seen.contains(&m.meta.uid))
@@ -138,7 +140,9 @@ impl NewMachines {
                     .map(|m| format!("Machine {}", m.meta.name))
                     .collect()
             };
-            let replicas = kcp.as_kcp().map_or(0, |k| k.spec.replicas) as usize;
+            let replicas = kcp
+                .typed::<KubeadmControlPlane>()
+                .map_or(0, |k| k.spec.replicas) as usize;
             match self.rule {
                 NewMachineRule::MaxSurge => {
                     let active = owned.iter().filter(|m| !m.meta.is_deleting()).count();
@@ -171,7 +175,9 @@ impl NewMachines {
                     }
                 }
                 NewMachineRule::NoNeedlessCreate => {
-                    let version = kcp.as_kcp().map(|k| k.spec.version.as_str());
+                    let version = kcp
+                        .typed::<KubeadmControlPlane>()
+                        .map(|k| k.spec.version.as_str());
                     let others: Vec<_> = owned
                         .iter()
                         .filter(|m| m.meta.uid != new.meta.uid && !m.meta.is_deleting())
@@ -324,14 +330,14 @@ impl EtcdChecker {
 fn joining_machine_of(view: &View<'_>, node: &str) -> Option<String> {
     let instance = view.cloud.instances().find(|i| i.node_name() == node)?;
     let provider_id = instance.provider_id();
-    let machine = view.api.list(Kind::Machine).find(|m| {
+    let machine = view.api.list(Machine::KIND).find(|m| {
         !m.meta.is_deleting()
-            && m.as_machine()
+            && m.typed::<Machine>()
                 .is_some_and(|x| x.spec.provider_id.as_deref() == Some(provider_id.as_str()))
     })?;
     let joined = node_ref(machine).is_some_and(|n| {
         view.api
-            .list(Kind::Node)
+            .list(Node::KIND)
             .any(|o| o.meta.name == n && is_control_plane_node(o))
     });
     (!joined).then(|| machine.meta.name.clone())
@@ -340,9 +346,12 @@ fn joining_machine_of(view: &View<'_>, node: &str) -> Option<String> {
 /// The KubeadmControlPlane desired state; `Err` says what is missing.
 pub fn converged(view: &View<'_>) -> Result<(), String> {
     let mut wanted_nodes: BTreeSet<String> = BTreeSet::new();
-    for kcp in view.api.list(Kind::KubeadmControlPlane) {
-        let spec = &kcp.as_kcp().expect("a KubeadmControlPlane").spec;
-        let owned = owned_machines(view.api.list(Kind::Machine), kcp.meta.uid);
+    for kcp in view.api.list(KubeadmControlPlane::KIND) {
+        let spec = &kcp
+            .typed::<KubeadmControlPlane>()
+            .expect("a KubeadmControlPlane")
+            .spec;
+        let owned = owned_machines(view.api.list(Machine::KIND), kcp.meta.uid);
         if owned.len() != spec.replicas as usize {
             return Err(format!(
                 "KubeadmControlPlane {} has {} Machines, wants {}",
@@ -371,7 +380,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
     }
     let nodes: BTreeSet<String> = view
         .api
-        .list(Kind::Node)
+        .list(Node::KIND)
         .filter(|n| is_workload_node(n))
         .map(|n| n.meta.name.clone())
         .collect();

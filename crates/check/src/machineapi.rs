@@ -14,7 +14,8 @@
 
 use crate::{View, Violation};
 use reconsim_world::cloud::{Instance, InstanceState};
-use reconsim_world::object::{Kind, Object, Uid};
+use reconsim_world::object::{Machine, MachineSet, Resource};
+use reconsim_world::object::{Object, Uid};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -31,7 +32,7 @@ fn cluster_instance(i: &Instance) -> Option<&str> {
 /// Machines by name (all namespaces: instance names are cluster-unique in practice).
 fn machines_by_name<'a>(view: &View<'a>) -> BTreeMap<&'a str, &'a Arc<Object>> {
     view.api
-        .list(Kind::Machine)
+        .list(Machine::KIND)
         .map(|m| (m.meta.name.as_str(), m))
         .collect()
 }
@@ -72,7 +73,7 @@ impl NoDuplicateMachines {
             });
         }
         // A Machine created while its set already had enough.
-        for m in view.api.list(Kind::Machine) {
+        for m in view.api.list(Machine::KIND) {
             if !self.seen.insert(m.meta.uid) {
                 continue;
             }
@@ -82,10 +83,10 @@ impl NoDuplicateMachines {
             let Some(ms) = view.api.by_uid(owner.uid) else {
                 continue;
             };
-            let replicas = ms.as_machine_set().map_or(0, |s| s.spec.replicas) as usize;
+            let replicas = ms.typed::<MachineSet>().map_or(0, |s| s.spec.replicas) as usize;
             let active: Vec<&Arc<Object>> = view
                 .api
-                .list(Kind::Machine)
+                .list(Machine::KIND)
                 .filter(|o| {
                     !o.meta.is_deleting()
                         && o.meta.controller_ref().is_some_and(|r| r.uid == owner.uid)
@@ -183,11 +184,11 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
         }
     }
     let machines = machines_by_name(view);
-    for ms in view.api.list(Kind::MachineSet) {
-        let replicas = ms.as_machine_set().map_or(0, |s| s.spec.replicas) as usize;
+    for ms in view.api.list(MachineSet::KIND) {
+        let replicas = ms.typed::<MachineSet>().map_or(0, |s| s.spec.replicas) as usize;
         let owned: Vec<&Arc<Object>> = view
             .api
-            .list(Kind::Machine)
+            .list(Machine::KIND)
             .filter(|m| {
                 m.meta
                     .controller_ref()

@@ -17,7 +17,9 @@ use crate::{View, Violation};
 use reconsim_sim::SimTime;
 use reconsim_world::Proc;
 use reconsim_world::mco::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
-use reconsim_world::object::{Kind, ObjectKey};
+use reconsim_world::mco::{MachineConfig, MachineConfigPool};
+use reconsim_world::object::ObjectKey;
+use reconsim_world::object::{Node, Resource};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// no_missing_referenced_config.
@@ -48,7 +50,7 @@ impl NoMissingReferencedConfig {
         // In key order, so sorted by name (cluster-scoped: one namespace).
         let live: Vec<&str> = view
             .api
-            .list(Kind::MachineConfig)
+            .list(MachineConfig::KIND)
             .map(|mc| mc.meta.name.as_str())
             .collect();
         for name in &live {
@@ -68,7 +70,7 @@ impl NoMissingReferencedConfig {
             Who::Machine(m) => format!("machine {m} (booting, served it)"),
         };
         let mut refs: Vec<(&str, Who<'_>)> = Vec::new();
-        for n in view.api.list(Kind::Node) {
+        for n in view.api.list(Node::KIND) {
             let (c, d, _) = node_config(n);
             if let Some(c) = c {
                 refs.push((c, Who::Node(&n.meta.name, "currentConfig")));
@@ -77,8 +79,8 @@ impl NoMissingReferencedConfig {
                 refs.push((d, Who::Node(&n.meta.name, "desiredConfig")));
             }
         }
-        for p in view.api.list(Kind::MachineConfigPool) {
-            let mcp = p.as_machine_config_pool().expect("a pool");
+        for p in view.api.list(MachineConfigPool::KIND) {
+            let mcp = p.typed::<MachineConfigPool>().expect("a pool");
             if let Some(s) = &mcp.spec.configuration {
                 refs.push((s, Who::Pool(&p.meta.name, "spec")));
             }
@@ -136,9 +138,9 @@ impl NoMissingReferencedConfig {
 pub fn converged(view: &View<'_>) -> Result<(), String> {
     let pools: BTreeMap<&str, Option<&str>> = view
         .api
-        .list(Kind::MachineConfigPool)
+        .list(MachineConfigPool::KIND)
         .map(|p| {
-            let mcp = p.as_machine_config_pool().expect("a pool");
+            let mcp = p.typed::<MachineConfigPool>().expect("a pool");
             (p.meta.name.as_str(), mcp.status.configuration.as_deref())
         })
         .collect();
@@ -155,7 +157,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
             return Err(format!("machine {} is Degraded: {:?}", m.name(), m.phase()));
         }
         let target = pools.get(m.pool()).copied().flatten();
-        let Some(node) = view.api.get(&ObjectKey::new(Kind::Node, "", m.name())) else {
+        let Some(node) = view.api.get(&ObjectKey::new(Node::KIND, "", m.name())) else {
             return Err(format!(
                 "machine {} has no Node ({:?})",
                 m.name(),

@@ -32,6 +32,7 @@ use reconsim_world::cloud::{CloudOp, InstanceState};
 use reconsim_world::etcd::ROLE_TAG;
 use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
+use reconsim_world::object::{Machine, MachineFields, Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -117,15 +118,15 @@ impl CapiMachineController {
             next.meta.finalizers.push(FINALIZER.into());
             return self.update(Phase::AddFinalizer, next);
         }
-        let machine = m.as_machine().expect("a Machine key");
+        let machine = m.typed::<Machine>().expect("a Machine key");
         if machine.status.instance_id.is_none() {
-            let ops = vec![PatchOp::MachineFields {
+            let ops = vec![PatchOp::from(MachineFields {
                 provider_id: None,
                 instance_id: None,
                 phase: Some("Provisioning".into()),
                 error_message: None,
                 last_updated: Some(ctx.now),
-            }];
+            })];
             self.phase = Phase::MarkProvisioning;
             return Step::Call(Call::Api(ApiOp::Patch {
                 key: m.key(),
@@ -137,14 +138,17 @@ impl CapiMachineController {
             return Step::done();
         }
         let pid = machine.spec.provider_id.as_deref();
-        let node = ctx.cache.list(Kind::Node).find(|n| {
-            is_workload_node(n) && n.as_node().and_then(|x| x.spec.provider_id.as_deref()) == pid
+        let node = ctx.cache.list(Node::KIND).find(|n| {
+            is_workload_node(n)
+                && n.typed::<Node>()
+                    .and_then(|x| x.spec.provider_id.as_deref())
+                    == pid
         });
         let Some(node) = node else {
             return Step::requeue_after(REQUEUE_NODE_REF_MS);
         };
         let mut next = (*m).clone();
-        let status = &mut next.as_machine_mut().expect("a Machine").status;
+        let status = &mut next.typed_mut::<Machine>().expect("a Machine").status;
         status.node_ref = Some(node.meta.name.clone());
         status.phase = Some("Running".into());
         status.last_updated = Some(ctx.now);
@@ -155,7 +159,7 @@ impl CapiMachineController {
     fn delete_node_allowed(&self, ctx: &ReconcileCtx<'_>, m: &Object) -> bool {
         let active = ctx
             .cache
-            .list(Kind::Machine)
+            .list(Machine::KIND)
             .filter(|o| {
                 !o.meta.is_deleting()
                     && o.meta.namespace == m.meta.namespace
@@ -171,7 +175,7 @@ impl CapiMachineController {
     }
 
     fn lookup(&mut self, phase: Phase) -> Step {
-        let status = &self.machine().as_machine().expect("a Machine").status;
+        let status = &self.machine().typed::<Machine>().expect("a Machine").status;
         let ids: Vec<String> = status.instance_id.iter().cloned().collect();
         self.phase = phase;
         let op = if ids.is_empty() {
@@ -192,12 +196,12 @@ impl CapiMachineController {
 
     fn after_infra_gone(&mut self, node_allowed: bool) -> Step {
         let m = self.machine().clone();
-        let node = m.as_machine().and_then(|x| x.status.node_ref.clone());
+        let node = m.typed::<Machine>().and_then(|x| x.status.node_ref.clone());
         match node {
             Some(name) if node_allowed => {
                 self.phase = Phase::DeleteNode;
                 Step::Call(Call::Api(ApiOp::Delete {
-                    key: ObjectKey::new(Kind::Node, "", &name),
+                    key: ObjectKey::new(Node::KIND, "", &name),
                     uid: None,
                     grace_period_seconds: None,
                 }))
@@ -228,11 +232,11 @@ impl Reconciler for CapiMachineController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::Machine, Kind::Node]
+        vec![Machine::KIND, Node::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, Kind::Machine, keys);
+        enqueue_for(object, Machine::KIND, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
@@ -285,13 +289,13 @@ impl Reconciler for CapiMachineController {
                 self.phase = Phase::RecordCreated;
                 Step::Call(Call::Api(ApiOp::Patch {
                     key: self.machine().key(),
-                    ops: vec![PatchOp::MachineFields {
+                    ops: vec![PatchOp::from(MachineFields {
                         provider_id: Some(i.provider_id()),
                         instance_id: Some(i.id.clone()),
                         phase: None,
                         error_message: None,
                         last_updated: Some(ctx.now),
-                    }],
+                    })],
                     resource_version: None,
                 }))
             }

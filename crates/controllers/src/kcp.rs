@@ -43,6 +43,7 @@
 
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiOk, ApiOp};
+use reconsim_world::capi::KubeadmControlPlane;
 use reconsim_world::capi::{
     CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_control_plane_node, machine_version, node_ref,
     owned_machines,
@@ -54,6 +55,7 @@ use reconsim_world::manager::{
 use reconsim_world::object::{
     Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
 };
+use reconsim_world::object::{Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -177,13 +179,17 @@ impl KcpController {
     }
 
     fn spec(&self) -> &reconsim_world::capi::KubeadmControlPlaneSpec {
-        &self.kcp().as_kcp().expect("a KubeadmControlPlane").spec
+        &self
+            .kcp()
+            .typed::<KubeadmControlPlane>()
+            .expect("a KubeadmControlPlane")
+            .spec
     }
 
     fn list_nodes(&mut self, phase: Phase) -> Step {
         self.phase = phase;
         Step::Call(Call::Api(ApiOp::List {
-            kind: Kind::Node,
+            kind: Node::KIND,
             namespace: None,
         }))
     }
@@ -249,7 +255,7 @@ impl KcpController {
         if kcp.meta.is_deleting() {
             return Step::done();
         }
-        self.machines = owned_machines(ctx.cache.list(Kind::Machine), kcp.meta.uid);
+        self.machines = owned_machines(ctx.cache.list(Machine::KIND), kcp.meta.uid);
         self.kcp = Some(kcp);
         let version = self.spec().version.clone();
         let need: Vec<Arc<Object>> = self
@@ -295,7 +301,7 @@ impl KcpController {
 
     /// ControlPlaneIsHealthy, given the live Nodes; the Machines come from the cache now.
     fn control_plane_healthy(&self, ctx: &ReconcileCtx<'_>, nodes: &BTreeSet<String>) -> bool {
-        let machines = owned_machines(ctx.cache.list(Kind::Machine), self.kcp().meta.uid);
+        let machines = owned_machines(ctx.cache.list(Machine::KIND), self.kcp().meta.uid);
         machines
             .iter()
             .all(|m| node_ref(m).is_some_and(|n| nodes.contains(n)))
@@ -323,7 +329,7 @@ impl KcpController {
             (CONTROL_PLANE_LABEL.to_string(), String::new()),
         ]);
         meta.owner_references = vec![OwnerReference {
-            kind: Kind::KubeadmControlPlane,
+            kind: KubeadmControlPlane::KIND,
             name: kcp.meta.name.clone(),
             uid: kcp.meta.uid,
             controller: true,
@@ -350,7 +356,7 @@ impl KcpController {
         self.phase = Phase::Create;
         Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
             meta,
-            Body::Machine(machine),
+            Body::new(machine),
         )))))
     }
 
@@ -465,7 +471,7 @@ fn any_no_execute(reply: &Reply) -> bool {
         return false;
     };
     items.iter().filter(|n| is_control_plane_node(n)).any(|n| {
-        n.as_node().is_some_and(|x| {
+        n.typed::<Node>().is_some_and(|x| {
             x.spec
                 .taints
                 .iter()
@@ -475,7 +481,7 @@ fn any_no_execute(reply: &Reply) -> bool {
 }
 
 fn failure_domain(m: &Object) -> Option<&str> {
-    m.as_machine()
+    m.typed::<Machine>()
         .and_then(|x| x.spec.failure_domain.as_deref())
 }
 
@@ -500,12 +506,12 @@ impl Reconciler for KcpController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::KubeadmControlPlane, Kind::Machine]
+        vec![KubeadmControlPlane::KIND, Machine::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, Kind::KubeadmControlPlane, keys);
-        enqueue_owner(object, Kind::KubeadmControlPlane, keys);
+        enqueue_for(object, KubeadmControlPlane::KIND, keys);
+        enqueue_owner(object, KubeadmControlPlane::KIND, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {

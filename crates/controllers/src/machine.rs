@@ -30,6 +30,7 @@ use reconsim_world::api::{ApiOk, ApiOp, PatchOp};
 use reconsim_world::cloud::{CloudOp, Instance, InstanceState};
 use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
+use reconsim_world::object::{Machine, MachineFields, Resource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -174,13 +175,13 @@ impl MachineController {
         phase: Option<&str>,
         error: Option<&str>,
     ) -> PatchOp {
-        PatchOp::MachineFields {
+        PatchOp::from(MachineFields {
             provider_id: instance.map(provider_id),
             instance_id: instance.map(|i| i.id.clone()),
             phase: phase.map(str::to_string),
             error_message: error.map(str::to_string),
             last_updated: Some(ctx.now),
-        }
+        })
     }
 
     /// An instance exists: record it, requeue while it is pending.
@@ -191,7 +192,7 @@ impl MachineController {
         if st.instance_id.as_deref() == Some(&newest.id)
             && self
                 .machine()
-                .as_machine()
+                .typed::<Machine>()
                 .expect("a Machine")
                 .spec
                 .provider_id
@@ -213,7 +214,7 @@ impl MachineController {
         let m = self.machine();
         let st = status(m);
         let provider_set = m
-            .as_machine()
+            .typed::<Machine>()
             .expect("a Machine")
             .spec
             .provider_id
@@ -264,11 +265,11 @@ impl Reconciler for MachineController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::Machine]
+        vec![Machine::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, Kind::Machine, keys);
+        enqueue_for(object, Machine::KIND, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
@@ -348,7 +349,7 @@ impl Reconciler for MachineController {
 }
 
 fn status(m: &Object) -> &reconsim_world::object::MachineStatus {
-    &m.as_machine().expect("a Machine").status
+    &m.typed::<Machine>().expect("a Machine").status
 }
 
 /// The states the actuator's lookup asks for: everything but terminated.

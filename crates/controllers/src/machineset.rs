@@ -26,6 +26,7 @@ use reconsim_world::object::{
     Body, Kind, MachineSet, MachineSetStatus, Object, ObjectKey, ObjectMeta, OwnerReference,
     selector_matches,
 };
+use reconsim_world::object::{Machine, Resource};
 use std::sync::Arc;
 
 /// How often the cache is polled after creating or deleting (stateConfirmationInterval).
@@ -83,9 +84,9 @@ impl MachineSetController {
         if ms.meta.is_deleting() {
             return Step::done();
         }
-        let spec = &ms.as_machine_set().expect("a MachineSet key").spec;
+        let spec = &ms.typed::<MachineSet>().expect("a MachineSet key").spec;
         let mut orphans = Vec::new();
-        for m in ctx.cache.list(Kind::Machine) {
+        for m in ctx.cache.list(Machine::KIND) {
             if m.meta.namespace != ms.meta.namespace || exclude(&ms, m, &spec.selector) {
                 continue;
             }
@@ -121,7 +122,7 @@ impl MachineSetController {
         // The real controller sorts by name before counting.
         self.machines.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
         let ms = self.ms.clone().expect("set at start");
-        let spec = &ms.as_machine_set().expect("a MachineSet").spec;
+        let spec = &ms.typed::<MachineSet>().expect("a MachineSet").spec;
         let count = self.machines.len() as i64;
         let diff = count - i64::from(spec.replicas);
         if diff < 0 {
@@ -141,14 +142,14 @@ impl MachineSetController {
 
     fn create_next(&mut self) -> Step {
         let ms = self.ms.as_ref().expect("set at start");
-        let spec = &ms.as_machine_set().expect("a MachineSet").spec;
+        let spec = &ms.typed::<MachineSet>().expect("a MachineSet").spec;
         let mut meta = ObjectMeta::named(&ms.meta.namespace, "");
         meta.generate_name = Some(format!("{}-", ms.meta.name));
         meta.labels = spec.template_labels.clone();
         meta.owner_references = vec![controller_ref(ms)];
         Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
             meta,
-            Body::Machine(Default::default()),
+            Body::new(Machine::default()),
         )))))
     }
 
@@ -172,7 +173,7 @@ impl MachineSetController {
         let ns = &self.ms.as_ref().expect("set").meta.namespace;
         let created_seen = self.created.iter().all(|n| {
             ctx.cache
-                .get(&ObjectKey::new(Kind::Machine, ns, n))
+                .get(&ObjectKey::new(Machine::KIND, ns, n))
                 .is_some()
         });
         let deleted_seen = self
@@ -198,13 +199,19 @@ impl MachineSetController {
     fn write_status(&mut self) -> Step {
         let ms = self.ms.as_ref().expect("set");
         let replicas = self.machines.len() as u32;
-        if ms.as_machine_set().expect("a MachineSet").status.replicas == replicas {
+        if ms
+            .typed::<MachineSet>()
+            .expect("a MachineSet")
+            .status
+            .replicas
+            == replicas
+        {
             return self.finish();
         }
         self.phase = Phase::Status;
         Step::Call(Call::Api(ApiOp::Patch {
             key: ms.key(),
-            ops: vec![PatchOp::Status(Body::MachineSet(MachineSet {
+            ops: vec![PatchOp::Status(Body::new(MachineSet {
                 spec: Default::default(),
                 status: MachineSetStatus { replicas },
             }))],
@@ -227,12 +234,12 @@ impl Reconciler for MachineSetController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::MachineSet, Kind::Machine]
+        vec![MachineSet::KIND, Machine::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, Kind::MachineSet, keys);
-        enqueue_owner(object, Kind::MachineSet, keys);
+        enqueue_for(object, MachineSet::KIND, keys);
+        enqueue_owner(object, MachineSet::KIND, keys);
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
@@ -325,7 +332,7 @@ fn exclude(ms: &Object, m: &Object, selector: &std::collections::BTreeMap<String
 
 fn controller_ref(ms: &Object) -> OwnerReference {
     OwnerReference {
-        kind: Kind::MachineSet,
+        kind: MachineSet::KIND,
         name: ms.meta.name.clone(),
         uid: ms.meta.uid,
         controller: true,
@@ -336,7 +343,7 @@ fn controller_ref(ms: &Object) -> OwnerReference {
 /// then failed, then those without a node; ties keep name order.
 fn pick_victims(machines: &[Arc<Object>], n: usize) -> Vec<ObjectKey> {
     let priority = |m: &Object| -> u32 {
-        let status = &m.as_machine().expect("a Machine").status;
+        let status = &m.typed::<Machine>().expect("a Machine").status;
         if m.meta.is_deleting() {
             100
         } else if m.meta.annotations.contains_key(DELETE_MACHINE_ANNOTATION)
@@ -359,8 +366,12 @@ pub fn counted_machines<'a>(
     cache: &'a Cache,
     ms: &'a Object,
 ) -> impl Iterator<Item = &'a Arc<Object>> {
-    let selector = &ms.as_machine_set().expect("a MachineSet").spec.selector;
+    let selector = &ms
+        .typed::<MachineSet>()
+        .expect("a MachineSet")
+        .spec
+        .selector;
     cache
-        .list(Kind::Machine)
+        .list(Machine::KIND)
         .filter(move |m| m.meta.namespace == ms.meta.namespace && !exclude(ms, m, selector))
 }

@@ -45,7 +45,9 @@ use reconsim_world::mco::{
     ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, STATE_DEGRADED, STATE_DONE, merge,
     node_config, rendered_name, rendered_object, served_records,
 };
+use reconsim_world::mco::{MachineConfig, MachineConfigPool};
 use reconsim_world::object::{Kind, Object, ObjectKey, selector_matches};
+use reconsim_world::object::{Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -142,14 +144,14 @@ impl RenderController {
         let Some(pool) = ctx.cache.get(ctx.key).cloned() else {
             return Step::done();
         };
-        let spec = &pool.as_machine_config_pool().expect("a pool key").spec;
+        let spec = &pool.typed::<MachineConfigPool>().expect("a pool key").spec;
         if spec.machine_config_selector.is_empty() {
             // "SelectingAll": a non-empty selector is required.
             return Step::done();
         }
         let sources: Vec<(&str, &reconsim_world::mco::MachineConfig)> = ctx
             .cache
-            .list(Kind::MachineConfig)
+            .list(MachineConfig::KIND)
             .filter(|mc| {
                 !mc.meta.is_deleting()
                     && selector_matches(&spec.machine_config_selector, &mc.meta.labels)
@@ -157,7 +159,7 @@ impl RenderController {
             .map(|mc| {
                 (
                     mc.meta.name.as_str(),
-                    mc.as_machine_config().expect("an MC"),
+                    mc.typed::<MachineConfig>().expect("an MC"),
                 )
             })
             .collect();
@@ -167,7 +169,7 @@ impl RenderController {
         self.content = merge(sources);
         self.name = rendered_name(&pool.meta.name, &self.content);
         self.pool = Some(pool);
-        let key = ObjectKey::new(Kind::MachineConfig, "", &self.name);
+        let key = ObjectKey::new(MachineConfig::KIND, "", &self.name);
         if ctx.cache.get(&key).is_none() {
             self.phase = Phase::Creating;
             let pool = self.pool.as_ref().expect("set");
@@ -179,13 +181,13 @@ impl RenderController {
 
     fn target(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
         let pool = self.pool.clone().expect("set");
-        let status = &pool.as_machine_config_pool().expect("a pool").status;
+        let status = &pool.typed::<MachineConfigPool>().expect("a pool").status;
         if status.configuration.as_deref() == Some(self.name.as_str()) {
             return self.collect(ctx);
         }
         self.phase = Phase::Targeting;
         let mut next = (*pool).clone();
-        next.as_machine_config_pool_mut()
+        next.typed_mut::<MachineConfigPool>()
             .expect("a pool")
             .status
             .configuration = Some(self.name.clone());
@@ -201,14 +203,14 @@ impl RenderController {
         let mut ops = Vec::new();
         if self.policy != GcPolicy::None {
             let mut keep: BTreeSet<&str> = BTreeSet::new();
-            for p in ctx.cache.list(Kind::MachineConfigPool) {
+            for p in ctx.cache.list(MachineConfigPool::KIND) {
                 // The pool as this reconcile last wrote it is fresher than the cache.
                 let p = if p.meta.uid == pool.meta.uid {
                     &pool
                 } else {
                     p
                 };
-                let mcp = p.as_machine_config_pool().expect("a pool");
+                let mcp = p.typed::<MachineConfigPool>().expect("a pool");
                 keep.extend(mcp.spec.configuration.as_deref());
                 keep.extend(mcp.status.configuration.as_deref());
                 if self.policy == GcPolicy::InUseAndInFlight {
@@ -217,13 +219,13 @@ impl RenderController {
             }
             keep.insert(self.name.as_str());
             if self.policy.reads_nodes() {
-                for n in ctx.cache.list(Kind::Node) {
+                for n in ctx.cache.list(Node::KIND) {
                     let (c, d, _) = node_config(n);
                     keep.extend(c);
                     keep.extend(d);
                 }
             }
-            for mc in ctx.cache.list(Kind::MachineConfig) {
+            for mc in ctx.cache.list(MachineConfig::KIND) {
                 let owned = mc
                     .meta
                     .controller_ref()
@@ -257,7 +259,7 @@ impl RenderController {
             let landed: Vec<String> = served_records(&pool)
                 .filter(|(machine, _)| {
                     ctx.cache
-                        .get(&ObjectKey::new(Kind::Node, "", machine))
+                        .get(&ObjectKey::new(Node::KIND, "", machine))
                         .is_some_and(|n| node_config(n).0.is_some())
                 })
                 .map(|(m, _)| m.to_string())
@@ -313,7 +315,7 @@ impl RenderController {
 
 /// Whether `name` is one of the pool's own targets.
 fn keep_by_target(pool: &Object, name: &str) -> bool {
-    let p = pool.as_machine_config_pool().expect("a pool");
+    let p = pool.typed::<MachineConfigPool>().expect("a pool");
     p.spec.configuration.as_deref() == Some(name) || p.status.configuration.as_deref() == Some(name)
 }
 
@@ -321,7 +323,7 @@ fn keep_by_target(pool: &Object, name: &str) -> bool {
 fn pools_of_node(node: &Object, keys: &mut Vec<ObjectKey>) {
     for k in node.meta.labels.keys() {
         if let Some(pool) = k.strip_prefix(NODE_ROLE_PREFIX) {
-            keys.push(ObjectKey::new(Kind::MachineConfigPool, "", pool));
+            keys.push(ObjectKey::new(MachineConfigPool::KIND, "", pool));
         }
     }
 }
@@ -332,23 +334,23 @@ impl Reconciler for RenderController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::MachineConfigPool, Kind::MachineConfig, Kind::Node]
+        vec![MachineConfigPool::KIND, MachineConfig::KIND, Node::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        match object.kind() {
-            Kind::MachineConfigPool => enqueue_for(object, Kind::MachineConfigPool, keys),
-            Kind::MachineConfig => {
-                // A source names its pool by role (the pools' selectors); a rendered
-                // config by its controller.
-                if let Some(role) = object.meta.labels.get(reconsim_world::mco::LABEL_ROLE) {
-                    keys.push(ObjectKey::new(Kind::MachineConfigPool, "", role));
-                } else if let Some(owner) = object.meta.controller_ref() {
-                    keys.push(ObjectKey::new(Kind::MachineConfigPool, "", &owner.name));
-                }
+        let kind = object.kind();
+        if kind == MachineConfigPool::KIND {
+            enqueue_for(object, MachineConfigPool::KIND, keys)
+        } else if kind == MachineConfig::KIND {
+            // A source names its pool by role (the pools' selectors); a rendered
+            // config by its controller.
+            if let Some(role) = object.meta.labels.get(reconsim_world::mco::LABEL_ROLE) {
+                keys.push(ObjectKey::new(MachineConfigPool::KIND, "", role));
+            } else if let Some(owner) = object.meta.controller_ref() {
+                keys.push(ObjectKey::new(MachineConfigPool::KIND, "", &owner.name));
             }
-            Kind::Node if self.policy.reads_nodes() => pools_of_node(object, keys),
-            _ => {}
+        } else if kind == Node::KIND && self.policy.reads_nodes() {
+            pools_of_node(object, keys)
         }
     }
 
@@ -441,13 +443,13 @@ impl NodeController {
         let Some(pool) = ctx.cache.get(ctx.key).cloned() else {
             return Step::done();
         };
-        let mcp = pool.as_machine_config_pool().expect("a pool key");
+        let mcp = pool.typed::<MachineConfigPool>().expect("a pool key");
         let Some(target) = mcp.status.configuration.clone() else {
             return Step::done();
         };
         let nodes: Vec<&Arc<Object>> = ctx
             .cache
-            .list(Kind::Node)
+            .list(Node::KIND)
             .filter(|n| selector_matches(&mcp.spec.node_selector, &n.meta.labels))
             .collect();
         let done = |n: &Object| {
@@ -481,7 +483,10 @@ impl NodeController {
         ) != (machine_count, updated, degraded)
         {
             let mut next = (*pool).clone();
-            let st = &mut next.as_machine_config_pool_mut().expect("a pool").status;
+            let st = &mut next
+                .typed_mut::<MachineConfigPool>()
+                .expect("a pool")
+                .status;
             st.machine_count = machine_count;
             st.updated_machine_count = updated;
             st.degraded_machine_count = degraded;
@@ -532,14 +537,15 @@ impl Reconciler for NodeController {
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![Kind::MachineConfigPool, Kind::Node]
+        vec![MachineConfigPool::KIND, Node::KIND]
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        match object.kind() {
-            Kind::MachineConfigPool => keys.push(object.key()),
-            Kind::Node => pools_of_node(object, keys),
-            _ => {}
+        let kind = object.kind();
+        if kind == MachineConfigPool::KIND {
+            keys.push(object.key())
+        } else if kind == Node::KIND {
+            pools_of_node(object, keys)
         }
     }
 

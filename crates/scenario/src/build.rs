@@ -18,10 +18,11 @@ use reconsim_world::kubelet::{Container, Images, Kubelet, KubeletConfig};
 use reconsim_world::leader::LeaderConfig;
 use reconsim_world::lifecycle::NodeLifecycle;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
+use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, Deployment, DeploymentSpec, Kind, MachineSet, MachineSetSpec, Object, ObjectKey,
-    ObjectMeta, OwnerReference, Pod, PodSpec, PodTemplate, TAINT_NOT_READY, TAINT_UNREACHABLE,
-    TaintEffect, Toleration,
+    Body, Deployment, DeploymentSpec, MachineSet, MachineSetSpec, Object, ObjectKey, ObjectMeta,
+    OwnerReference, Pod, PodSpec, PodTemplate, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect,
+    Toleration,
 };
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
@@ -178,8 +179,8 @@ fn action_op(scenario: &Scenario, action: &Action) -> ApiOp {
             machine_set,
             replicas,
         } => ApiOp::Patch {
-            key: ObjectKey::new(Kind::MachineSet, MACHINE_API_NAMESPACE, machine_set),
-            ops: vec![PatchOp::Spec(Body::MachineSet(MachineSet {
+            key: ObjectKey::new(MachineSet::KIND, MACHINE_API_NAMESPACE, machine_set),
+            ops: vec![PatchOp::Spec(Body::new(MachineSet {
                 spec: machine_set_spec(machine_set, *replicas),
                 status: Default::default(),
             }))],
@@ -219,7 +220,7 @@ fn seed_machine_api(server: &mut ApiServer, ma: &MachineApiSpec) {
     for ms in &ma.machine_sets {
         server.seed_object(Object::new(
             ObjectMeta::named(MACHINE_API_NAMESPACE, &ms.name),
-            Body::MachineSet(MachineSet {
+            Body::new(MachineSet {
                 spec: machine_set_spec(&ms.name, ms.replicas),
                 status: Default::default(),
             }),
@@ -244,7 +245,7 @@ fn seed_machine_api(server: &mut ApiServer, ma: &MachineApiSpec) {
         meta.labels = labels.clone();
         let deployment = server.seed_object(Object::new(
             meta,
-            Body::Deployment(Deployment {
+            Body::new(Deployment {
                 spec: DeploymentSpec {
                     replicas: 1,
                     selector: labels.clone(),
@@ -259,14 +260,14 @@ fn seed_machine_api(server: &mut ApiServer, ma: &MachineApiSpec) {
         let mut meta = ObjectMeta::named(MACHINE_API_NAMESPACE, &format!("{name}-0"));
         meta.labels = labels;
         meta.owner_references = vec![OwnerReference {
-            kind: Kind::Deployment,
+            kind: Deployment::KIND,
             name: name.to_string(),
             uid: deployment.meta.uid,
             controller: true,
         }];
         server.seed_object(Object::new(
             meta,
-            Body::Pod(Pod {
+            Body::new(Pod {
                 spec: PodSpec {
                     node_name: Some(ma.pod_nodes.get(name).unwrap_or(&ma.node).clone()),
                     ..template

@@ -14,6 +14,7 @@ use reconsim_sim::{ProcId, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOk, ApiOp};
 use reconsim_world::object::Kind;
+use reconsim_world::object::{Lease, Node, Resource};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -134,9 +135,9 @@ pub fn chrome_trace(world: &World, violation: Option<&Violation>) -> Value {
                 }
                 Msg::ApiResp(resp) => {
                     if let Ok(ApiOk::Object(o)) = &resp.result
-                        && o.kind() == Kind::Lease
+                        && o.kind() == Lease::KIND
                         && o.meta.namespace != reconsim_world::kubelet::NODE_LEASE_NAMESPACE
-                        && let Some(l) = o.as_lease()
+                        && let Some(l) = o.typed::<Lease>()
                     {
                         let entry = leases.entry(o.meta.name.clone()).or_default();
                         let holder = l.holder_identity.clone();
@@ -186,7 +187,7 @@ pub fn chrome_trace(world: &World, violation: Option<&Violation>) -> Value {
 
 /// Kinds whose writes get flow arrows (not the heartbeats: Leases, Nodes).
 fn traced(kind: Kind) -> bool {
-    !matches!(kind, Kind::Lease | Kind::Node)
+    !(kind == Lease::KIND || kind == Node::KIND)
 }
 
 fn op_name(op: &ApiOp) -> String {

@@ -533,6 +533,7 @@ pub(crate) fn spawn(s: &Scenario, sim: &mut Sim<Proc>, endpoints: Endpoints) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reconsim_world::object::{Lease, Resource};
 
     #[test]
     fn builtin_names_parse_as_builtin_and_others_as_custom() {
@@ -715,13 +716,15 @@ mod tests {
             unreachable!("process 0 is the API server")
         };
         let key = reconsim_world::object::ObjectKey::new(
-            reconsim_world::object::Kind::Lease,
+            reconsim_world::object::Lease::KIND,
             LEASE_NAMESPACE,
             "idle",
         );
         let lease = api.get(&key).expect("the entry's Lease");
         assert_eq!(
-            lease.as_lease().and_then(|l| l.holder_identity.as_deref()),
+            lease
+                .typed::<Lease>()
+                .and_then(|l| l.holder_identity.as_deref()),
             Some("idle-0")
         );
         let p = world.sim.proc_by_name("idle-0").expect("the process");

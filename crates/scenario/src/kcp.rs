@@ -18,7 +18,8 @@ use reconsim_world::capi::{KubeadmControlPlane, KubeadmControlPlaneSpec};
 use reconsim_world::etcd::{Etcd, EtcdConfig};
 use reconsim_world::kubelet::Images;
 use reconsim_world::manager::{Manager, ManagerConfig};
-use reconsim_world::object::{Body, Kind, Object, ObjectKey, ObjectMeta};
+use reconsim_world::object::Resource;
+use reconsim_world::object::{Body, Object, ObjectKey, ObjectMeta};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
 
@@ -182,7 +183,7 @@ impl KcpSpec {
     pub fn seed(&self, server: &mut ApiServer) {
         server.seed_object(Object::new(
             ObjectMeta::named(KCP_NAMESPACE, KCP_NAME),
-            Body::KubeadmControlPlane(KubeadmControlPlane {
+            Body::new(KubeadmControlPlane {
                 spec: self.spec(),
                 status: Default::default(),
             }),
@@ -255,13 +256,11 @@ impl KcpSpec {
     /// keeps what earlier actions set.
     pub fn action_op(&self, scenario: &Scenario, index: usize) -> ApiOp {
         ApiOp::Patch {
-            key: ObjectKey::new(Kind::KubeadmControlPlane, KCP_NAMESPACE, KCP_NAME),
-            ops: vec![PatchOp::Spec(Body::KubeadmControlPlane(
-                KubeadmControlPlane {
-                    spec: self.spec_after(scenario, index),
-                    status: Default::default(),
-                },
-            ))],
+            key: ObjectKey::new(KubeadmControlPlane::KIND, KCP_NAMESPACE, KCP_NAME),
+            ops: vec![PatchOp::Spec(Body::new(KubeadmControlPlane {
+                spec: self.spec_after(scenario, index),
+                status: Default::default(),
+            }))],
             resource_version: None,
         }
     }

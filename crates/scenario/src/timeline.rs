@@ -10,7 +10,9 @@ use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::cloud::CloudOp;
+use reconsim_world::mco::{MachineConfig, MachineConfigPool};
 use reconsim_world::object::Kind;
+use reconsim_world::object::{Machine, MachineSet, Node, Pod, Resource};
 
 /// One line per kept event, in order; `until` stops the listing (the violation time).
 pub fn timeline(world: &World, until: SimTime) -> Vec<String> {
@@ -73,9 +75,9 @@ pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
 }
 
 fn interesting(kind: Kind) -> bool {
-    matches!(kind, Kind::Machine | Kind::MachineSet | Kind::Pod)
+    [Machine::KIND, MachineSet::KIND, Pod::KIND].contains(&kind)
         // Incident 3: configs, pools, node registrations and config annotations.
-        || matches!(kind, Kind::MachineConfig | Kind::MachineConfigPool)
+        || [MachineConfig::KIND, MachineConfigPool::KIND].contains(&kind)
 }
 
 /// Incident 3: a patch that sets or clears annotations (node configs, hand-out records);
@@ -97,11 +99,11 @@ fn describe(msg: &Msg) -> Option<String> {
                     o.meta.name.clone()
                 }
             )),
-            ApiOp::Create(o) if o.kind() == Kind::Node => {
+            ApiOp::Create(o) if o.kind() == Node::KIND => {
                 Some(format!("create Node {}", o.meta.name))
             }
-            ApiOp::Update { object, .. } if object.kind() == Kind::MachineConfigPool => {
-                let p = object.as_machine_config_pool().expect("a pool");
+            ApiOp::Update { object, .. } if object.kind() == MachineConfigPool::KIND => {
+                let p = object.typed::<MachineConfigPool>().expect("a pool");
                 Some(format!(
                     "update MachineConfigPool {}: status.configuration={} updated={}/{}",
                     object.meta.name,
@@ -110,7 +112,7 @@ fn describe(msg: &Msg) -> Option<String> {
                     p.status.machine_count
                 ))
             }
-            ApiOp::Patch { key, ops, .. } if key.kind == Kind::Node && annotates(ops) => {
+            ApiOp::Patch { key, ops, .. } if key.kind == Node::KIND && annotates(ops) => {
                 let what: Vec<String> = ops.iter().map(patch_summary).collect();
                 Some(format!("patch Node {}: {}", key.name, what.join(", ")))
             }
@@ -126,7 +128,7 @@ fn describe(msg: &Msg) -> Option<String> {
                     what.join(", ")
                 ))
             }
-            ApiOp::Delete { key, .. } if interesting(key.kind) || key.kind == Kind::Node => {
+            ApiOp::Delete { key, .. } if interesting(key.kind) || key.kind == Node::KIND => {
                 Some(format!("delete {} {}", key.kind, key.name))
             }
             _ => None,
@@ -174,23 +176,10 @@ fn describe(msg: &Msg) -> Option<String> {
 
 fn patch_summary(op: &PatchOp) -> String {
     match op {
-        PatchOp::MachineFields {
-            instance_id, phase, ..
-        } => {
-            let mut parts = Vec::new();
-            if let Some(i) = instance_id {
-                parts.push(format!("instanceId={i}"));
-            }
-            if let Some(p) = phase {
-                parts.push(format!("phase={p}"));
-            }
-            parts.join(" ")
-        }
-        PatchOp::Spec(b) => match b {
-            reconsim_world::object::Body::MachineSet(ms) => {
-                format!("replicas={}", ms.spec.replicas)
-            }
-            _ => "spec".into(),
+        PatchOp::Merge(patch) => patch.summary(),
+        PatchOp::Spec(b) => match b.typed::<reconsim_world::object::MachineSet>() {
+            Some(ms) => format!("replicas={}", ms.spec.replicas),
+            None => "spec".into(),
         },
         PatchOp::Status(_) => "status".into(),
         PatchOp::AddFinalizer(f) => format!("+finalizer {f}"),

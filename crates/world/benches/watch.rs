@@ -13,7 +13,8 @@ use reconsim_world::Proc;
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::informer::{Informer, Watcher};
-use reconsim_world::object::{Body, Kind, Object, ObjectKey, ObjectMeta};
+use reconsim_world::object::{Body, Object, ObjectKey, ObjectMeta};
+use reconsim_world::object::{Machine, Resource};
 use reconsim_world::script::{Script, Step};
 use std::time::Instant;
 
@@ -28,19 +29,19 @@ fn run(informers: usize, seed: u64) -> (u64, f64, u64) {
     let mut server = ApiServer::new(Default::default());
     server.seed_object(Object::new(
         ObjectMeta::named("ns", "m"),
-        Body::Machine(Default::default()),
+        Body::new(Machine::default()),
     ));
     let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
     for i in 0..informers {
         let host = sim.add_host(&format!("node-{i}"));
-        let informer = Informer::new(0, &[Kind::Machine], api);
+        let informer = Informer::new(0, &[Machine::KIND], api);
         sim.spawn(
             host,
             &format!("watcher-{i}"),
             Proc::Informer(Watcher::new(informer)),
         );
     }
-    let key = ObjectKey::new(Kind::Machine, "ns", "m");
+    let key = ObjectKey::new(Machine::KIND, "ns", "m");
     let steps = (1..=WRITES)
         .map(|i| Step {
             at_ms: 1_000 + i * WRITE_EVERY_MS,

@@ -4,8 +4,11 @@
 //! another message, so each `await` of a real client is a point where the scheduler can
 //! interleave other processes. Errors mirror the HTTP statuses controllers branch on.
 
-use crate::object::{Kind, Object, ObjectKey, OwnerReference, Uid};
+use crate::object::{Kind, Object, ObjectKey, OwnerReference, Resource, Uid};
 use serde::Serialize;
+use std::any::Any;
+use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// A request to the API server; `id` is chosen by the caller to match the response.
@@ -78,17 +81,114 @@ pub enum PatchOp {
     Spec(crate::object::Body),
     /// Replace the status part with that of the given body (same kind).
     Status(crate::object::Body),
-    /// machine-api's merge patch of a Machine's provider fields and status: each field
-    /// that is `Some` is set (spec.providerID, status.providerStatus.instanceId,
-    /// status.phase, status.errorMessage, status.lastUpdated), every other field is left
-    /// alone.
-    MachineFields {
-        provider_id: Option<String>,
-        instance_id: Option<String>,
-        phase: Option<String>,
-        error_message: Option<String>,
-        last_updated: Option<reconsim_sim::SimTime>,
-    },
+    /// A merge patch of the body's fields, typed by the family that owns the kind
+    /// ([`Patch`]): it sets the fields it names and leaves every other alone, as a JSON
+    /// merge patch of those fields does.
+    Merge(MergePatch),
+}
+
+/// A family's merge patch of one kind's body: plain data (hashed into the trace, shown
+/// by timelines), applied by the API server without a JSON round trip. Which fields it
+/// sets is the patch's own business; the server bumps `generation` if the spec changed.
+pub trait Patch: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {
+    type Target: Resource;
+    fn apply(&self, target: &mut Self::Target);
+    /// A few words for timelines (`phase=Running`).
+    fn summary(&self) -> String {
+        format!("{self:?}").chars().take(40).collect()
+    }
+}
+
+trait DynPatch: Send + Sync + fmt::Debug + 'static {
+    fn apply_to(&self, object: &mut Object) -> bool;
+    fn as_any(&self) -> &dyn Any;
+    fn eq_dyn(&self, other: &dyn DynPatch) -> bool;
+    fn hash_dyn(&self, state: &mut dyn Hasher);
+    fn summary(&self) -> String;
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize;
+}
+
+impl<P: Patch> DynPatch for P {
+    fn apply_to(&self, object: &mut Object) -> bool {
+        match object.typed_mut::<P::Target>() {
+            Some(t) => {
+                self.apply(t);
+                true
+            }
+            None => false,
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn eq_dyn(&self, other: &dyn DynPatch) -> bool {
+        other.as_any().downcast_ref::<P>() == Some(self)
+    }
+    fn hash_dyn(&self, mut state: &mut dyn Hasher) {
+        self.hash(&mut state);
+    }
+    fn summary(&self) -> String {
+        Patch::summary(self)
+    }
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize {
+        self
+    }
+}
+
+/// A type-erased [`Patch`], as [`PatchOp::Merge`] carries it.
+#[derive(Clone)]
+pub struct MergePatch(Arc<dyn DynPatch>);
+
+impl MergePatch {
+    pub fn new<P: Patch>(patch: P) -> Self {
+        MergePatch(Arc::new(patch))
+    }
+
+    /// Apply to `object`; `false` if it is not of the patch's kind.
+    pub fn apply_to(&self, object: &mut Object) -> bool {
+        self.0.apply_to(object)
+    }
+
+    /// The patch as `P`, if it is one.
+    pub fn typed<P: Patch>(&self) -> Option<&P> {
+        self.0.as_any().downcast_ref::<P>()
+    }
+
+    pub fn summary(&self) -> String {
+        self.0.summary()
+    }
+}
+
+impl PartialEq for MergePatch {
+    fn eq(&self, other: &MergePatch) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.eq_dyn(&*other.0)
+    }
+}
+
+impl Eq for MergePatch {}
+
+impl Hash for MergePatch {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash_dyn(state);
+    }
+}
+
+impl fmt::Debug for MergePatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for MergePatch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(self.0.as_serialize(), s)
+    }
+}
+
+impl<P: Patch> From<P> for PatchOp {
+    fn from(patch: P) -> Self {
+        PatchOp::Merge(MergePatch::new(patch))
+    }
 }
 
 /// The answer to an [`ApiRequest`].

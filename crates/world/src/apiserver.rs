@@ -27,7 +27,8 @@
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer as AnyTimer};
-use crate::object::{Body, Kind, Object, ObjectKey, Uid};
+use crate::object::Pod;
+use crate::object::{Kind, Object, ObjectKey, Uid};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -449,7 +450,10 @@ impl ApiServer {
             return Err(ApiError::Conflict);
         }
         // Only a Pod bound to a node has a grace period (an unbound one goes at once).
-        let grace_s = if current.as_pod().is_some_and(|p| p.spec.node_name.is_some()) {
+        let grace_s = if current
+            .typed::<Pod>()
+            .is_some_and(|p| p.spec.node_name.is_some())
+        {
             grace_period_seconds.unwrap_or(POD_GRACE_PERIOD_SECONDS_DEFAULT)
         } else {
             0
@@ -689,32 +693,12 @@ fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {
                 return Err(ApiError::Invalid("status patch of another kind".into()));
             }
         }
-        PatchOp::MachineFields {
-            provider_id,
-            instance_id,
-            phase,
-            error_message,
-            last_updated,
-        } => {
-            let Body::Machine(m) = &mut object.body else {
-                return Err(ApiError::Invalid(
-                    "MachineFields patch on a non-Machine".into(),
-                ));
-            };
-            if provider_id.is_some() {
-                m.spec.provider_id = provider_id.clone();
-            }
-            if instance_id.is_some() {
-                m.status.instance_id = instance_id.clone();
-            }
-            if phase.is_some() {
-                m.status.phase = phase.clone();
-            }
-            if error_message.is_some() {
-                m.status.error_message = error_message.clone();
-            }
-            if last_updated.is_some() {
-                m.status.last_updated = *last_updated;
+        PatchOp::Merge(patch) => {
+            if !patch.apply_to(object) {
+                return Err(ApiError::Invalid(format!(
+                    "a merge patch for another kind than {}",
+                    object.kind()
+                )));
             }
         }
     }

@@ -17,6 +17,7 @@
 //! providerID) and is not yet a control-plane Node.
 
 use crate::object::{Kind, Object, Uid};
+use crate::object::{KindInfo, Machine, Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -47,6 +48,17 @@ pub struct KubeadmControlPlane {
     pub status: KubeadmControlPlaneStatus,
 }
 
+impl Resource for KubeadmControlPlane {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "controlplane.cluster.x-k8s.io",
+        version: "v1alpha3",
+        kind: "KubeadmControlPlane",
+        plural: "kubeadmcontrolplanes",
+        namespaced: true,
+    });
+    crate::status_subresource!();
+}
+
 /// The label kubeadm's mark-control-plane phase puts on a control-plane Node (Kubernetes
 /// 1.17/1.18; later releases add `node-role.kubernetes.io/control-plane`).
 pub const NODE_ROLE_MASTER_LABEL: &str = "node-role.kubernetes.io/master";
@@ -59,7 +71,8 @@ pub fn is_control_plane_node(node: &Object) -> bool {
 
 /// Whether `node` is a workload Node (joined from a cloud instance).
 pub fn is_workload_node(node: &Object) -> bool {
-    node.as_node().is_some_and(|n| n.spec.provider_id.is_some())
+    node.typed::<Node>()
+        .is_some_and(|n| n.spec.provider_id.is_some())
 }
 
 /// The Machines controlled by the KubeadmControlPlane with `uid`, deleting ones included,
@@ -70,10 +83,10 @@ pub fn owned_machines<'a>(
 ) -> Vec<Arc<Object>> {
     let mut out: Vec<Arc<Object>> = machines
         .filter(|m| {
-            m.kind() == Kind::Machine
+            m.kind() == Machine::KIND
                 && m.meta
                     .controller_ref()
-                    .is_some_and(|r| r.kind == Kind::KubeadmControlPlane && r.uid == kcp)
+                    .is_some_and(|r| r.kind == KubeadmControlPlane::KIND && r.uid == kcp)
         })
         .cloned()
         .collect();
@@ -85,10 +98,11 @@ pub fn owned_machines<'a>(
 
 /// A Machine's spec.version.
 pub fn machine_version(m: &Object) -> Option<&str> {
-    m.as_machine().and_then(|x| x.spec.version.as_deref())
+    m.typed::<Machine>().and_then(|x| x.spec.version.as_deref())
 }
 
 /// A Machine's status.nodeRef.
 pub fn node_ref(m: &Object) -> Option<&str> {
-    m.as_machine().and_then(|x| x.status.node_ref.as_deref())
+    m.typed::<Machine>()
+        .and_then(|x| x.status.node_ref.as_deref())
 }

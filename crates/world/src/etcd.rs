@@ -48,7 +48,8 @@ use crate::capi::NODE_ROLE_MASTER_LABEL;
 use crate::cloud::{CloudOp, CloudRequest, CloudResponse, InstanceState};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
-use crate::object::{Kind, ObjectKey};
+use crate::object::ObjectKey;
+use crate::object::{Node, Resource};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -330,7 +331,7 @@ impl Etcd {
                     let id = self.ids.issue();
                     self.nodes_in_flight = Some(id);
                     let op = ApiOp::List {
-                        kind: Kind::Node,
+                        kind: Node::KIND,
                         namespace: None,
                     };
                     ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));

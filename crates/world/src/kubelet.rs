@@ -42,8 +42,9 @@ use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
 use crate::fault::WorldFault;
 use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::object::Resource;
 use crate::object::{
-    Body, ConditionStatus, Kind, Lease, Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta,
+    Body, ConditionStatus, Lease, Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta,
     OwnerReference, Pod, PodPhase, PodStatus, Uid,
 };
 use crate::proc::{Endpoints, Proc, WorldCtx};
@@ -227,7 +228,7 @@ impl Kubelet {
             containers: BTreeMap::new(),
             stopped: false,
             epoch: 0,
-            informer: Informer::new(1, &[Kind::Pod], endpoints.apiserver),
+            informer: Informer::new(1, &[Pod::KIND], endpoints.apiserver),
             informer_id: 1,
             initial_sync_done: false,
             ids: ReqIds::new(tags::KUBELET),
@@ -299,7 +300,7 @@ impl Kubelet {
             self.api(ctx, id, ApiOp::Unwatch { stream });
         }
         self.informer_id = 1 + self.epoch % INFORMER_IDS;
-        self.informer = Informer::new(self.informer_id, &[Kind::Pod], self.endpoints.apiserver);
+        self.informer = Informer::new(self.informer_id, &[Pod::KIND], self.endpoints.apiserver);
         self.initial_sync_done = false;
         self.informer.start(ctx);
         self.lease_backoff_ms = self.timing.lease_retry_ms_min;
@@ -391,7 +392,7 @@ impl Kubelet {
     // ----- node registration and status ---------------------------------------------
 
     fn node_key(&self) -> ObjectKey {
-        ObjectKey::new(Kind::Node, "", &self.config.node_name)
+        ObjectKey::new(Node::KIND, "", &self.config.node_name)
     }
 
     fn register(&mut self, ctx: &mut WorldCtx<'_>) {
@@ -412,7 +413,7 @@ impl Kubelet {
         self.api(
             ctx,
             id,
-            ApiOp::Create(Box::new(Object::new(meta, Body::Node(node)))),
+            ApiOp::Create(Box::new(Object::new(meta, Body::new(node)))),
         );
     }
 
@@ -429,7 +430,7 @@ impl Kubelet {
             }
             (Req::GetNode, Ok(ApiOk::Object(node))) => {
                 self.node_uid = Some(node.meta.uid);
-                let ready = node.as_node().map(|n| n.status.ready);
+                let ready = node.typed::<Node>().map(|n| n.status.ready);
                 if ready.is_some_and(|r| r != ConditionStatus::True) {
                     let status = Node {
                         spec: NodeSpec::default(),
@@ -446,7 +447,7 @@ impl Kubelet {
                         id,
                         ApiOp::Patch {
                             key,
-                            ops: vec![PatchOp::Status(Body::Node(status))],
+                            ops: vec![PatchOp::Status(Body::new(status))],
                             resource_version: None,
                         },
                     );
@@ -479,7 +480,7 @@ impl Kubelet {
     // ----- the node Lease -------------------------------------------------------------
 
     fn lease_key(&self) -> ObjectKey {
-        ObjectKey::new(Kind::Lease, NODE_LEASE_NAMESPACE, &self.config.node_name)
+        ObjectKey::new(Lease::KIND, NODE_LEASE_NAMESPACE, &self.config.node_name)
     }
 
     fn renew_lease(&mut self, ctx: &mut WorldCtx<'_>) {
@@ -487,7 +488,7 @@ impl Kubelet {
         match &self.lease {
             Some(current) => {
                 let mut next = (**current).clone();
-                if let Some(l) = next.as_lease_mut() {
+                if let Some(l) = next.typed_mut::<Lease>() {
                     l.holder_identity = Some(self.config.node_name.clone());
                     l.lease_duration_seconds = self.timing.lease_duration_s;
                     l.renew_time = Some(ctx.now());
@@ -514,7 +515,7 @@ impl Kubelet {
     fn set_node_owner(&self, meta: &mut ObjectMeta) {
         if let Some(uid) = self.node_uid {
             meta.owner_references = vec![OwnerReference {
-                kind: Kind::Node,
+                kind: Node::KIND,
                 name: self.config.node_name.clone(),
                 uid,
                 controller: false,
@@ -544,7 +545,7 @@ impl Kubelet {
                 self.api(
                     ctx,
                     id,
-                    ApiOp::Create(Box::new(Object::new(meta, Body::Lease(lease)))),
+                    ApiOp::Create(Box::new(Object::new(meta, Body::new(lease)))),
                 );
             }
             (Req::LeaseCreate | Req::LeaseUpdate, Ok(ApiOk::Object(lease))) => {
@@ -579,7 +580,7 @@ impl Kubelet {
         }
         let mut keys: Vec<(String, String)> = changes
             .iter()
-            .filter(|o| o.kind() == Kind::Pod)
+            .filter(|o| o.kind() == Pod::KIND)
             .map(|o| (o.meta.namespace.clone(), o.meta.name.clone()))
             .collect();
         keys.sort();
@@ -598,7 +599,7 @@ impl Kubelet {
         keys.extend(
             self.informer
                 .cache()
-                .list(Kind::Pod)
+                .list(Pod::KIND)
                 .filter(|o| self.bound_here(o))
                 .map(|o| (o.meta.namespace.clone(), o.meta.name.clone())),
         );
@@ -610,14 +611,14 @@ impl Kubelet {
     }
 
     fn bound_here(&self, o: &Object) -> bool {
-        o.as_pod()
+        o.typed::<Pod>()
             .and_then(|p| p.spec.node_name.as_deref())
             .is_some_and(|n| n == self.config.node_name)
     }
 
     /// Bring one pod's container in line with the pod as cached.
     fn sync_pod(&mut self, key: &(String, String), ctx: &mut WorldCtx<'_>) {
-        let okey = ObjectKey::new(Kind::Pod, &key.0, &key.1);
+        let okey = ObjectKey::new(Pod::KIND, &key.0, &key.1);
         let pod = self
             .informer
             .cache()
@@ -637,7 +638,7 @@ impl Kubelet {
             // The name now holds another pod: the old one's container goes.
             self.kill(key, ctx);
         }
-        let spec_status = pod.as_pod().expect("a Pod").status.clone();
+        let spec_status = pod.typed::<Pod>().expect("a Pod").status.clone();
         if pod.meta.is_deleting() {
             self.kill(key, ctx);
             ctx.note(|| format!("kubelet: confirming deletion of pod {}/{}", key.0, key.1));
@@ -681,7 +682,7 @@ impl Kubelet {
         ctx: &mut WorldCtx<'_>,
     ) {
         let okey = pod.key();
-        let image_name = &pod.as_pod().expect("a Pod").spec.image;
+        let image_name = &pod.typed::<Pod>().expect("a Pod").spec.image;
         let Some(image) = self.images.0.get(image_name).cloned() else {
             ctx.note(|| format!("kubelet: pod {okey}: unknown image {image_name}"));
             self.patch_status(&okey, PodPhase::Failed, restarts, ctx);
@@ -749,7 +750,7 @@ impl Kubelet {
             id,
             ApiOp::Patch {
                 key: key.clone(),
-                ops: vec![PatchOp::Status(Body::Pod(status))],
+                ops: vec![PatchOp::Status(Body::new(status))],
                 resource_version: None,
             },
         );
@@ -816,7 +817,7 @@ impl Kubelet {
         if c.pod_uid != uid || c.proc.is_some() {
             return;
         }
-        let okey = ObjectKey::new(Kind::Pod, &key.0, &key.1);
+        let okey = ObjectKey::new(Pod::KIND, &key.0, &key.1);
         let pod = self.informer.cache().get(&okey).cloned();
         let live = pod
             .as_ref()
@@ -826,7 +827,7 @@ impl Kubelet {
             return;
         }
         let pod = pod.expect("checked");
-        let image_name = &pod.as_pod().expect("a Pod").spec.image;
+        let image_name = &pod.typed::<Pod>().expect("a Pod").spec.image;
         let Some(image) = self.images.0.get(image_name).cloned() else {
             self.kill(&key, ctx);
             self.patch_status(&okey, PodPhase::Failed, 0, ctx);

@@ -56,7 +56,8 @@
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
-use crate::object::{Body, Kind, Lease, Object, ObjectKey, ObjectMeta};
+use crate::object::Resource;
+use crate::object::{Body, Lease, Object, ObjectKey, ObjectMeta};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use serde::Serialize;
@@ -147,7 +148,7 @@ impl LeaderConfig {
     }
 
     pub fn lease_key(&self) -> ObjectKey {
-        ObjectKey::new(Kind::Lease, &self.lease_namespace, &self.lease_name)
+        ObjectKey::new(Lease::KIND, &self.lease_namespace, &self.lease_name)
     }
 }
 
@@ -217,7 +218,7 @@ struct Observed {
 impl Observed {
     fn lease(&self) -> &Lease {
         self.object
-            .as_lease()
+            .typed::<Lease>()
             .expect("only Lease objects are observed")
     }
 }
@@ -347,14 +348,16 @@ impl LeaderElector {
                 self.send_create(ctx);
                 return Handled::ours(None);
             }
-            (Step::Get, Ok(ApiOk::Object(obj))) if obj.as_lease().is_some() => {
+            (Step::Get, Ok(ApiOk::Object(obj))) if obj.typed::<Lease>().is_some() => {
                 self.observe(obj.clone(), ctx.now());
                 if self.send_update_if_free(ctx) {
                     return Handled::ours(None);
                 }
                 false
             }
-            (Step::Create | Step::Update, Ok(ApiOk::Object(obj))) if obj.as_lease().is_some() => {
+            (Step::Create | Step::Update, Ok(ApiOk::Object(obj)))
+                if obj.typed::<Lease>().is_some() =>
+            {
                 // client-go: setObservedRecord(the record it wrote), observedTime = now.
                 self.observed = Some(Observed {
                     object: obj.clone(),
@@ -527,7 +530,7 @@ impl LeaderElector {
 
     fn send_create(&mut self, ctx: &mut WorldCtx<'_>) {
         let meta = ObjectMeta::named(&self.config.lease_namespace, &self.config.lease_name);
-        let body = Body::Lease(self.my_record(None, ctx.now()));
+        let body = Body::new(self.my_record(None, ctx.now()));
         self.request(
             Step::Create,
             ApiOp::Create(Box::new(Object::new(meta, body))),
@@ -540,7 +543,7 @@ impl LeaderElector {
         let changed = self
             .observed
             .as_ref()
-            .is_none_or(|o| o.lease() != object.as_lease().expect("checked by the caller"));
+            .is_none_or(|o| o.lease() != object.typed::<Lease>().expect("checked by the caller"));
         let time = match &self.observed {
             Some(o) if !changed => o.time,
             _ => now,
@@ -562,7 +565,7 @@ impl LeaderElector {
         }
         let record = self.my_record(Some(old), now);
         let mut object = Object::clone(&observed.object);
-        object.body = Body::Lease(record);
+        object.body = Body::new(record);
         self.request(
             Step::Update,
             ApiOp::Update {

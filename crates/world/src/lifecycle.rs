@@ -36,9 +36,10 @@ use crate::informer::Informer;
 use crate::kubelet::NODE_LEASE_NAMESPACE;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{
-    Body, ConditionStatus, Kind, Node, Object, ObjectKey, TAINT_NOT_READY, TAINT_UNREACHABLE,
-    Taint, TaintEffect, Toleration, Uid,
+    Body, ConditionStatus, Node, Object, ObjectKey, TAINT_NOT_READY, TAINT_UNREACHABLE, Taint,
+    TaintEffect, Toleration, Uid,
 };
+use crate::object::{Lease, Pod, Resource};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use serde::Serialize;
@@ -108,7 +109,7 @@ impl NodeLifecycle {
             endpoints,
             informer: Informer::new(
                 1,
-                &[Kind::Node, Kind::Lease, Kind::Pod],
+                &[Node::KIND, Lease::KIND, Pod::KIND],
                 endpoints.apiserver,
             ),
             ids: ReqIds::new(tags::LIFECYCLE),
@@ -153,7 +154,7 @@ impl NodeLifecycle {
             // most of the traffic, cannot make one due (the monitor tick re-checks).
             if changes
                 .iter()
-                .any(|o| matches!(o.kind(), Kind::Node | Kind::Pod))
+                .any(|o| o.kind() == Node::KIND || o.kind() == Pod::KIND)
             {
                 self.evict(ctx);
             }
@@ -198,20 +199,20 @@ impl NodeLifecycle {
     fn observe_changes(&mut self, changes: &[Arc<Object>], now: SimTime) {
         let cache = self.informer.cache();
         for o in changes {
-            let renewal = o.kind() == Kind::Lease
+            let renewal = o.kind() == Lease::KIND
                 && o.meta.namespace == NODE_LEASE_NAMESPACE
                 && cache.get(&o.key()).is_some_and(|c| Arc::ptr_eq(c, o));
             let Some(h) = self.health.get_mut(&o.meta.name).filter(|_| renewal) else {
-                if o.kind() == Kind::Lease && o.meta.namespace != NODE_LEASE_NAMESPACE {
+                if o.kind() == Lease::KIND && o.meta.namespace != NODE_LEASE_NAMESPACE {
                     continue; // Leader election leases say nothing of node health.
                 }
-                if matches!(o.kind(), Kind::Lease | Kind::Node) {
+                if o.kind() == Lease::KIND || o.kind() == Node::KIND {
                     self.observe(now);
                     return;
                 }
                 continue;
             };
-            let renew_time = o.as_lease().and_then(|l| l.renew_time);
+            let renew_time = o.typed::<Lease>().and_then(|l| l.renew_time);
             if h.renew_time != renew_time {
                 h.probe = now;
                 h.renew_time = renew_time;
@@ -222,12 +223,14 @@ impl NodeLifecycle {
     fn observe(&mut self, now: SimTime) {
         let cache = self.informer.cache();
         let mut seen = Vec::new();
-        for node in cache.list(Kind::Node) {
-            let Some(n) = node.as_node() else { continue };
+        for node in cache.list(Node::KIND) {
+            let Some(n) = node.typed::<Node>() else {
+                continue;
+            };
             let name = node.meta.name.clone();
             let renew_time = cache
-                .get(&ObjectKey::new(Kind::Lease, NODE_LEASE_NAMESPACE, &name))
-                .and_then(|l| l.as_lease())
+                .get(&ObjectKey::new(Lease::KIND, NODE_LEASE_NAMESPACE, &name))
+                .and_then(|l| l.typed::<Lease>())
                 .and_then(|l| l.renew_time);
             let ready = n.status.ready;
             match self.health.get_mut(&name) {
@@ -258,9 +261,11 @@ impl NodeLifecycle {
     /// The node-monitor pass: Ready=Unknown for silent nodes; taints follow Ready.
     fn monitor(&mut self, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now();
-        let nodes: Vec<Arc<Object>> = self.informer.cache().list(Kind::Node).cloned().collect();
+        let nodes: Vec<Arc<Object>> = self.informer.cache().list(Node::KIND).cloned().collect();
         for node in nodes {
-            let Some(n) = node.as_node() else { continue };
+            let Some(n) = node.typed::<Node>() else {
+                continue;
+            };
             let Some(h) = self.health.get(&node.meta.name) else {
                 continue;
             };
@@ -308,10 +313,10 @@ impl NodeLifecycle {
             }
             let mut ops = Vec::with_capacity(2);
             if next.status != n.status {
-                ops.push(PatchOp::Status(Body::Node(next.clone())));
+                ops.push(PatchOp::Status(Body::new(next.clone())));
             }
             if next.spec != n.spec {
-                ops.push(PatchOp::Spec(Body::Node(next)));
+                ops.push(PatchOp::Spec(Body::new(next)));
             }
             self.api(
                 ctx,
@@ -332,13 +337,15 @@ impl NodeLifecycle {
         let mut deletes: Vec<(ObjectKey, Uid, Option<u64>)> = Vec::new();
         let cache = self.informer.cache();
         let mut orphans_now = Vec::new();
-        for pod in cache.list(Kind::Pod) {
-            let Some(p) = pod.as_pod() else { continue };
+        for pod in cache.list(Pod::KIND) {
+            let Some(p) = pod.typed::<Pod>() else {
+                continue;
+            };
             let Some(node_name) = p.spec.node_name.as_deref() else {
                 continue;
             };
             let key = pod.key();
-            let Some(node) = cache.get(&ObjectKey::new(Kind::Node, "", node_name)) else {
+            let Some(node) = cache.get(&ObjectKey::new(Node::KIND, "", node_name)) else {
                 // Bound to a vanished node: only a force delete removes it.
                 let since = *self.orphans.get(&key).unwrap_or(&now);
                 orphans_now.push((key.clone(), since));
@@ -353,7 +360,9 @@ impl NodeLifecycle {
             if pod.meta.is_deleting() {
                 continue;
             }
-            let Some(n) = node.as_node() else { continue };
+            let Some(n) = node.typed::<Node>() else {
+                continue;
+            };
             let Some(due) = eviction_time(&n.spec.taints, &p.spec.tolerations) else {
                 continue;
             };

@@ -680,9 +680,10 @@ impl Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::{MachineSet, Resource};
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey::new(Kind::MachineSet, "ns", name)
+        ObjectKey::new(MachineSet::KIND, "ns", name)
     }
 
     #[test]

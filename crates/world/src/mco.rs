@@ -46,6 +46,7 @@ use crate::fault::WorldFault;
 use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Body, ConditionStatus, Kind, Node, NodeStatus, Object, ObjectKey, ObjectMeta};
+use crate::object::{KindInfo, Resource};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,17 @@ pub struct MachineConfig {
     pub content: BTreeMap<String, String>,
 }
 
+impl Resource for MachineConfig {
+    /// A MachineConfig has no status: every change is a spec change.
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "machineconfiguration.openshift.io",
+        version: "v1",
+        kind: "MachineConfig",
+        plural: "machineconfigs",
+        namespaced: false,
+    });
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MachineConfigPoolSpec {
     /// spec.nodeSelector (matchLabels).
@@ -115,6 +127,17 @@ pub struct MachineConfigPoolStatus {
 pub struct MachineConfigPool {
     pub spec: MachineConfigPoolSpec,
     pub status: MachineConfigPoolStatus,
+}
+
+impl Resource for MachineConfigPool {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "machineconfiguration.openshift.io",
+        version: "v1",
+        kind: "MachineConfigPool",
+        plural: "machineconfigpools",
+        namespaced: false,
+    });
+    crate::status_subresource!();
 }
 
 impl MachineConfigPool {
@@ -261,7 +284,7 @@ impl MachineConfigServer {
             apiserver: endpoints.apiserver,
             informer: Informer::new(
                 0,
-                &[Kind::MachineConfigPool, Kind::MachineConfig],
+                &[MachineConfigPool::KIND, MachineConfig::KIND],
                 endpoints.apiserver,
             ),
             ids: ReqIds::new(tags::MCO),
@@ -354,13 +377,13 @@ impl MachineConfigServer {
         }
         let cache = self.informer.cache();
         let Some(pool_obj) = cache
-            .get(&ObjectKey::new(Kind::MachineConfigPool, "", &pool))
+            .get(&ObjectKey::new(MachineConfigPool::KIND, "", &pool))
             .cloned()
         else {
             return reply(ctx, from, id, Err(format!("could not fetch pool {pool}")));
         };
         let Some(name) = pool_obj
-            .as_machine_config_pool()
+            .typed::<MachineConfigPool>()
             .and_then(|p| p.served_target())
             .map(str::to_string)
         else {
@@ -372,7 +395,7 @@ impl MachineConfigServer {
             );
         };
         if cache
-            .get(&ObjectKey::new(Kind::MachineConfig, "", &name))
+            .get(&ObjectKey::new(MachineConfig::KIND, "", &name))
             .is_none()
         {
             return reply(ctx, from, id, Err(format!("could not fetch config {name}")));
@@ -679,7 +702,7 @@ impl McoMachine {
     // ----- steps --------------------------------------------------------------------
 
     fn node_key(&self) -> ObjectKey {
-        ObjectKey::new(Kind::Node, "", &self.spec.name)
+        ObjectKey::new(Node::KIND, "", &self.spec.name)
     }
 
     fn fetch(&mut self, ctx: &mut WorldCtx<'_>) {
@@ -778,7 +801,7 @@ impl McoMachine {
                     },
                 };
                 self.call(
-                    ApiOp::Create(Box::new(Object::new(meta, Body::Node(node)))),
+                    ApiOp::Create(Box::new(Object::new(meta, Body::new(node)))),
                     ctx,
                 );
             }
@@ -789,7 +812,7 @@ impl McoMachine {
             }
             Phase::Annotating => self.annotate(ctx),
             Phase::Checking { names, idx, .. } => {
-                let key = ObjectKey::new(Kind::MachineConfig, "", &names[idx]);
+                let key = ObjectKey::new(MachineConfig::KIND, "", &names[idx]);
                 self.call(ApiOp::Get(key), ctx);
             }
             Phase::Working => self.write_state(STATE_WORKING, None, ctx),
@@ -920,7 +943,7 @@ impl McoMachine {
                             id,
                             op: ApiOp::Watch {
                                 stream: 0,
-                                kinds: vec![Kind::Node],
+                                kinds: vec![Node::KIND],
                                 from_rv: node.meta.resource_version,
                             },
                         }),
@@ -1013,28 +1036,28 @@ impl McoMachine {
 pub fn rendered_object(pool: &Object, content: BTreeMap<String, String>) -> Object {
     let mut meta = ObjectMeta::named("", &rendered_name(&pool.meta.name, &content));
     meta.owner_references = vec![crate::object::OwnerReference {
-        kind: Kind::MachineConfigPool,
+        kind: MachineConfigPool::KIND,
         name: pool.meta.name.clone(),
         uid: pool.meta.uid,
         controller: true,
     }];
     meta.annotations
         .insert(ANNOTATION_GENERATED_BY.into(), "reconsim".into());
-    Object::new(meta, Body::MachineConfig(MachineConfig { content }))
+    Object::new(meta, Body::new(MachineConfig { content }))
 }
 
 /// A source config of `pool`.
 pub fn source_object(name: &str, pool: &str, content: BTreeMap<String, String>) -> Object {
     let mut meta = ObjectMeta::named("", name);
     meta.labels = role_selector(pool);
-    Object::new(meta, Body::MachineConfig(MachineConfig { content }))
+    Object::new(meta, Body::new(MachineConfig { content }))
 }
 
 /// A pool object selecting `node_labels(name)` and `role_selector(name)`.
 pub fn pool_object(name: &str) -> Object {
     Object::new(
         ObjectMeta::named("", name),
-        Body::MachineConfigPool(MachineConfigPool {
+        Body::new(MachineConfigPool {
             spec: MachineConfigPoolSpec {
                 node_selector: node_labels(name),
                 machine_config_selector: role_selector(name),

@@ -1,15 +1,27 @@
-//! Typed Kubernetes objects with a shared [`ObjectMeta`].
+//! The open object model: kinds registered by name, a shared [`ObjectMeta`], and typed
+//! bodies that the core never needs to know.
 //!
-//! Objects are plain Rust values (no JSON on the hot path), hashed with derived `Hash` into
-//! the trace, and shared as `Arc<Object>` between the API server's store, watch events and
-//! informer caches, so fan-out costs a reference count, not a deep copy. Each body splits
-//! into spec and status so the API server can bump `generation` only on spec changes, as
-//! the real one does for resources with a status subresource.
+//! A kind is a [`KindInfo`] (group, version, kind, plural, scope) that the core declares
+//! for Kubernetes' own kinds (Lease, Node, Pod, Deployment, below) and a family declares
+//! for its own; a body is any plain-data type that implements [`Resource`]. The API
+//! server, informers and checkers handle objects through [`Body`], a type-erased,
+//! reference-counted body: no JSON on the hot path, typed access by downcast
+//! ([`Object::typed`]), a stable hash for the trace (the kind, then the body's derived
+//! `Hash`), and a spec/status split so the API server bumps `generation` only on spec
+//! changes, as the real one does for resources with a status subresource.
+//!
+//! Objects are shared as `Arc<Object>` between the API server's store, watch events and
+//! informer caches, so fan-out costs a reference count; a write copies the metadata and
+//! shares the body unless the write changes it.
 
 use reconsim_sim::SimTime;
 use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// An object's uid: unique over a run, never reused (a re-created name gets a new uid).
 #[derive(
@@ -18,64 +30,311 @@ use std::fmt;
 #[serde(transparent)]
 pub struct Uid(pub u64);
 
-/// The kinds the simulated API server serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Kind {
-    Lease,
-    Node,
-    Pod,
-    Deployment,
-    Machine,
-    MachineSet,
-    KubeadmControlPlane,
-    MachineConfig,
-    MachineConfigPool,
+/// What the API server needs to know of a kind: its group, version and name, the
+/// plural of its REST path, and whether its objects live in a namespace.
+#[derive(Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    /// The API group (`""` for the core group).
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    /// The resource name in REST paths (`machines`).
+    pub plural: &'static str,
+    /// Cluster-scoped kinds have an empty namespace.
+    pub namespaced: bool,
 }
 
-impl Kind {
-    pub const ALL: [Kind; 9] = [
-        Kind::Lease,
-        Kind::Node,
-        Kind::Pod,
-        Kind::Deployment,
-        Kind::Machine,
-        Kind::MachineSet,
-        Kind::KubeadmControlPlane,
-        Kind::MachineConfig,
-        Kind::MachineConfigPool,
-    ];
+/// A kind, registered by its [`KindInfo`]: `const MACHINE: Kind = Kind::new(&KindInfo { .. })`.
+///
+/// Two kinds are the same when group and kind name are; they order by kind name, then
+/// group, so the store's key order (and so every history) does not depend on where a
+/// family's constant happens to live in memory.
+#[derive(Clone, Copy)]
+pub struct Kind(&'static KindInfo);
 
+impl Kind {
+    pub const fn new(info: &'static KindInfo) -> Self {
+        Kind(info)
+    }
+
+    pub fn info(self) -> &'static KindInfo {
+        self.0
+    }
+
+    /// The kind's name (`Machine`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Lease => "Lease",
-            Kind::Node => "Node",
-            Kind::Pod => "Pod",
-            Kind::Deployment => "Deployment",
-            Kind::Machine => "Machine",
-            Kind::MachineSet => "MachineSet",
-            Kind::KubeadmControlPlane => "KubeadmControlPlane",
-            Kind::MachineConfig => "MachineConfig",
-            Kind::MachineConfigPool => "MachineConfigPool",
+        self.0.kind
+    }
+
+    pub fn group(self) -> &'static str {
+        self.0.group
+    }
+
+    /// `group/version`, or `version` for the core group (an object's apiVersion).
+    pub fn api_version(self) -> String {
+        if self.0.group.is_empty() {
+            self.0.version.to_string()
+        } else {
+            format!("{}/{}", self.0.group, self.0.version)
         }
     }
 
     /// Cluster-scoped kinds have an empty namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(
-            self,
-            Kind::Node | Kind::MachineConfig | Kind::MachineConfigPool
-        )
+        self.0.namespaced
+    }
+}
+
+/// String equality that never hands an empty slice to `memcmp` (the core group is `""`;
+/// the vector `memcmp` costs two orders of magnitude more than a length check on it).
+fn str_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Kind) -> bool {
+        std::ptr::eq(self.0, other.0)
+            || (str_eq(self.0.kind, other.0.kind) && str_eq(self.0.group, other.0.group))
+    }
+}
+
+impl Eq for Kind {}
+
+impl Ord for Kind {
+    fn cmp(&self, other: &Kind) -> Ordering {
+        if self == other {
+            return Ordering::Equal;
+        }
+        self.0
+            .kind
+            .cmp(other.0.kind)
+            .then_with(|| self.0.group.cmp(other.0.group))
+    }
+}
+
+impl PartialOrd for Kind {
+    fn partial_cmp(&self, other: &Kind) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Hash for Kind {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.kind.hash(state);
+        self.0.group.hash(state);
+    }
+}
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.kind)
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.0.kind)
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.kind)
+    }
+}
+
+/// A kind's typed body: plain data, cloneable, serializable, with a derived `Hash` (the
+/// trace's stable hash runs through it).
+///
+/// The defaults describe a kind without a status subresource (a Lease, a ConfigMap):
+/// every field is spec. A kind with `spec` and `status` fields says so with
+/// [`status_subresource!`](crate::status_subresource) inside its impl.
+pub trait Resource: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {
+    const KIND: Kind;
+
+    /// Whether the spec parts are equal (status may differ): decides `generation`.
+    fn same_spec(&self, other: &Self) -> bool {
+        self == other
+    }
+
+    /// Replace the spec part with `other`'s, keeping status.
+    fn set_spec_from(&mut self, other: &Self) {
+        *self = other.clone();
+    }
+
+    /// Replace the status part with `other`'s, keeping spec; `false` when the kind has
+    /// no status.
+    fn set_status_from(&mut self, _other: &Self) -> bool {
+        false
+    }
+}
+
+/// The [`Resource`] methods of a kind whose body has `spec` and `status` fields and a
+/// status subresource: `impl Resource for X { const KIND: Kind = ..; status_subresource!(); }`.
+#[macro_export]
+macro_rules! status_subresource {
+    () => {
+        fn same_spec(&self, other: &Self) -> bool {
+            self.spec == other.spec
+        }
+        fn set_spec_from(&mut self, other: &Self) {
+            self.spec = other.spec.clone();
+        }
+        fn set_status_from(&mut self, other: &Self) -> bool {
+            self.status = other.status.clone();
+            true
+        }
+    };
+}
+
+/// The object-safe face of a [`Resource`], implemented for every one.
+trait DynBody: Send + Sync + fmt::Debug + 'static {
+    fn kind(&self) -> Kind;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn clone_arc(&self) -> Arc<dyn DynBody>;
+    fn eq_dyn(&self, other: &dyn DynBody) -> bool;
+    fn hash_dyn(&self, state: &mut dyn Hasher);
+    fn same_spec_dyn(&self, other: &dyn DynBody) -> bool;
+    fn set_spec_from_dyn(&mut self, other: &dyn DynBody) -> bool;
+    fn set_status_from_dyn(&mut self, other: &dyn DynBody) -> bool;
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize;
+}
+
+impl<T: Resource> DynBody for T {
+    fn kind(&self) -> Kind {
+        T::KIND
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn clone_arc(&self) -> Arc<dyn DynBody> {
+        Arc::new(self.clone())
+    }
+    fn eq_dyn(&self, other: &dyn DynBody) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn hash_dyn(&self, mut state: &mut dyn Hasher) {
+        self.hash(&mut state);
+    }
+    fn same_spec_dyn(&self, other: &dyn DynBody) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<T>()
+            .is_some_and(|o| self.same_spec(o))
+    }
+    fn set_spec_from_dyn(&mut self, other: &dyn DynBody) -> bool {
+        match other.as_any().downcast_ref::<T>() {
+            Some(o) => {
+                self.set_spec_from(o);
+                true
+            }
+            None => false,
+        }
+    }
+    fn set_status_from_dyn(&mut self, other: &dyn DynBody) -> bool {
+        match other.as_any().downcast_ref::<T>() {
+            Some(o) => self.set_status_from(o),
+            None => false,
+        }
+    }
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize {
+        self
+    }
+}
+
+/// The typed part of an object, whatever its kind: shared until written.
+#[derive(Clone)]
+pub struct Body(Arc<dyn DynBody>);
+
+impl Body {
+    pub fn new<T: Resource>(body: T) -> Self {
+        Body(Arc::new(body))
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.0.kind()
+    }
+
+    /// The body as `T`, if it is one.
+    pub fn typed<T: Resource>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
+    /// The body as `T` to write, if it is one (copied first if shared).
+    pub fn typed_mut<T: Resource>(&mut self) -> Option<&mut T> {
+        self.typed::<T>()?;
+        self.make_mut().as_any_mut().downcast_mut::<T>()
+    }
+
+    fn make_mut(&mut self) -> &mut dyn DynBody {
+        if Arc::get_mut(&mut self.0).is_none() {
+            self.0 = self.0.clone_arc();
+        }
+        Arc::get_mut(&mut self.0).expect("just made unique")
+    }
+
+    /// Whether the spec parts are equal (status may differ): decides `generation`.
+    pub fn same_spec(&self, other: &Body) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.same_spec_dyn(&*other.0)
+    }
+
+    /// Replace this body's spec with `other`'s (same kind), keeping status.
+    pub fn set_spec_from(&mut self, other: &Body) -> bool {
+        if self.kind() != other.kind() {
+            return false;
+        }
+        self.make_mut().set_spec_from_dyn(&*other.0)
+    }
+
+    /// Replace this body's status with `other`'s (same kind), keeping spec; `false` for
+    /// another kind or a kind without status.
+    pub fn set_status_from(&mut self, other: &Body) -> bool {
+        if self.kind() != other.kind() {
+            return false;
+        }
+        self.make_mut().set_status_from_dyn(&*other.0)
+    }
+}
+
+impl<T: Resource> From<T> for Body {
+    fn from(body: T) -> Self {
+        Body::new(body)
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.eq_dyn(&*other.0)
+    }
+}
+
+impl Eq for Body {}
+
+impl Hash for Body {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.kind().hash(state);
+        self.0.hash_dyn(state);
+    }
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Body {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(self.0.as_serialize(), s)
     }
 }
 
 /// Where an object lives: the store's key, ordered by kind first so a kind lists as a range.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ObjectKey {
     pub kind: Kind,
     pub namespace: String,
@@ -103,7 +362,7 @@ impl fmt::Display for ObjectKey {
 }
 
 /// metadata.ownerReferences[]
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct OwnerReference {
     pub kind: Kind,
     pub name: String,
@@ -113,7 +372,7 @@ pub struct OwnerReference {
 }
 
 /// The metadata every object carries.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct ObjectMeta {
     pub name: String,
     pub namespace: String,
@@ -156,19 +415,32 @@ impl ObjectMeta {
 }
 
 /// A stored object: metadata and a typed body.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Object {
     pub meta: ObjectMeta,
     pub body: Body,
 }
 
 impl Object {
-    pub fn new(meta: ObjectMeta, body: Body) -> Self {
-        Object { meta, body }
+    pub fn new(meta: ObjectMeta, body: impl Into<Body>) -> Self {
+        Object {
+            meta,
+            body: body.into(),
+        }
     }
 
     pub fn kind(&self) -> Kind {
         self.body.kind()
+    }
+
+    /// The body as `T`, if the object is one: `obj.typed::<Machine>()`.
+    pub fn typed<T: Resource>(&self) -> Option<&T> {
+        self.body.typed::<T>()
+    }
+
+    /// The body as `T` to write, if the object is one.
+    pub fn typed_mut<T: Resource>(&mut self) -> Option<&mut T> {
+        self.body.typed_mut::<T>()
     }
 
     pub fn key(&self) -> ObjectKey {
@@ -187,135 +459,6 @@ impl Object {
     }
 }
 
-/// The typed part of an object.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Body {
-    Lease(Lease),
-    Node(Node),
-    Pod(Pod),
-    Deployment(Deployment),
-    Machine(Machine),
-    MachineSet(MachineSet),
-    KubeadmControlPlane(crate::capi::KubeadmControlPlane),
-    MachineConfig(crate::mco::MachineConfig),
-    MachineConfigPool(crate::mco::MachineConfigPool),
-}
-
-impl Body {
-    pub fn kind(&self) -> Kind {
-        match self {
-            Body::Lease(_) => Kind::Lease,
-            Body::Node(_) => Kind::Node,
-            Body::Pod(_) => Kind::Pod,
-            Body::Deployment(_) => Kind::Deployment,
-            Body::Machine(_) => Kind::Machine,
-            Body::MachineSet(_) => Kind::MachineSet,
-            Body::KubeadmControlPlane(_) => Kind::KubeadmControlPlane,
-            Body::MachineConfig(_) => Kind::MachineConfig,
-            Body::MachineConfigPool(_) => Kind::MachineConfigPool,
-        }
-    }
-
-    /// Whether the spec parts are equal (status may differ): decides `generation`.
-    pub fn same_spec(&self, other: &Body) -> bool {
-        match (self, other) {
-            // A Lease has no status subresource: every change is a spec change.
-            (Body::Lease(a), Body::Lease(b)) => a == b,
-            (Body::Node(a), Body::Node(b)) => a.spec == b.spec,
-            (Body::Pod(a), Body::Pod(b)) => a.spec == b.spec,
-            (Body::Deployment(a), Body::Deployment(b)) => a.spec == b.spec,
-            (Body::Machine(a), Body::Machine(b)) => a.spec == b.spec,
-            (Body::MachineSet(a), Body::MachineSet(b)) => a.spec == b.spec,
-            (Body::KubeadmControlPlane(a), Body::KubeadmControlPlane(b)) => a.spec == b.spec,
-            // A MachineConfig has no status: every change is a spec change.
-            (Body::MachineConfig(a), Body::MachineConfig(b)) => a == b,
-            (Body::MachineConfigPool(a), Body::MachineConfigPool(b)) => a.spec == b.spec,
-            _ => false,
-        }
-    }
-
-    /// Replace this body's spec with `other`'s (same kind), keeping status.
-    pub fn set_spec_from(&mut self, other: &Body) -> bool {
-        match (self, other) {
-            (Body::Lease(a), Body::Lease(b)) => *a = b.clone(),
-            (Body::Node(a), Body::Node(b)) => a.spec = b.spec.clone(),
-            (Body::Pod(a), Body::Pod(b)) => a.spec = b.spec.clone(),
-            (Body::Deployment(a), Body::Deployment(b)) => a.spec = b.spec.clone(),
-            (Body::Machine(a), Body::Machine(b)) => a.spec = b.spec.clone(),
-            (Body::MachineSet(a), Body::MachineSet(b)) => a.spec = b.spec.clone(),
-            (Body::KubeadmControlPlane(a), Body::KubeadmControlPlane(b)) => a.spec = b.spec.clone(),
-            (Body::MachineConfig(a), Body::MachineConfig(b)) => *a = b.clone(),
-            (Body::MachineConfigPool(a), Body::MachineConfigPool(b)) => a.spec = b.spec.clone(),
-            _ => return false,
-        }
-        true
-    }
-
-    /// Replace this body's status with `other`'s (same kind), keeping spec.
-    pub fn set_status_from(&mut self, other: &Body) -> bool {
-        match (self, other) {
-            (Body::Lease(_), Body::Lease(_)) => return false,
-            (Body::Node(a), Body::Node(b)) => a.status = b.status.clone(),
-            (Body::Pod(a), Body::Pod(b)) => a.status = b.status.clone(),
-            (Body::Deployment(a), Body::Deployment(b)) => a.status = b.status.clone(),
-            (Body::Machine(a), Body::Machine(b)) => a.status = b.status.clone(),
-            (Body::MachineSet(a), Body::MachineSet(b)) => a.status = b.status.clone(),
-            (Body::KubeadmControlPlane(a), Body::KubeadmControlPlane(b)) => {
-                a.status = b.status.clone()
-            }
-            (Body::MachineConfig(_), Body::MachineConfig(_)) => return false,
-            (Body::MachineConfigPool(a), Body::MachineConfigPool(b)) => a.status = b.status.clone(),
-            _ => return false,
-        }
-        true
-    }
-}
-
-macro_rules! accessors {
-    ($($variant:ident => $as:ident, $as_mut:ident;)*) => {
-        impl Object {
-            $(
-                pub fn $as(&self) -> Option<&$variant> {
-                    match &self.body { Body::$variant(x) => Some(x), _ => None }
-                }
-                pub fn $as_mut(&mut self) -> Option<&mut $variant> {
-                    match &mut self.body { Body::$variant(x) => Some(x), _ => None }
-                }
-            )*
-        }
-    };
-}
-
-accessors! {
-    Lease => as_lease, as_lease_mut;
-    Node => as_node, as_node_mut;
-    Pod => as_pod, as_pod_mut;
-    Deployment => as_deployment, as_deployment_mut;
-    Machine => as_machine, as_machine_mut;
-    MachineSet => as_machine_set, as_machine_set_mut;
-}
-
-macro_rules! accessors_in {
-    ($($module:ident :: $variant:ident => $as:ident, $as_mut:ident;)*) => {
-        impl Object {
-            $(
-                pub fn $as(&self) -> Option<&crate::$module::$variant> {
-                    match &self.body { Body::$variant(x) => Some(x), _ => None }
-                }
-                pub fn $as_mut(&mut self) -> Option<&mut crate::$module::$variant> {
-                    match &mut self.body { Body::$variant(x) => Some(x), _ => None }
-                }
-            )*
-        }
-    };
-}
-
-accessors_in! {
-    capi::KubeadmControlPlane => as_kcp, as_kcp_mut;
-    mco::MachineConfig => as_machine_config, as_machine_config_mut;
-    mco::MachineConfigPool => as_machine_config_pool, as_machine_config_pool_mut;
-}
-
 // ----- coordination.k8s.io/v1 Lease ---------------------------------------------------------
 
 /// A Lease: leader election locks and kubelet heartbeats. Times are the writer's clock.
@@ -326,6 +469,17 @@ pub struct Lease {
     pub acquire_time: Option<SimTime>,
     pub renew_time: Option<SimTime>,
     pub lease_transitions: u32,
+}
+
+impl Resource for Lease {
+    /// A Lease has no status subresource: every change is a spec change.
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        namespaced: true,
+    });
 }
 
 // ----- core/v1 Node and Pod ----------------------------------------------------------------
@@ -382,6 +536,17 @@ pub struct Node {
     pub status: NodeStatus,
 }
 
+impl Resource for Node {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "",
+        version: "v1",
+        kind: "Node",
+        plural: "nodes",
+        namespaced: false,
+    });
+    crate::status_subresource!();
+}
+
 /// A toleration of a taint key, for `toleration_seconds` (None: forever) for NoExecute.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Toleration {
@@ -422,6 +587,17 @@ pub struct Pod {
     pub status: PodStatus,
 }
 
+impl Resource for Pod {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        namespaced: true,
+    });
+    crate::status_subresource!();
+}
+
 // ----- apps/v1 Deployment --------------------------------------------------------------------
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -446,6 +622,17 @@ pub struct DeploymentStatus {
 pub struct Deployment {
     pub spec: DeploymentSpec,
     pub status: DeploymentStatus,
+}
+
+impl Resource for Deployment {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        plural: "deployments",
+        namespaced: true,
+    });
+    crate::status_subresource!();
 }
 
 // ----- machine.openshift.io/v1beta1 Machine and MachineSet --------------------------------
@@ -481,6 +668,62 @@ pub struct Machine {
     pub status: MachineStatus,
 }
 
+impl Resource for Machine {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "machine.openshift.io",
+        version: "v1beta1",
+        kind: "Machine",
+        plural: "machines",
+        namespaced: true,
+    });
+    crate::status_subresource!();
+}
+
+/// machine-api's merge patch of a Machine's provider fields and status: each field that
+/// is `Some` is set (spec.providerID, status.providerStatus.instanceId, status.phase,
+/// status.errorMessage, status.lastUpdated), every other field is left alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct MachineFields {
+    pub provider_id: Option<String>,
+    pub instance_id: Option<String>,
+    pub phase: Option<String>,
+    pub error_message: Option<String>,
+    pub last_updated: Option<SimTime>,
+}
+
+impl crate::api::Patch for MachineFields {
+    type Target = Machine;
+
+    fn apply(&self, m: &mut Machine) {
+        if self.provider_id.is_some() {
+            m.spec.provider_id = self.provider_id.clone();
+        }
+        if self.instance_id.is_some() {
+            m.status.instance_id = self.instance_id.clone();
+        }
+        if self.phase.is_some() {
+            m.status.phase = self.phase.clone();
+        }
+        if self.error_message.is_some() {
+            m.status.error_message = self.error_message.clone();
+        }
+        if self.last_updated.is_some() {
+            m.status.last_updated = self.last_updated;
+        }
+    }
+
+    fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(i) = &self.instance_id {
+            parts.push(format!("instanceId={i}"));
+        }
+        if let Some(p) = &self.phase {
+            parts.push(format!("phase={p}"));
+        }
+        parts.join(" ")
+    }
+}
+
 /// Which machines a MachineSet deletes first when scaling down.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum DeletePolicy {
@@ -507,6 +750,17 @@ pub struct MachineSetStatus {
 pub struct MachineSet {
     pub spec: MachineSetSpec,
     pub status: MachineSetStatus,
+}
+
+impl Resource for MachineSet {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "machine.openshift.io",
+        version: "v1beta1",
+        kind: "MachineSet",
+        plural: "machinesets",
+        namespaced: true,
+    });
+    crate::status_subresource!();
 }
 
 /// The objects of one kind in a key-ordered map (keys order by kind first, so a kind is

@@ -32,9 +32,10 @@ use crate::fault::WorldFault;
 use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{
-    Body, ConditionStatus, Deployment, DeploymentStatus, Kind, Object, ObjectKey, ObjectMeta,
+    Body, ConditionStatus, Deployment, DeploymentStatus, Object, ObjectKey, ObjectMeta,
     OwnerReference, Pod, PodPhase, PodSpec, PodStatus, Uid,
 };
+use crate::object::{Node, Resource};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -104,7 +105,7 @@ impl Workloads {
             endpoints,
             informer: Informer::new(
                 1,
-                &[Kind::Deployment, Kind::Pod, Kind::Node],
+                &[Deployment::KIND, Pod::KIND, Node::KIND],
                 endpoints.apiserver,
             ),
             ids: ReqIds::new(tags::WORKLOADS),
@@ -189,7 +190,7 @@ impl Workloads {
         let deployments: Vec<Arc<Object>> = self
             .informer
             .cache()
-            .list(Kind::Deployment)
+            .list(Deployment::KIND)
             .cloned()
             .collect();
         self.expectations
@@ -201,14 +202,14 @@ impl Workloads {
     }
 
     fn sync_deployment(&mut self, d: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
-        let Some(spec) = d.as_deployment().map(|x| &x.spec) else {
+        let Some(spec) = d.typed::<Deployment>().map(|x| &x.spec) else {
             return;
         };
         let key = d.key();
         let now = ctx.now();
         let cache = self.informer.cache();
         let owned: Vec<&Arc<Object>> = cache
-            .list(Kind::Pod)
+            .list(Pod::KIND)
             .filter(|p| p.meta.namespace == d.meta.namespace)
             .filter(|p| p.meta.controller_ref().is_some_and(|r| r.uid == d.meta.uid))
             .collect();
@@ -247,7 +248,7 @@ impl Workloads {
                 meta.generate_name = Some(format!("{}-", d.meta.name));
                 meta.labels = template.labels.clone();
                 meta.owner_references = vec![OwnerReference {
-                    kind: Kind::Deployment,
+                    kind: Deployment::KIND,
                     name: d.meta.name.clone(),
                     uid: d.meta.uid,
                     controller: true,
@@ -261,7 +262,7 @@ impl Workloads {
                 };
                 let id = self.api(
                     ctx,
-                    ApiOp::Create(Box::new(Object::new(meta, Body::Pod(pod)))),
+                    ApiOp::Create(Box::new(Object::new(meta, Body::new(pod)))),
                 );
                 e.creates.insert(id);
                 self.create_reqs.insert(id, key.clone());
@@ -271,7 +272,7 @@ impl Workloads {
             let mut victims: Vec<&Arc<Object>> = active.clone();
             // Unscheduled first, then Pending, then the newest (ReplicaSet's ranking, cut down).
             victims.sort_by_key(|p| {
-                let pod = p.as_pod().expect("a Pod");
+                let pod = p.typed::<Pod>().expect("a Pod");
                 (
                     pod.spec.node_name.is_some(),
                     pod.status.phase == PodPhase::Running,
@@ -300,7 +301,7 @@ impl Workloads {
         if !e.is_empty() {
             self.expectations.insert(key.clone(), e);
         }
-        let current = d.as_deployment().map(|x| x.status.replicas);
+        let current = d.typed::<Deployment>().map(|x| x.status.replicas);
         if current != Some(status_replicas) {
             let status = Deployment {
                 status: DeploymentStatus {
@@ -312,7 +313,7 @@ impl Workloads {
                 ctx,
                 ApiOp::Patch {
                     key,
-                    ops: vec![PatchOp::Status(Body::Deployment(status))],
+                    ops: vec![PatchOp::Status(Body::new(status))],
                     resource_version: None,
                 },
             );
@@ -323,9 +324,9 @@ impl Workloads {
     fn schedule(&mut self, ctx: &mut WorldCtx<'_>) {
         let cache = self.informer.cache();
         let pending: Vec<Arc<Object>> = cache
-            .list(Kind::Pod)
+            .list(Pod::KIND)
             .filter(|p| {
-                p.as_pod().is_some_and(|x| {
+                p.typed::<Pod>().is_some_and(|x| {
                     x.spec.node_name.is_none() && x.status.phase == PodPhase::Pending
                 }) && !p.meta.is_deleting()
             })
@@ -334,9 +335,9 @@ impl Workloads {
         if pending.is_empty() {
             return;
         }
-        let nodes: Vec<Arc<Object>> = cache.list(Kind::Node).cloned().collect();
+        let nodes: Vec<Arc<Object>> = cache.list(Node::KIND).cloned().collect();
         for pod in pending {
-            let spec = &pod.as_pod().expect("a Pod").spec;
+            let spec = &pod.typed::<Pod>().expect("a Pod").spec;
             let candidates: Vec<&Arc<Object>> =
                 nodes.iter().filter(|n| feasible(n, spec)).collect();
             if candidates.is_empty() {
@@ -358,7 +359,7 @@ impl Workloads {
                 ctx,
                 ApiOp::Patch {
                     key: pod.key(),
-                    ops: vec![PatchOp::Spec(Body::Pod(bound))],
+                    ops: vec![PatchOp::Spec(Body::new(bound))],
                     resource_version: Some(pod.meta.resource_version),
                 },
             );
@@ -369,14 +370,14 @@ impl Workloads {
 /// FilterActivePods: not terminating, not Succeeded/Failed.
 fn is_active(p: &Object) -> bool {
     !p.meta.is_deleting()
-        && p.as_pod()
+        && p.typed::<Pod>()
             .is_some_and(|x| !matches!(x.status.phase, PodPhase::Succeeded | PodPhase::Failed))
 }
 
 /// Whether a pod with `spec` may be bound to `node`: Ready=True, schedulable, and every
 /// NoSchedule/NoExecute taint tolerated.
 pub fn feasible(node: &Object, spec: &PodSpec) -> bool {
-    let Some(n) = node.as_node() else {
+    let Some(n) = node.typed::<Node>() else {
         return false;
     };
     n.status.ready == ConditionStatus::True

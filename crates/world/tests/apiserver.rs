@@ -12,6 +12,7 @@ use reconsim_world::object::{
     Body, Kind, Machine, MachineSet, MachineStatus, Node, OwnerReference, Pod, PodPhase, PodSpec,
     PodStatus, Uid,
 };
+use reconsim_world::object::{MachineFields, Resource};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeSet;
@@ -129,16 +130,13 @@ impl World {
 }
 
 fn machine(name: &str) -> Object {
-    Object::new(
-        ObjectMeta::named(NS, name),
-        Body::Machine(Machine::default()),
-    )
+    Object::new(ObjectMeta::named(NS, name), Body::new(Machine::default()))
 }
 
 fn machine_set(name: &str) -> Object {
     Object::new(
         ObjectMeta::named(NS, name),
-        Body::MachineSet(MachineSet::default()),
+        Body::new(MachineSet::default()),
     )
 }
 
@@ -147,7 +145,7 @@ fn key(kind: Kind, name: &str) -> ObjectKey {
 }
 
 fn mkey(name: &str) -> ObjectKey {
-    key(Kind::Machine, name)
+    key(Machine::KIND, name)
 }
 
 fn owner(o: &Object) -> OwnerReference {
@@ -176,7 +174,7 @@ fn delete(key: &ObjectKey) -> ApiOp {
 }
 
 fn machine_status(phase: &str) -> Body {
-    Body::Machine(Machine {
+    Body::new(Machine {
         spec: Default::default(),
         status: MachineStatus {
             phase: Some(phase.into()),
@@ -188,7 +186,7 @@ fn machine_status(phase: &str) -> Body {
 fn machine_spec(provider_id: &str) -> Body {
     let mut m = Machine::default();
     m.spec.provider_id = Some(provider_id.into());
-    Body::Machine(m)
+    Body::new(m)
 }
 
 // ----- metadata ---------------------------------------------------------------------------
@@ -269,7 +267,7 @@ fn resource_version_is_one_global_increasing_counter() {
     assert_eq!(w.server().resource_version(), after_delete);
     // A list reports the store-wide resourceVersion.
     match w.call(ApiOp::List {
-        kind: Kind::Machine,
+        kind: Machine::KIND,
         namespace: None,
     }) {
         Ok(ApiOk::List {
@@ -307,24 +305,24 @@ fn generation_bumps_on_spec_changes_only() {
     assert_eq!(l.meta.generation, 1, "metadata changes keep generation");
     let i = w.obj(patch(
         &k,
-        vec![PatchOp::MachineFields {
+        vec![PatchOp::from(MachineFields {
             provider_id: None,
             instance_id: Some("i-1".into()),
             phase: None,
             error_message: None,
             last_updated: None,
-        }],
+        })],
     ));
     assert_eq!(i.meta.generation, 1, "instanceId is status");
     let p = w.obj(patch(&k, vec![PatchOp::Spec(machine_spec("aws:///z/i-1"))]));
     assert_eq!(p.meta.generation, 2, "a spec change bumps generation");
     assert_eq!(
-        p.as_machine().unwrap().status.phase.as_deref(),
+        p.typed::<Machine>().unwrap().status.phase.as_deref(),
         Some("Provisioning")
     );
     // A full update that changes only status keeps it too.
     let mut upd = (*p).clone();
-    upd.as_machine_mut().unwrap().status.phase = Some("Running".into());
+    upd.typed_mut::<Machine>().unwrap().status.phase = Some("Running".into());
     let u = w.obj(ApiOp::Update {
         object: Box::new(upd.clone()),
         precondition: true,
@@ -333,7 +331,7 @@ fn generation_bumps_on_spec_changes_only() {
     // ... and a client cannot set generation itself.
     let mut upd = (*u).clone();
     upd.meta.generation = 40;
-    upd.as_machine_mut().unwrap().spec.provider_id = Some("aws:///z/i-2".into());
+    upd.typed_mut::<Machine>().unwrap().spec.provider_id = Some("aws:///z/i-2".into());
     let u2 = w.obj(ApiOp::Update {
         object: Box::new(upd),
         precondition: true,
@@ -386,7 +384,7 @@ fn create_of_a_taken_name_is_already_exists() {
     w.obj(ApiOp::Create(Box::new(machine_set("a"))));
     w.obj(ApiOp::Create(Box::new(Object::new(
         ObjectMeta::named("other", "a"),
-        Body::Machine(Machine::default()),
+        Body::new(Machine::default()),
     ))));
     // A deleting object still holds its name.
     w.obj(patch(&mkey("a"), vec![PatchOp::AddFinalizer("f".into())]));
@@ -436,20 +434,17 @@ fn create_without_name_or_generate_name_is_invalid() {
         Err(ApiError::Invalid(_))
     ));
     // Namespaced kinds need a namespace; cluster-scoped ones must not have one.
-    let no_ns = Object::new(
-        ObjectMeta::named("", "m"),
-        Body::Machine(Machine::default()),
-    );
+    let no_ns = Object::new(ObjectMeta::named("", "m"), Body::new(Machine::default()));
     assert!(matches!(
         w.call(ApiOp::Create(Box::new(no_ns))),
         Err(ApiError::Invalid(_))
     ));
-    let node_ns = Object::new(ObjectMeta::named(NS, "n"), Body::Node(Node::default()));
+    let node_ns = Object::new(ObjectMeta::named(NS, "n"), Body::new(Node::default()));
     assert!(matches!(
         w.call(ApiOp::Create(Box::new(node_ns))),
         Err(ApiError::Invalid(_))
     ));
-    let node = Object::new(ObjectMeta::named("", "n"), Body::Node(Node::default()));
+    let node = Object::new(ObjectMeta::named("", "n"), Body::new(Node::default()));
     w.obj(ApiOp::Create(Box::new(node)));
     assert_eq!(w.server().objects().count(), 1);
     assert_eq!(
@@ -600,11 +595,11 @@ fn patch_ops_change_only_their_fields() {
 
     let o = w.obj(patch(&k, vec![PatchOp::Status(machine_status("Running"))]));
     assert_eq!(
-        o.as_machine().unwrap().status.phase.as_deref(),
+        o.typed::<Machine>().unwrap().status.phase.as_deref(),
         Some("Running")
     );
     let o = w.obj(patch(&k, vec![PatchOp::Spec(machine_spec("aws:///z/i-9"))]));
-    let m = o.as_machine().unwrap();
+    let m = o.typed::<Machine>().unwrap();
     assert_eq!(m.spec.provider_id.as_deref(), Some("aws:///z/i-9"));
     assert_eq!(
         m.status.phase.as_deref(),
@@ -615,30 +610,30 @@ fn patch_ops_change_only_their_fields() {
     // machine-api's provider patch sets only what it carries.
     let o = w.obj(patch(
         &k,
-        vec![PatchOp::MachineFields {
+        vec![PatchOp::from(MachineFields {
             provider_id: None,
             instance_id: Some("i-9".into()),
             phase: None,
             error_message: None,
             last_updated: None,
-        }],
+        })],
     ));
-    let m = o.as_machine().unwrap();
+    let m = o.typed::<Machine>().unwrap();
     assert_eq!(m.spec.provider_id.as_deref(), Some("aws:///z/i-9"));
     assert_eq!(m.status.instance_id.as_deref(), Some("i-9"));
     assert_eq!(m.status.phase.as_deref(), Some("Running"));
     // Kinds must match.
-    let r = w.call(patch(&k, vec![PatchOp::Status(Body::Pod(Pod::default()))]));
+    let r = w.call(patch(&k, vec![PatchOp::Status(Body::new(Pod::default()))]));
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");
     let r = w.call(patch(
-        &key(Kind::MachineSet, "s"),
-        vec![PatchOp::MachineFields {
+        &key(MachineSet::KIND, "s"),
+        vec![PatchOp::from(MachineFields {
             provider_id: Some("p".into()),
             instance_id: None,
             phase: None,
             error_message: None,
             last_updated: None,
-        }],
+        })],
     ));
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");
     // A failed patch applies none of its ops.
@@ -647,7 +642,7 @@ fn patch_ops_change_only_their_fields() {
         &k,
         vec![
             PatchOp::SetLabel("c".into(), Some("3".into())),
-            PatchOp::Spec(Body::Pod(Pod::default())),
+            PatchOp::Spec(Body::new(Pod::default())),
         ],
     ));
     assert!(matches!(r, Err(ApiError::Invalid(_))));
@@ -683,7 +678,7 @@ fn conditional_patch_with_a_stale_resource_version_is_a_conflict() {
 fn a_no_op_write_bumps_nothing_and_emits_no_event() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let watch = w.watcher("watch", 1, vec![Kind::Machine], 0);
+    let watch = w.watcher("watch", 1, vec![Machine::KIND], 0);
     w.run_to(100);
     w.obj(ApiOp::Create(Box::new(machine("a"))));
     let a = w.obj(patch(
@@ -711,7 +706,7 @@ fn a_no_op_write_bumps_nothing_and_emits_no_event() {
         )),
         w.obj(patch(
             &k,
-            vec![PatchOp::Status(Body::Machine(Machine::default()))],
+            vec![PatchOp::Status(Body::new(Machine::default()))],
         )),
         w.obj(ApiOp::Update {
             object: Box::new((*a).clone()),
@@ -733,7 +728,7 @@ fn a_no_op_write_bumps_nothing_and_emits_no_event() {
 fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let watch = w.watcher("watch", 1, vec![Kind::Machine], 0);
+    let watch = w.watcher("watch", 1, vec![Machine::KIND], 0);
     w.run_to(100);
     w.obj(ApiOp::Create(Box::new(machine("a"))));
     let a = w.obj(patch(
@@ -840,7 +835,7 @@ fn delete_with_a_uid_precondition_spares_a_recreated_object() {
 fn pod(name: &str, node: Option<&str>) -> Object {
     Object::new(
         ObjectMeta::named(NS, name),
-        Body::Pod(Pod {
+        Body::new(Pod {
             spec: PodSpec {
                 node_name: node.map(str::to_string),
                 image: "controller".into(),
@@ -854,7 +849,7 @@ fn pod(name: &str, node: Option<&str>) -> Object {
 #[test]
 fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
     let mut w = World::new(Default::default());
-    let pk = |n: &str| key(Kind::Pod, n);
+    let pk = |n: &str| key(Pod::KIND, n);
     w.obj(ApiOp::Create(Box::new(pod("unbound", None))));
     w.obj(ApiOp::Create(Box::new(pod("bound", Some("node-1")))));
     w.obj(ApiOp::Create(Box::new(pod("forced", Some("node-1")))));
@@ -885,7 +880,7 @@ fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
     );
     // Writes to the terminating pod (its status, a label) do not remove it (it has no
     // finalizers, but it waits for its kubelet).
-    let status = Body::Pod(Pod {
+    let status = Body::new(Pod {
         spec: PodSpec::default(),
         status: PodStatus {
             phase: PodPhase::Failed,
@@ -913,7 +908,7 @@ fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
 fn a_terminating_pod_needs_both_its_kubelet_and_its_finalizers() {
     let mut w = World::new(Default::default());
     let confirm = |name: &str| ApiOp::Delete {
-        key: key(Kind::Pod, name),
+        key: key(Pod::KIND, name),
         uid: None,
         grace_period_seconds: Some(0),
     };
@@ -921,15 +916,15 @@ fn a_terminating_pod_needs_both_its_kubelet_and_its_finalizers() {
         let mut p = pod(name, Some("node-1"));
         p.meta.finalizers.push("f".into());
         w.obj(ApiOp::Create(Box::new(p)));
-        w.obj(delete(&key(Kind::Pod, name)));
+        w.obj(delete(&key(Pod::KIND, name)));
     }
     // Finalizer removed first: still waiting for the kubelet.
-    let k = key(Kind::Pod, "kubelet-last");
+    let k = key(Pod::KIND, "kubelet-last");
     let r = w.obj(patch(&k, vec![PatchOp::RemoveFinalizer("f".into())]));
     assert!(r.meta.is_deleting() && r.meta.finalizers.is_empty());
     assert_eq!(w.call(confirm("kubelet-last")), Ok(ApiOk::Deleted));
     // Kubelet first: still held by the finalizer, then the finalizer's removal ends it.
-    let k = key(Kind::Pod, "finalizer-last");
+    let k = key(Pod::KIND, "finalizer-last");
     assert!(matches!(
         w.call(confirm("finalizer-last")),
         Ok(ApiOk::Object(_))
@@ -975,7 +970,7 @@ fn deleting_an_owner_collects_its_dependents_in_the_background() {
     let Family { mut w, .. } = family();
     let t0 = w.t;
     assert_eq!(
-        w.call(delete(&key(Kind::MachineSet, "s"))),
+        w.call(delete(&key(MachineSet::KIND, "s"))),
         Ok(ApiOk::Deleted)
     );
     // Background: the owner goes at once, dependents stay until the collector runs.
@@ -1008,10 +1003,10 @@ fn collection_cascades_through_generations() {
     let mut p = pod("grandchild", None);
     p.meta.owner_references.push(owner(&plain));
     w.obj(ApiOp::Create(Box::new(p)));
-    w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
     w.run_for(10_000);
     assert!(w.stored(&mkey("plain")).is_none());
-    assert!(w.stored(&key(Kind::Pod, "grandchild")).is_none());
+    assert!(w.stored(&key(Pod::KIND, "grandchild")).is_none());
 }
 
 #[test]
@@ -1025,11 +1020,11 @@ fn an_object_with_two_owners_lives_until_both_are_gone() {
             owner(&other),
         ])],
     ));
-    w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
     w.run_for(10_000);
     assert!(w.stored(&mkey("plain")).is_some(), "one owner is left");
     assert!(w.stored(&mkey("guarded")).unwrap().meta.is_deleting());
-    w.call(delete(&key(Kind::MachineSet, "t"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "t"))).unwrap();
     w.run_for(10_000);
     assert!(w.stored(&mkey("plain")).is_none());
 }
@@ -1037,7 +1032,7 @@ fn an_object_with_two_owners_lives_until_both_are_gone() {
 #[test]
 fn an_owner_that_is_only_marked_keeps_its_dependents() {
     let Family { mut w, .. } = family();
-    let s = key(Kind::MachineSet, "s");
+    let s = key(MachineSet::KIND, "s");
     w.obj(patch(&s, vec![PatchOp::AddFinalizer("hold".into())]));
     w.obj(delete(&s));
     w.run_for(10_000);
@@ -1063,7 +1058,7 @@ fn removing_the_owner_reference_orphans_the_dependent() {
         vec![PatchOp::RemoveOwnerReference(set.meta.uid)],
     ));
     assert!(o.meta.owner_references.is_empty());
-    w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
     w.run_for(20_000);
     let o = w
         .stored(&mkey("plain"))
@@ -1076,7 +1071,7 @@ fn removing_the_owner_reference_orphans_the_dependent() {
 fn an_object_created_with_only_dangling_owners_is_collected() {
     // A controller acting on a stale cache creates a child of an owner already gone.
     let Family { mut w, set } = family();
-    w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
     w.run_for(10_000);
     let mut late = machine("late");
     late.meta.owner_references.push(owner(&set));
@@ -1118,7 +1113,7 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
     m.meta.owner_references.push(owner(&set));
     w.obj(ApiOp::Create(Box::new(m)));
     w.run_to(10_000);
-    w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
     // The crash (at 10.1 s) kills the sweep armed for ~12 s; the store survives.
     w.run_to(14_000);
     assert!(w.stored(&mkey("plain")).is_some());
@@ -1135,9 +1130,9 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
 fn watchers_receive_ordered_numbered_events_over_the_network() {
     let mut w = World::new(Default::default());
     let k = mkey("a");
-    let w1 = w.watcher("w1", 1, vec![Kind::Machine], 0);
-    let w2 = w.watcher("w2", 2, vec![Kind::Machine], 0);
-    let sets = w.watcher("sets", 3, vec![Kind::MachineSet], 0);
+    let w1 = w.watcher("w1", 1, vec![Machine::KIND], 0);
+    let w2 = w.watcher("w2", 2, vec![Machine::KIND], 0);
+    let sets = w.watcher("sets", 3, vec![MachineSet::KIND], 0);
     w.run_to(100);
     assert_eq!(w.server().watcher_count(), 3);
     assert!(matches!(
@@ -1161,7 +1156,7 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
     for (i, e) in e1.iter().enumerate() {
         assert_eq!(e.seq, i as u64, "seq counts from 0 without gaps");
         assert_eq!(e.watch_id, watch_id);
-        assert_eq!(e.object.kind(), Kind::Machine);
+        assert_eq!(e.object.kind(), Machine::KIND);
     }
     assert!(
         e1.windows(2)
@@ -1183,7 +1178,7 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
     // Kinds filter the stream.
     let es = w.events(sets);
     assert_eq!(es.len(), 1);
-    assert_eq!((es[0].seq, es[0].object.kind()), (0, Kind::MachineSet));
+    assert_eq!((es[0].seq, es[0].object.kind()), (0, MachineSet::KIND));
     // Events arrive after the write, over the network: never at the write's instant.
     let arrivals = &w.script(w1).events;
     assert!(
@@ -1209,7 +1204,7 @@ fn a_watch_replays_from_a_resource_version() {
     w.obj(ApiOp::Create(Box::new(machine("b"))));
     let from = mid.meta.resource_version;
     let at = w.t + 10;
-    let late = w.watcher("late", at, vec![Kind::Machine], from);
+    let late = w.watcher("late", at, vec![Machine::KIND], from);
     w.run_for(100);
     w.call(delete(&mkey("b"))).unwrap();
     w.run_for(100);
@@ -1246,7 +1241,7 @@ fn a_watch_from_before_the_history_is_gone() {
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
     ));
     // Within the window: fine.
-    let ok = w.watcher("ok", 6_000, vec![Kind::Machine], a.meta.resource_version);
+    let ok = w.watcher("ok", 6_000, vec![Machine::KIND], a.meta.resource_version);
     w.run_to(6_100);
     assert!(matches!(
         w.script(ok).response(0).unwrap().result,
@@ -1254,11 +1249,11 @@ fn a_watch_from_before_the_history_is_gone() {
     ));
     assert_eq!(w.events(ok).len(), 1);
     // 20 s later, with no write since, the create (and the patch) aged out: 410 Gone.
-    let gone = w.watcher("gone", 26_000, vec![Kind::Machine], a.meta.resource_version);
+    let gone = w.watcher("gone", 26_000, vec![Machine::KIND], a.meta.resource_version);
     let current = w.watcher(
         "cur",
         26_500,
-        vec![Kind::Machine],
+        vec![Machine::KIND],
         w.server().resource_version(),
     );
     w.run_to(27_000);
@@ -1291,8 +1286,8 @@ fn a_watch_beyond_the_bounded_history_is_gone() {
     }
     let rv = w.server().resource_version(); // 6; the history holds 4..=6
     let at = w.t + 10;
-    let gone = w.watcher("gone", at, vec![Kind::Machine], rv - 4);
-    let edge = w.watcher("edge", at + 5, vec![Kind::Machine], rv - 3);
+    let gone = w.watcher("gone", at, vec![Machine::KIND], rv - 4);
+    let edge = w.watcher("edge", at + 5, vec![Machine::KIND], rv - 3);
     w.run_for(100);
     assert_eq!(
         w.script(gone).response(0).unwrap().result,
@@ -1312,7 +1307,7 @@ fn unwatch_stops_the_stream() {
     let host = w.sim.host_by_name("client").unwrap();
     let watch = ApiOp::Watch {
         stream: 7,
-        kinds: vec![Kind::Machine],
+        kinds: vec![Machine::KIND],
         from_rv: 0,
     };
     let pid = w.sim.spawn(
@@ -1345,7 +1340,7 @@ fn unwatch_stops_the_stream() {
 
 fn scenario_hash(seed: u64) -> u64 {
     let mut w = World::with_plan(seed, Default::default(), FaultPlan::default());
-    w.watcher("watch", 1, vec![Kind::Machine, Kind::MachineSet], 0);
+    w.watcher("watch", 1, vec![Machine::KIND, MachineSet::KIND], 0);
     let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
     for i in 0..10 {
         let mut m = machine("");
@@ -1354,9 +1349,9 @@ fn scenario_hash(seed: u64) -> u64 {
         w.obj(ApiOp::Create(Box::new(m)));
         w.run_for(i * 7);
     }
-    w.call(delete(&key(Kind::MachineSet, "s"))).unwrap();
+    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
     w.run_for(5_000);
-    assert!(w.server().list(Kind::Machine).next().is_none());
+    assert!(w.server().list(Machine::KIND).next().is_none());
     w.sim.trace().hash()
 }
 
@@ -1391,7 +1386,7 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
             at_ms: 1,
             op: ApiOp::Watch {
                 stream: 0,
-                kinds: vec![Kind::Machine],
+                kinds: vec![Machine::KIND],
                 from_rv: 0,
             },
         },

@@ -9,7 +9,7 @@ use reconsim_world::apiserver::ApiServer;
 use reconsim_world::cloud::{Cloud, CloudClient, CloudConfig, CloudOp, CloudStep};
 use reconsim_world::etcd::{Etcd, EtcdConfig, EtcdEvent, ROLE_TAG};
 use reconsim_world::kubelet::Images;
-use reconsim_world::object::Kind;
+use reconsim_world::object::{Node, Resource};
 use reconsim_world::{Endpoints, Proc};
 use std::collections::BTreeMap;
 
@@ -97,7 +97,7 @@ impl World {
 
     fn nodes(&self) -> usize {
         match self.sim.actor(self.apiserver) {
-            Proc::ApiServer(a) => a.list(Kind::Node).count(),
+            Proc::ApiServer(a) => a.list(Node::KIND).count(),
             p => panic!("not the API server: {p:?}"),
         }
     }
@@ -105,7 +105,7 @@ impl World {
     fn control_plane_nodes(&self) -> usize {
         match self.sim.actor(self.apiserver) {
             Proc::ApiServer(a) => a
-                .list(Kind::Node)
+                .list(Node::KIND)
                 .filter(|n| reconsim_world::capi::is_control_plane_node(n))
                 .count(),
             p => panic!("not the API server: {p:?}"),

@@ -12,7 +12,8 @@ use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::informer::{
     Informer, MIN_WATCH_TIMEOUT_MS, PING_TIMEOUT_MS, READ_IDLE_TIMEOUT_MS, Watcher,
 };
-use reconsim_world::object::{Body, Kind, Machine};
+use reconsim_world::object::Resource;
+use reconsim_world::object::{Body, Machine};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Msg, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeMap;
@@ -26,14 +27,11 @@ struct World {
 }
 
 fn machine(name: &str) -> Object {
-    Object::new(
-        ObjectMeta::named(NS, name),
-        Body::Machine(Machine::default()),
-    )
+    Object::new(ObjectMeta::named(NS, name), Body::new(Machine::default()))
 }
 
 fn mkey(name: &str) -> ObjectKey {
-    ObjectKey::new(Kind::Machine, NS, name)
+    ObjectKey::new(Machine::KIND, NS, name)
 }
 
 fn create(at_ms: u64, name: &str) -> Step {
@@ -92,7 +90,7 @@ impl World {
         let h_node = sim.add_host("node");
         let api = sim.spawn(h_api, "apiserver", Proc::ApiServer(ApiServer::new(config)));
         sim.spawn(h_api, "writer", Proc::Script(Script::new(api, steps)));
-        let informer = Informer::new(0, &[Kind::Machine], api);
+        let informer = Informer::new(0, &[Machine::KIND], api);
         let watcher = sim.spawn(h_node, "watcher", Proc::Informer(Watcher::new(informer)));
         World { sim, api, watcher }
     }
@@ -122,7 +120,7 @@ impl World {
     /// (name, resourceVersion) of every Machine the server holds.
     fn server_view(&self) -> BTreeMap<String, u64> {
         self.server()
-            .list(Kind::Machine)
+            .list(Machine::KIND)
             .map(|o| (o.meta.name.clone(), o.meta.resource_version))
             .collect()
     }
@@ -131,7 +129,7 @@ impl World {
     fn cache_view(&self) -> BTreeMap<String, u64> {
         self.informer()
             .cache()
-            .list(Kind::Machine)
+            .list(Machine::KIND)
             .map(|o| (o.meta.name.clone(), o.meta.resource_version))
             .collect()
     }

@@ -68,7 +68,7 @@ fn world_with(
             renew_time: Some(SimTime::ZERO),
             lease_transitions: 0,
         };
-        server.seed_object(Object::new(ObjectMeta::named(NS, LOCK), Body::Lease(lease)));
+        server.seed_object(Object::new(ObjectMeta::named(NS, LOCK), Body::new(lease)));
     }
     let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
     let cands = names
@@ -95,7 +95,7 @@ fn lease(w: &World) -> Option<Lease> {
         panic!("not the API server")
     };
     a.get(&defaults().lease_key())
-        .and_then(|o| o.as_lease().cloned())
+        .and_then(|o| o.typed::<Lease>().cloned())
 }
 
 /// Indices of the candidates that believe they lead.

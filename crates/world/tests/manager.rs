@@ -21,6 +21,7 @@ use reconsim_world::manager::{
     Call, Manager, ManagerConfig, REQUEST_TIMEOUT_MS, ReconcileCtx, Reconciler, Reply, Step,
     WorkQueue,
 };
+use reconsim_world::object::Resource;
 use reconsim_world::object::{Body, Kind, Lease, Machine, MachineSet, MachineSetSpec};
 use reconsim_world::script::{Script, Step as ScriptStep};
 use reconsim_world::{Endpoints, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
@@ -34,7 +35,7 @@ const LOCK: &str = "manager-lock";
 fn machine_set(name: &str, replicas: u32) -> Object {
     Object::new(
         ObjectMeta::named(NS, name),
-        Body::MachineSet(MachineSet {
+        Body::new(MachineSet {
             spec: MachineSetSpec {
                 replicas,
                 ..Default::default()
@@ -45,14 +46,11 @@ fn machine_set(name: &str, replicas: u32) -> Object {
 }
 
 fn machine(name: &str) -> Object {
-    Object::new(
-        ObjectMeta::named(NS, name),
-        Body::Machine(Machine::default()),
-    )
+    Object::new(ObjectMeta::named(NS, name), Body::new(Machine::default()))
 }
 
 fn ms_key(name: &str) -> ObjectKey {
-    ObjectKey::new(Kind::MachineSet, NS, name)
+    ObjectKey::new(MachineSet::KIND, NS, name)
 }
 
 fn label(at_ms: u64, name: &str, value: u64) -> ScriptStep {
@@ -67,14 +65,12 @@ fn label(at_ms: u64, name: &str, value: u64) -> ScriptStep {
 }
 
 fn scale(at_ms: u64, name: &str, replicas: u32) -> ScriptStep {
-    let Body::MachineSet(ms) = machine_set(name, replicas).body else {
-        unreachable!()
-    };
+    let ms = machine_set(name, replicas).body;
     ScriptStep {
         at_ms,
         op: ApiOp::Patch {
             key: ms_key(name),
-            ops: vec![PatchOp::Spec(Body::MachineSet(ms))],
+            ops: vec![PatchOp::Spec(ms)],
             resource_version: None,
         },
     }
@@ -201,7 +197,7 @@ impl Recorder {
     }
 
     fn machine_sets(plans: Vec<Plan>) -> Self {
-        Self::new(&[Kind::MachineSet], plans)
+        Self::new(&[MachineSet::KIND], plans)
     }
 
     fn runs_of(&self, key: &ObjectKey) -> Vec<&Run> {
@@ -219,7 +215,7 @@ impl Reconciler for Recorder {
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        if object.kind() == Kind::MachineSet {
+        if object.kind() == MachineSet::KIND {
             keys.push(object.key());
         }
     }
@@ -277,14 +273,14 @@ impl Reconciler for Recorder {
             }
             Stage::Patch => {
                 run.issued.push(ctx.now);
-                let Some(Body::MachineSet(ms)) = ctx.cache.get(ctx.key).map(|o| &o.body) else {
+                let Some(ms) = ctx.cache.get(ctx.key).and_then(|o| o.typed::<MachineSet>()) else {
                     panic!("no MachineSet {} in the cache", ctx.key);
                 };
                 let mut ms = ms.clone();
                 ms.status.replicas = ms.spec.replicas;
                 Step::Call(Call::Api(ApiOp::Patch {
                     key: ctx.key.clone(),
-                    ops: vec![PatchOp::Status(Body::MachineSet(ms))],
+                    ops: vec![PatchOp::Status(Body::new(ms))],
                     resource_version: None,
                 }))
             }
@@ -553,7 +549,7 @@ fn status_patch_reconciler_converges_and_sees_its_own_write() {
     );
     w.sim.run_until(SimTime::from_secs(30));
     let o = stored(&w, &ms_key("ms-a"));
-    let ms = o.as_machine_set().expect("a MachineSet");
+    let ms = o.typed::<MachineSet>().expect("a MachineSet");
     assert_eq!(ms.spec.replicas, 7);
     assert_eq!(ms.status.replicas, 7);
     let r = rec(&w.sim, w.mgrs[0]);
@@ -580,7 +576,7 @@ fn controllers_start_after_cache_sync_and_offer_every_cached_object_once() {
             vec![],
             vec![mgr(
                 "m0",
-                Recorder::new(&[Kind::Machine, Kind::MachineSet], vec![Plan::done()]),
+                Recorder::new(&[Machine::KIND, MachineSet::KIND], vec![Plan::done()]),
             )],
         );
         let mut started_unsynced = false;
@@ -805,7 +801,7 @@ fn lease_held_by(holder: &str) -> Object {
         renew_time: Some(SimTime::ZERO),
         lease_transitions: 0,
     };
-    Object::new(ObjectMeta::named(NS, LOCK), Body::Lease(lease))
+    Object::new(ObjectMeta::named(NS, LOCK), Body::new(lease))
 }
 
 #[test]

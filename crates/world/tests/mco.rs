@@ -5,13 +5,15 @@
 use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, SimTime};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::mco::MachineConfigPool;
 use reconsim_world::mco::{
     ANNOTATION_CURRENT, ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, ANNOTATION_STATE,
     DAEMON_CONFIG_TIMEOUT_MS, MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming,
     McoMachine, Phase, STATE_DEGRADED, STATE_DONE, ServerMode, merge, pool_object, rendered_name,
     rendered_object, source_object,
 };
-use reconsim_world::object::{Kind, Object, ObjectKey};
+use reconsim_world::object::{Node, Resource};
+use reconsim_world::object::{Object, ObjectKey};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Endpoints, Proc};
 use std::collections::BTreeMap;
@@ -106,7 +108,7 @@ fn machine(w: &World, p: ProcId) -> &McoMachine {
 
 fn node_annotation(w: &World, node: &str, key: &str) -> Option<String> {
     store(w)
-        .get(&ObjectKey::new(Kind::Node, "", node))
+        .get(&ObjectKey::new(Node::KIND, "", node))
         .and_then(|n| n.meta.annotations.get(key).cloned())
 }
 
@@ -126,7 +128,7 @@ fn worker_pool_with_target() -> (Object, Object) {
     // Seeded objects get uids 1.. in order: the pool is 1.
     pool.meta.uid = reconsim_world::object::Uid(1);
     let rendered = rendered_object(&pool, content(&[("unit", "v1")]));
-    pool.as_machine_config_pool_mut()
+    pool.typed_mut::<MachineConfigPool>()
         .unwrap()
         .status
         .configuration = Some(rendered.meta.name.clone());
@@ -167,7 +169,7 @@ fn a_machine_boots_joins_and_its_daemon_loads_the_served_config() {
     assert_eq!(machine(&w, m).booting_config(), Some(name.as_str()));
     assert!(
         store(&w)
-            .get(&ObjectKey::new(Kind::Node, "", "worker-0"))
+            .get(&ObjectKey::new(Node::KIND, "", "worker-0"))
             .is_none()
     );
     w.sim.run_until(SimTime::from_secs(30));
@@ -220,7 +222,7 @@ fn the_server_records_a_hand_out_before_answering() {
     w.sim.run_until(SimTime::from_secs(2));
     assert_eq!(machine(&w, m).served(), Some(name.as_str()));
     let pool = store(&w)
-        .get(&ObjectKey::new(Kind::MachineConfigPool, "", "worker"))
+        .get(&ObjectKey::new(MachineConfigPool::KIND, "", "worker"))
         .unwrap();
     assert_eq!(
         pool.meta
@@ -235,7 +237,7 @@ fn the_server_records_a_hand_out_before_answering() {
 fn the_server_refuses_a_target_it_cannot_find_and_the_machine_retries() {
     // The pool names a config that does not exist: nothing is served, Ignition retries.
     let mut pool = pool_object("worker");
-    pool.as_machine_config_pool_mut()
+    pool.typed_mut::<MachineConfigPool>()
         .unwrap()
         .status
         .configuration = Some("rendered-worker-missing".into());

@@ -7,10 +7,11 @@ use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Container, Images, Kubelet, KubeletConfig, NODE_LEASE_NAMESPACE};
 use reconsim_world::lifecycle::{NodeLifecycle, eviction_time};
+use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, ConditionStatus, Deployment, DeploymentSpec, Kind, Lease, Node, NodeSpec, NodeStatus,
-    Object, ObjectKey, ObjectMeta, Pod, PodPhase, PodSpec, PodTemplate, TAINT_NOT_READY,
-    TAINT_UNREACHABLE, Taint, TaintEffect, Toleration,
+    Body, ConditionStatus, Deployment, DeploymentSpec, Lease, Node, NodeSpec, NodeStatus, Object,
+    ObjectKey, ObjectMeta, Pod, PodPhase, PodSpec, PodTemplate, TAINT_NOT_READY, TAINT_UNREACHABLE,
+    Taint, TaintEffect, Toleration,
 };
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
@@ -118,37 +119,37 @@ impl Cluster {
 
     fn node_obj(&self, name: &str) -> Option<Arc<Object>> {
         self.server()
-            .get(&ObjectKey::new(Kind::Node, "", name))
+            .get(&ObjectKey::new(Node::KIND, "", name))
             .cloned()
     }
 
     fn node(&self, name: &str) -> Node {
         self.node_obj(name)
             .unwrap_or_else(|| panic!("node {name} missing"))
-            .as_node()
+            .typed::<Node>()
             .cloned()
             .expect("a Node")
     }
 
     fn lease(&self, node: &str) -> Lease {
         self.server()
-            .get(&ObjectKey::new(Kind::Lease, NODE_LEASE_NAMESPACE, node))
+            .get(&ObjectKey::new(Lease::KIND, NODE_LEASE_NAMESPACE, node))
             .unwrap_or_else(|| panic!("lease of {node} missing"))
-            .as_lease()
+            .typed::<Lease>()
             .cloned()
             .expect("a Lease")
     }
 
     fn pod_obj(&self, name: &str) -> Option<Arc<Object>> {
         self.server()
-            .get(&ObjectKey::new(Kind::Pod, NS, name))
+            .get(&ObjectKey::new(Pod::KIND, NS, name))
             .cloned()
     }
 
     fn pod(&self, name: &str) -> Pod {
         self.pod_obj(name)
             .unwrap_or_else(|| panic!("pod {name} missing"))
-            .as_pod()
+            .typed::<Pod>()
             .cloned()
             .expect("a Pod")
     }
@@ -156,7 +157,7 @@ impl Cluster {
     /// Pods owned by Deployment `name`, in name order.
     fn pods_of(&self, name: &str) -> Vec<Arc<Object>> {
         self.server()
-            .list(Kind::Pod)
+            .list(Pod::KIND)
             .filter(|p| p.meta.controller_ref().is_some_and(|r| r.name == name))
             .cloned()
             .collect()
@@ -193,7 +194,7 @@ fn tolerate_unreachable(seconds: u64) -> Vec<Toleration> {
 fn pod(name: &str, image: &str, tolerations: Vec<Toleration>) -> Object {
     Object::new(
         ObjectMeta::named(NS, name),
-        Body::Pod(Pod {
+        Body::new(Pod {
             spec: PodSpec {
                 node_name: None,
                 image: image.to_string(),
@@ -208,7 +209,7 @@ fn deployment(name: &str, replicas: u32, tolerations: Vec<Toleration>) -> Object
     let labels: BTreeMap<String, String> = [("app".to_string(), name.to_string())].into();
     Object::new(
         ObjectMeta::named(NS, name),
-        Body::Deployment(Deployment {
+        Body::new(Deployment {
             spec: DeploymentSpec {
                 replicas,
                 selector: labels.clone(),
@@ -247,8 +248,8 @@ fn set_node_spec(at_ms: u64, node: &str, taints: Vec<Taint>, unschedulable: bool
     step(
         at_ms,
         ApiOp::Patch {
-            key: ObjectKey::new(Kind::Node, "", node),
-            ops: vec![PatchOp::Spec(Body::Node(spec))],
+            key: ObjectKey::new(Node::KIND, "", node),
+            ops: vec![PatchOp::Spec(Body::new(spec))],
             resource_version: None,
         },
     )
@@ -273,7 +274,7 @@ fn node_registers_and_stays_ready_with_heartbeats() {
     c.run_to_s(300);
     for n in ["w0", "w1"] {
         let obj = c.node_obj(n).expect("registered");
-        let node = obj.as_node().expect("a Node");
+        let node = obj.typed::<Node>().expect("a Node");
         assert_eq!(node.spec.provider_id, provider_id(n));
         assert_eq!(
             obj.meta
@@ -508,7 +509,7 @@ fn deleted_pod_on_a_healthy_node_has_its_container_stopped() {
         step(
             20_000,
             ApiOp::Delete {
-                key: ObjectKey::new(Kind::Pod, NS, "web"),
+                key: ObjectKey::new(Pod::KIND, NS, "web"),
                 uid: None,
                 grace_period_seconds: None,
             },
@@ -583,7 +584,7 @@ fn deployment_creates_and_deletes_pods_to_match_replicas() {
         step(
             20_000,
             ApiOp::Patch {
-                key: ObjectKey::new(Kind::Deployment, NS, "web"),
+                key: ObjectKey::new(Deployment::KIND, NS, "web"),
                 ops: vec![PatchOp::Spec(d.body)],
                 resource_version: None,
             },
@@ -600,15 +601,15 @@ fn deployment_creates_and_deletes_pods_to_match_replicas() {
             "{}",
             p.meta.name
         );
-        assert_eq!(p.as_pod().unwrap().status.phase, PodPhase::Running);
+        assert_eq!(p.typed::<Pod>().unwrap().status.phase, PodPhase::Running);
         assert!(c.proc_running(&p.meta.name));
     }
     let d = c
         .server()
-        .get(&ObjectKey::new(Kind::Deployment, NS, "web"))
+        .get(&ObjectKey::new(Deployment::KIND, NS, "web"))
         .unwrap()
         .clone();
-    assert_eq!(d.as_deployment().unwrap().status.replicas, 3);
+    assert_eq!(d.typed::<Deployment>().unwrap().status.replicas, 3);
     c.run_to_s(25);
     let left = c.pods_of("web");
     assert_eq!(left.len(), 1, "scaled down");
@@ -619,10 +620,10 @@ fn deployment_creates_and_deletes_pods_to_match_replicas() {
     assert_eq!(stopped, 2, "the deleted pods' containers stopped");
     let d = c
         .server()
-        .get(&ObjectKey::new(Kind::Deployment, NS, "web"))
+        .get(&ObjectKey::new(Deployment::KIND, NS, "web"))
         .unwrap()
         .clone();
-    assert_eq!(d.as_deployment().unwrap().status.replicas, 1);
+    assert_eq!(d.typed::<Deployment>().unwrap().status.replicas, 1);
     // And it stays that way.
     c.run_to_s(60);
     assert_eq!(c.pods_of("web").len(), 1);
@@ -633,7 +634,7 @@ fn scheduling_respects_taints_readiness_and_cordons() {
     // `ghost` exists but never was Ready (no kubelet).
     let ghost = Object::new(
         ObjectMeta::named("", "ghost"),
-        Body::Node(Node {
+        Body::new(Node {
             spec: NodeSpec::default(),
             status: NodeStatus {
                 ready: ConditionStatus::Unknown,
