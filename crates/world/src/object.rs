@@ -46,55 +46,78 @@ pub struct KindInfo {
 
 /// A kind, registered by its [`KindInfo`]: `const MACHINE: Kind = Kind::new(&KindInfo { .. })`.
 ///
-/// Two kinds are the same when group and kind name are; they order by kind name, then
-/// group, so the store's key order (and so every history) does not depend on where a
-/// family's constant happens to live in memory.
+/// `Kind::new` computes the kind's id at compile time: the stable hash (FNV-1a 64 over
+/// the group, a 0xff byte and the kind name), so comparing and hashing a kind costs one
+/// word, however long its names, and nothing depends on where a family's constant
+/// happens to live in memory. Two kinds are the same when their ids are (group and kind
+/// name); they order by kind name, then group, so the store's key order is readable.
 #[derive(Clone, Copy)]
-pub struct Kind(&'static KindInfo);
+pub struct Kind {
+    info: &'static KindInfo,
+    id: u64,
+    /// The kind name's first 8 bytes, big-endian, zero-padded: orders like the name
+    /// itself wherever the first 8 bytes differ.
+    rank: u64,
+}
+
+const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h = (h ^ bytes[i] as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
 
 impl Kind {
     pub const fn new(info: &'static KindInfo) -> Self {
-        Kind(info)
+        let h = fnv1a(0xcbf2_9ce4_8422_2325, info.group.as_bytes());
+        let h = fnv1a(h, &[0xff]);
+        let name = info.kind.as_bytes();
+        let mut rank = 0u64;
+        let mut i = 0;
+        while i < 8 {
+            rank = (rank << 8) | if i < name.len() { name[i] as u64 } else { 0 };
+            i += 1;
+        }
+        Kind {
+            info,
+            id: fnv1a(h, name),
+            rank,
+        }
     }
 
     pub fn info(self) -> &'static KindInfo {
-        self.0
+        self.info
     }
 
     /// The kind's name (`Machine`).
     pub fn as_str(self) -> &'static str {
-        self.0.kind
+        self.info.kind
     }
 
     pub fn group(self) -> &'static str {
-        self.0.group
+        self.info.group
     }
 
     /// `group/version`, or `version` for the core group (an object's apiVersion).
     pub fn api_version(self) -> String {
-        if self.0.group.is_empty() {
-            self.0.version.to_string()
+        if self.info.group.is_empty() {
+            self.info.version.to_string()
         } else {
-            format!("{}/{}", self.0.group, self.0.version)
+            format!("{}/{}", self.info.group, self.info.version)
         }
     }
 
     /// Cluster-scoped kinds have an empty namespace.
     pub fn namespaced(self) -> bool {
-        self.0.namespaced
+        self.info.namespaced
     }
-}
-
-/// String equality that never hands an empty slice to `memcmp` (the core group is `""`;
-/// the vector `memcmp` costs two orders of magnitude more than a length check on it).
-fn str_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && (a.is_empty() || a == b)
 }
 
 impl PartialEq for Kind {
     fn eq(&self, other: &Kind) -> bool {
-        std::ptr::eq(self.0, other.0)
-            || (str_eq(self.0.kind, other.0.kind) && str_eq(self.0.group, other.0.group))
+        self.id == other.id
     }
 }
 
@@ -102,13 +125,13 @@ impl Eq for Kind {}
 
 impl Ord for Kind {
     fn cmp(&self, other: &Kind) -> Ordering {
-        if self == other {
+        if self.id == other.id {
             return Ordering::Equal;
         }
-        self.0
-            .kind
-            .cmp(other.0.kind)
-            .then_with(|| self.0.group.cmp(other.0.group))
+        self.rank.cmp(&other.rank).then_with(|| {
+            str_cmp(self.info.kind, other.info.kind)
+                .then_with(|| str_cmp(self.info.group, other.info.group))
+        })
     }
 }
 
@@ -120,26 +143,25 @@ impl PartialOrd for Kind {
 
 impl Hash for Kind {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.kind.hash(state);
-        self.0.group.hash(state);
+        state.write_u64(self.id);
     }
 }
 
 impl fmt::Debug for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.kind)
+        f.write_str(self.info.kind)
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.kind)
+        f.write_str(self.info.kind)
     }
 }
 
 impl Serialize for Kind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.0.kind)
+        s.serialize_str(self.info.kind)
     }
 }
 
@@ -334,11 +356,64 @@ impl Serialize for Body {
 }
 
 /// Where an object lives: the store's key, ordered by kind first so a kind lists as a range.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+///
+/// Equality and order are by (kind, namespace, name), written out so that an empty
+/// string (every cluster-scoped namespace, the start key of a kind's range) is settled
+/// by its length and never reaches `memcmp`, whose vector form costs two orders of
+/// magnitude more than a length check on an empty slice.
+#[derive(Clone, Debug, Serialize)]
 pub struct ObjectKey {
     pub kind: Kind,
     pub namespace: String,
     pub name: String,
+}
+
+/// `a == b` without handing an empty slice to `memcmp`.
+pub fn str_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
+/// `a.cmp(b)` without handing an empty slice to `memcmp`.
+pub fn str_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_empty() || b.is_empty() {
+        a.len().cmp(&b.len())
+    } else {
+        a.cmp(b)
+    }
+}
+
+impl PartialEq for ObjectKey {
+    fn eq(&self, other: &ObjectKey) -> bool {
+        self.kind == other.kind
+            && str_eq(&self.name, &other.name)
+            && str_eq(&self.namespace, &other.namespace)
+    }
+}
+
+impl Eq for ObjectKey {}
+
+impl Hash for ObjectKey {
+    /// As derived: kind, namespace, name (consistent with the equality above).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.namespace.hash(state);
+        self.name.hash(state);
+    }
+}
+
+impl Ord for ObjectKey {
+    fn cmp(&self, other: &ObjectKey) -> Ordering {
+        self.kind
+            .cmp(&other.kind)
+            .then_with(|| str_cmp(&self.namespace, &other.namespace))
+            .then_with(|| str_cmp(&self.name, &other.name))
+    }
+}
+
+impl PartialOrd for ObjectKey {
+    fn partial_cmp(&self, other: &ObjectKey) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl ObjectKey {
@@ -454,8 +529,8 @@ impl Object {
     /// Whether `self` is the object named by `key` (no allocation).
     pub fn is(&self, key: &ObjectKey) -> bool {
         self.kind() == key.kind
-            && self.meta.name == key.name
-            && self.meta.namespace == key.namespace
+            && str_eq(&self.meta.name, &key.name)
+            && str_eq(&self.meta.namespace, &key.namespace)
     }
 }
 
@@ -781,4 +856,57 @@ pub fn selector_matches(
     labels: &BTreeMap<String, String>,
 ) -> bool {
     selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MACHINE_CAPI: Kind = Kind::new(&KindInfo {
+        group: "cluster.x-k8s.io",
+        version: "v1alpha3",
+        kind: "Machine",
+        plural: "machines",
+        namespaced: true,
+    });
+
+    #[test]
+    fn kinds_are_their_group_and_name_and_order_by_name() {
+        let kinds = [
+            Deployment::KIND,
+            crate::capi::KubeadmControlPlane::KIND,
+            Lease::KIND,
+            Machine::KIND,
+            MACHINE_CAPI,
+            crate::mco::MachineConfig::KIND,
+            crate::mco::MachineConfigPool::KIND,
+            MachineSet::KIND,
+            Node::KIND,
+            Pod::KIND,
+        ];
+        for (i, a) in kinds.iter().enumerate() {
+            for (j, b) in kinds.iter().enumerate() {
+                assert_eq!(a == b, i == j, "{a:?} vs {b:?}");
+                let by_name = (a.as_str(), a.group()).cmp(&(b.as_str(), b.group()));
+                assert_eq!(a.cmp(b), by_name, "{a:?} vs {b:?}");
+            }
+        }
+        assert_eq!(Machine::KIND.api_version(), "machine.openshift.io/v1beta1");
+        assert_eq!(Node::KIND.api_version(), "v1");
+    }
+
+    #[test]
+    fn keys_order_and_compare_as_their_strings_do() {
+        let names = ["", "a", "ab", "b", ""];
+        for ns_a in names {
+            for ns_b in names {
+                for n in names {
+                    let a = ObjectKey::new(Pod::KIND, ns_a, n);
+                    let b = ObjectKey::new(Pod::KIND, ns_b, "x");
+                    assert_eq!(a.cmp(&b), (ns_a, n).cmp(&(ns_b, "x")));
+                    assert_eq!(a == b, (ns_a, n) == (ns_b, "x"));
+                }
+            }
+        }
+    }
 }
