@@ -25,12 +25,10 @@
 //! pure functions of their arguments, and reconcilers draw randomness only from
 //! `ReconcileCtx::rng`, as every component does (docs/determinism.md).
 //!
-//! Limits users meet: object kinds are the simulator's closed `Kind` enum, so a custom
-//! resource is stored as one of the existing kinds (the PodSet example keeps its
-//! replicas and selector in a `MachineSet`, a kind nothing else acts on unless the
-//! scenario runs the machine-api family); the controller runs as a plain process on
-//! its node (not as a pod), so a `crash` fault restarts it cold and a kubelet stop does
-//! not touch it. docs/guide/writing-a-reconciler.md walks through all of it.
+//! Kinds are open: a user's resource is a kind of its own (a type implementing
+//! `reconsim_world::object::Resource`, as the PodSet example's is). Limits users meet:
+//! the controller runs as a plain process on its node (not as a pod), so a `crash`
+//! fault restarts it cold and a kubelet stop does not touch it. docs/guide/writing-a-reconciler.md walks through all of it.
 
 use crate::format::{LeaseSpec, Scenario};
 use reconsim_check::{Check, Checker, Invariant, View};

@@ -10,9 +10,9 @@ use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::cloud::CloudOp;
-use reconsim_world::mco::{MachineConfig, MachineConfigPool};
+use reconsim_world::mco::MachineConfigPool;
 use reconsim_world::object::Kind;
-use reconsim_world::object::{Machine, MachineSet, Node, Pod, Resource};
+use reconsim_world::object::{Deployment, Lease, Node, Resource};
 
 /// One line per kept event, in order; `until` stops the listing (the violation time).
 pub fn timeline(world: &World, until: SimTime) -> Vec<String> {
@@ -74,10 +74,10 @@ pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
     }
 }
 
+/// Every kind but the cluster's own background writes (leases renewed, Nodes'
+/// heartbeats, Deployments' status): a family's kinds and a user's are all shown.
 fn interesting(kind: Kind) -> bool {
-    [Machine::KIND, MachineSet::KIND, Pod::KIND].contains(&kind)
-        // Incident 3: configs, pools, node registrations and config annotations.
-        || [MachineConfig::KIND, MachineConfigPool::KIND].contains(&kind)
+    ![Lease::KIND, Node::KIND, Deployment::KIND].contains(&kind)
 }
 
 /// Incident 3: a patch that sets or clears annotations (node configs, hand-out records);
