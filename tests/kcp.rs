@@ -7,7 +7,6 @@ use reconsim::scenario::build::World;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::TraceMode;
-use reconsim::world::Proc;
 use reconsim::world::capi::{is_control_plane_node, is_workload_node, machine_version, node_ref};
 use reconsim_world::object::{Machine, Node, Resource};
 
@@ -18,18 +17,7 @@ fn run(name: &str, seed: u64) -> (reconsim::scenario::runner::Outcome, World) {
 }
 
 fn view(world: &World) -> View<'_> {
-    let (Proc::ApiServer(api), Proc::Cloud(cloud)) = (
-        world.sim.actor(world.apiserver),
-        world.sim.actor(world.cloud),
-    ) else {
-        unreachable!()
-    };
-    View {
-        now: world.sim.now(),
-        api,
-        cloud,
-        sim: &world.sim,
-    }
+    reconsim::scenario::runner::view(world)
 }
 
 #[test]

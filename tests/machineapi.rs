@@ -5,7 +5,6 @@
 use reconsim::scenario::build::build;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::{SimTime, TraceMode};
-use reconsim::world::Proc;
 use reconsim::world::cloud::InstanceState;
 use reconsim_world::object::{Machine, Resource};
 
@@ -21,12 +20,8 @@ fn peaks(name: &str, seed: u64) -> (usize, usize) {
         .step_until(SimTime(scenario.duration_ms))
         .is_some()
     {
-        let (Proc::ApiServer(api), Proc::Cloud(cloud)) = (
-            world.sim.actor(world.apiserver),
-            world.sim.actor(world.cloud),
-        ) else {
-            unreachable!()
-        };
+        let view = reconsim::scenario::runner::view(&world);
+        let (api, cloud) = (view.api, view.cloud);
         machines = machines.max(api.list(Machine::KIND).count());
         instances = instances.max(
             cloud

@@ -27,10 +27,7 @@ fn machines(world: &World) -> Vec<&McoMachine> {
     world
         .sim
         .actors()
-        .filter_map(|(_, p)| match p {
-            Proc::McoMachine(m) => Some(m),
-            _ => None,
-        })
+        .filter_map(|(_, p)| p.component::<McoMachine>())
         .collect()
 }
 

@@ -40,7 +40,6 @@
 
 use crate::{View, Violation};
 use reconsim_sim::{ProcId, SimTime};
-use reconsim_world::Proc;
 use reconsim_world::capi::KubeadmControlPlane;
 use reconsim_world::capi::{
     is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
@@ -52,22 +51,19 @@ use std::collections::{BTreeSet, VecDeque};
 
 /// The etcd model among the view's processes, if the world runs one.
 pub fn etcd<'a>(view: &View<'a>) -> Option<&'a Etcd> {
-    view.sim.actors().find_map(|(_, p)| match p {
-        Proc::Etcd(e) => Some(e),
-        _ => None,
-    })
+    view.sim.actors().find_map(|(_, p)| p.component::<Etcd>())
 }
 
 fn etcd_at<'a>(view: &View<'a>, cached: &mut Option<ProcId>) -> Option<&'a Etcd> {
     if let Some(pid) = *cached
-        && let Proc::Etcd(e) = view.sim.actor(pid)
+        && let Some(e) = view.sim.actor(pid).component::<Etcd>()
     {
         return Some(e);
     }
-    let (pid, e) = view.sim.actors().find_map(|(pid, p)| match p {
-        Proc::Etcd(e) => Some((pid, e)),
-        _ => None,
-    })?;
+    let (pid, e) = view
+        .sim
+        .actors()
+        .find_map(|(pid, p)| Some((pid, p.component::<Etcd>()?)))?;
     *cached = Some(pid);
     Some(e)
 }

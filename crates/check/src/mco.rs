@@ -15,9 +15,8 @@
 
 use crate::{View, Violation};
 use reconsim_sim::SimTime;
-use reconsim_world::Proc;
 use reconsim_world::mco::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
-use reconsim_world::mco::{MachineConfig, MachineConfigPool};
+use reconsim_world::mco::{MachineConfig, MachineConfigPool, McoMachine};
 use reconsim_world::object::ObjectKey;
 use reconsim_world::object::{Node, Resource};
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,7 +88,7 @@ impl NoMissingReferencedConfig {
             }
         }
         for (_, proc) in view.sim.actors() {
-            if let Proc::McoMachine(m) = proc
+            if let Some(m) = proc.component::<McoMachine>()
                 && let Some(c) = m.booting_config()
             {
                 refs.push((c, Who::Machine(m.name())));
@@ -150,7 +149,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
         }
     }
     for (_, proc) in view.sim.actors() {
-        let Proc::McoMachine(m) = proc else {
+        let Some(m) = proc.component::<McoMachine>() else {
             continue;
         };
         if m.is_degraded() {

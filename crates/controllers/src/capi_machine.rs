@@ -26,11 +26,12 @@
 //! Simplifications (documented in docs/seeds/kcp.md): the bootstrap and infrastructure
 //! providers are not separate controllers; node draining is skipped.
 
+use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::capi::{CONTROL_PLANE_LABEL, is_workload_node};
-use reconsim_world::cloud::{CloudOp, InstanceState};
+use reconsim_world::cloud::{CloudOp, CloudResult, InstanceState};
 use reconsim_world::etcd::ROLE_TAG;
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
+use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use reconsim_world::object::{Machine, MachineFields, Node, Resource};
 use serde::{Deserialize, Serialize};
@@ -73,19 +74,27 @@ enum Phase {
 }
 
 /// The Cluster API Machine controller (control-plane machines).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct CapiMachineController {
     options: CapiMachineOptions,
+    /// The cloud API it calls.
+    cloud: ProcId,
     phase: Phase,
     machine: Option<Arc<Object>>,
 }
 
 impl CapiMachineController {
-    pub fn new(options: CapiMachineOptions) -> Self {
+    pub fn new(options: CapiMachineOptions, cloud: ProcId) -> Self {
         CapiMachineController {
             options,
-            ..Default::default()
+            cloud,
+            phase: Phase::default(),
+            machine: None,
         }
+    }
+
+    fn cloud_call(&self, op: CloudOp) -> Step {
+        Step::Call(Call::service(self.cloud, op))
     }
 
     fn machine(&self) -> &Object {
@@ -191,7 +200,7 @@ impl CapiMachineController {
                 states: Vec::new(),
             }
         };
-        Step::Call(Call::Cloud(op))
+        self.cloud_call(op)
     }
 
     fn after_infra_gone(&mut self, node_allowed: bool) -> Step {
@@ -244,9 +253,9 @@ impl Reconciler for CapiMachineController {
             return self.start(ctx);
         };
         let phase = std::mem::take(&mut self.phase);
-        match (phase, reply) {
-            (Phase::AddFinalizer, Reply::Api(Ok(_))) => Step::done(),
-            (Phase::DeleteLookup { node_allowed }, Reply::Cloud(found)) => {
+        match (phase, reply.answer::<CloudResult>()) {
+            (Phase::AddFinalizer, Answer::Api(Ok(_))) => Step::done(),
+            (Phase::DeleteLookup { node_allowed }, Answer::Service(found)) => {
                 // Not visible (yet, or any more): look again later.
                 let Ok(list) = found else {
                     return Step::requeue_after(REQUEUE_INFRA_MS);
@@ -268,23 +277,23 @@ impl Reconciler for CapiMachineController {
                     return Step::requeue_after(REQUEUE_INFRA_MS);
                 }
                 self.phase = Phase::Terminate;
-                Step::Call(Call::Cloud(CloudOp::TerminateInstances { ids }))
+                self.cloud_call(CloudOp::TerminateInstances { ids })
             }
-            (Phase::Terminate, Reply::Cloud(Ok(_))) => Step::requeue_after(REQUEUE_INFRA_MS),
-            (Phase::DeleteNode, Reply::Api(Ok(_) | Err(ApiError::NotFound))) => {
+            (Phase::Terminate, Answer::Service(Ok(_))) => Step::requeue_after(REQUEUE_INFRA_MS),
+            (Phase::DeleteNode, Answer::Api(Ok(_) | Err(ApiError::NotFound))) => {
                 self.remove_finalizer()
             }
-            (Phase::RemoveFinalizer, Reply::Api(Ok(_))) => Step::done(),
-            (Phase::MarkProvisioning, Reply::Api(Ok(ApiOk::Object(m)))) => {
+            (Phase::RemoveFinalizer, Answer::Api(Ok(_))) => Step::done(),
+            (Phase::MarkProvisioning, Answer::Api(Ok(ApiOk::Object(m)))) => {
                 self.machine = Some(m);
                 self.phase = Phase::Create;
                 let m = self.machine();
-                Step::Call(Call::Cloud(CloudOp::RunInstances {
+                self.cloud_call(CloudOp::RunInstances {
                     tags: instance_tags(&m.meta.name),
                     client_token: Some(format!("{}", m.meta.uid.0)),
-                }))
+                })
             }
-            (Phase::Create, Reply::Cloud(Ok(instances))) if !instances.is_empty() => {
+            (Phase::Create, Answer::Service(Ok(instances))) if !instances.is_empty() => {
                 let i = &instances[0];
                 self.phase = Phase::RecordCreated;
                 Step::Call(Call::Api(ApiOp::Patch {
@@ -299,13 +308,13 @@ impl Reconciler for CapiMachineController {
                     resource_version: None,
                 }))
             }
-            (Phase::RecordCreated, Reply::Api(Ok(_))) => Step::requeue_after(REQUEUE_INFRA_MS),
-            (Phase::RecordNodeRef, Reply::Api(Ok(_))) => Step::done(),
+            (Phase::RecordCreated, Answer::Api(Ok(_))) => Step::requeue_after(REQUEUE_INFRA_MS),
+            (Phase::RecordNodeRef, Answer::Api(Ok(_))) => Step::done(),
             (phase, reply) => Step::Error(format!("{phase:?} failed: {reply:?}")),
         }
     }
 
     fn reset(&mut self) {
-        *self = CapiMachineController::new(self.options);
+        *self = CapiMachineController::new(self.options, self.cloud);
     }
 }

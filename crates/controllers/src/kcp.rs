@@ -48,9 +48,9 @@ use reconsim_world::capi::{
     CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_control_plane_node, machine_version, node_ref,
     owned_machines,
 };
-use reconsim_world::etcd::{EtcdError, EtcdOk, EtcdOp};
+use reconsim_world::etcd::{EtcdError, EtcdOk, EtcdOp, EtcdResult};
 use reconsim_world::manager::{
-    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
+    Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for, enqueue_owner,
 };
 use reconsim_world::object::{
     Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
@@ -244,7 +244,7 @@ impl KcpController {
 
     fn etcd_call(&mut self, phase: Phase, op: EtcdOp) -> Step {
         self.phase = phase;
-        Step::Call(Call::Etcd { to: self.etcd, op })
+        Step::Call(Call::service(self.etcd, op))
     }
 
     fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
@@ -452,9 +452,9 @@ impl KcpController {
 }
 
 /// The names of the workload control-plane Nodes (by kubeadm's label) of a List answer.
-fn node_names(reply: &Reply) -> Option<BTreeSet<String>> {
+fn node_names(reply: &Answer<EtcdResult>) -> Option<BTreeSet<String>> {
     match reply {
-        Reply::Api(Ok(ApiOk::List { items, .. })) => Some(
+        Answer::Api(Ok(ApiOk::List { items, .. })) => Some(
             items
                 .iter()
                 .filter(|n| is_control_plane_node(n))
@@ -466,8 +466,8 @@ fn node_names(reply: &Reply) -> Option<BTreeSet<String>> {
 }
 
 /// Whether a control-plane Node of a List answer carries a NoExecute taint.
-fn any_no_execute(reply: &Reply) -> bool {
-    let Reply::Api(Ok(ApiOk::List { items, .. })) = reply else {
+fn any_no_execute(reply: &Answer<EtcdResult>) -> bool {
+    let Answer::Api(Ok(ApiOk::List { items, .. })) = reply else {
         return false;
     };
     items.iter().filter(|n| is_control_plane_node(n)).any(|n| {
@@ -518,13 +518,14 @@ impl Reconciler for KcpController {
         let Some(reply) = ctx.reply.take() else {
             return self.start(ctx);
         };
+        let reply = reply.answer::<EtcdResult>();
         match std::mem::take(&mut self.phase) {
             // Never waits on a reply: the decision is taken when the client is built.
             Phase::Idle | Phase::UpgradeByCount { .. } => {
                 Step::Error("reply without a reconcile in progress".into())
             }
             Phase::Connecting(next) => match reply {
-                Reply::Woke => self.issue(ctx, *next),
+                Answer::Woke => self.issue(ctx, *next),
                 other => Step::Error(format!("while connecting: {other:?}")),
             },
             Phase::UpgradeNodes { need } => {
@@ -585,7 +586,7 @@ impl Reconciler for KcpController {
                 mut failed,
             } => {
                 match reply {
-                    Reply::Etcd(Ok(EtcdOk::Members { names, .. })) => {
+                    Answer::Service(Ok(EtcdOk::Members { names, .. })) => {
                         answered += 1;
                         match &members {
                             None => members = Some(names),
@@ -594,7 +595,7 @@ impl Reconciler for KcpController {
                         }
                     }
                     // The etcd pod of this node is not ready: not expected to answer.
-                    Reply::Etcd(Err(EtcdError::Unavailable)) => {}
+                    Answer::Service(Err(EtcdError::Unavailable)) => {}
                     _ => failed = true,
                 }
                 self.etcd_health_next(
@@ -624,7 +625,7 @@ impl Reconciler for KcpController {
                 )
             }
             Phase::ReconcileList { nodes, next } => match reply {
-                Reply::Etcd(Ok(EtcdOk::Members { names, .. })) => {
+                Answer::Service(Ok(EtcdOk::Members { names, .. })) => {
                     let stale: Vec<String> =
                         names.into_iter().filter(|m| !nodes.contains(m)).collect();
                     self.reconcile_remove_next(stale, 0, false)
@@ -654,11 +655,11 @@ impl Reconciler for KcpController {
                 }
             }
             Phase::Create => match reply {
-                Reply::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
+                Answer::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
                 other => Step::Error(format!("create machine: {other:?}")),
             },
             Phase::Forward { victim } => match reply {
-                Reply::Etcd(Ok(_)) => self.list_nodes(Phase::RemoveMemberNodes { victim }),
+                Answer::Service(Ok(_)) => self.list_nodes(Phase::RemoveMemberNodes { victim }),
                 other => Step::Error(format!("failed to move leadership: {other:?}")),
             },
             Phase::RemoveMemberNodes { victim } => {
@@ -675,7 +676,7 @@ impl Reconciler for KcpController {
                 )
             }
             Phase::RemoveMember { victim } => match reply {
-                Reply::Etcd(Ok(_)) => {
+                Answer::Service(Ok(_)) => {
                     let name = node_ref(&victim).expect("checked").to_string();
                     self.etcd_call(
                         Phase::RemoveEndpoint { victim },
@@ -685,11 +686,11 @@ impl Reconciler for KcpController {
                 other => Step::Error(format!("failed to remove etcd member: {other:?}")),
             },
             Phase::RemoveEndpoint { victim } => match reply {
-                Reply::Etcd(Ok(_)) => self.delete(&victim),
+                Answer::Service(Ok(_)) => self.delete(&victim),
                 other => Step::Error(format!("failed to update kubeadm config: {other:?}")),
             },
             Phase::Delete => match reply {
-                Reply::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
+                Answer::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
                 other => Step::Error(format!("delete machine: {other:?}")),
             },
         }

@@ -26,9 +26,10 @@
 //! incident's open question (docs/seeds/machine-api.md): RunInstances with the Machine's
 //! uid as client token, and no create while instanceId is already recorded.
 
+use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiOk, ApiOp, PatchOp};
-use reconsim_world::cloud::{CloudOp, Instance, InstanceState};
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
+use reconsim_world::cloud::{CloudOp, CloudResult, Instance, InstanceState};
+use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use reconsim_world::object::{Machine, MachineFields, Resource};
 use serde::{Deserialize, Serialize};
@@ -87,19 +88,27 @@ enum Phase {
 }
 
 /// The Machine controller with the AWS actuator.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct MachineController {
     options: MachineOptions,
+    /// The cloud API it calls.
+    cloud: ProcId,
     phase: Phase,
     machine: Option<Arc<Object>>,
 }
 
 impl MachineController {
-    pub fn new(options: MachineOptions) -> Self {
+    pub fn new(options: MachineOptions, cloud: ProcId) -> Self {
         MachineController {
             options,
-            ..Default::default()
+            cloud,
+            phase: Phase::default(),
+            machine: None,
         }
+    }
+
+    fn cloud_call(&self, op: CloudOp) -> Step {
+        Step::Call(Call::service(self.cloud, op))
     }
 
     fn machine(&self) -> &Object {
@@ -139,11 +148,11 @@ impl MachineController {
         match recorded {
             Some(id) => {
                 self.phase = phase(Lookup::ById);
-                Step::Call(Call::Cloud(CloudOp::DescribeInstances {
+                self.cloud_call(CloudOp::DescribeInstances {
                     ids: vec![id],
                     tag_filters: BTreeMap::new(),
                     states: live_states(),
-                }))
+                })
             }
             None => self.lookup_by_tag(phase),
         }
@@ -151,11 +160,11 @@ impl MachineController {
 
     fn lookup_by_tag(&mut self, phase: fn(Lookup) -> Phase) -> Step {
         self.phase = phase(Lookup::ByTag);
-        Step::Call(Call::Cloud(CloudOp::DescribeInstances {
+        self.cloud_call(CloudOp::DescribeInstances {
             ids: vec![],
             tag_filters: instance_tags(&self.machine().meta.name),
             states: live_states(),
-        }))
+        })
     }
 
     fn patch(&mut self, phase: Phase, op: PatchOp) -> Step {
@@ -252,10 +261,10 @@ impl MachineController {
             .options
             .idempotent_create
             .then(|| format!("{}", m.meta.uid.0));
-        Step::Call(Call::Cloud(CloudOp::RunInstances {
+        self.cloud_call(CloudOp::RunInstances {
             tags: instance_tags(&m.meta.name),
             client_token,
-        }))
+        })
     }
 }
 
@@ -277,29 +286,29 @@ impl Reconciler for MachineController {
             return self.start(ctx);
         };
         let phase = std::mem::take(&mut self.phase);
-        match (phase, reply) {
-            (Phase::AddFinalizer, Reply::Api(Ok(_))) => Step::done(),
+        match (phase, reply.answer::<CloudResult>()) {
+            (Phase::AddFinalizer, Answer::Api(Ok(_))) => Step::done(),
             // Lookups: by id first, falling back to tags when the id is unknown (yet).
-            (Phase::DeleteLookup(Lookup::ById), Reply::Cloud(Err(_))) => {
+            (Phase::DeleteLookup(Lookup::ById), Answer::Service(Err(_))) => {
                 self.lookup_by_tag(Phase::DeleteLookup)
             }
-            (Phase::DeleteExists(Lookup::ById), Reply::Cloud(Err(_))) => {
+            (Phase::DeleteExists(Lookup::ById), Answer::Service(Err(_))) => {
                 self.lookup_by_tag(Phase::DeleteExists)
             }
-            (Phase::Exists(Lookup::ById), Reply::Cloud(Err(_))) => {
+            (Phase::Exists(Lookup::ById), Answer::Service(Err(_))) => {
                 self.lookup_by_tag(Phase::Exists)
             }
-            (Phase::DeleteLookup(_), Reply::Cloud(Ok(found))) => {
+            (Phase::DeleteLookup(_), Answer::Service(Ok(found))) => {
                 if found.is_empty() {
                     return self.lookup(Phase::DeleteExists);
                 }
                 self.phase = Phase::Terminate;
-                Step::Call(Call::Cloud(CloudOp::TerminateInstances {
+                self.cloud_call(CloudOp::TerminateInstances {
                     ids: found.iter().map(|i| i.id.clone()).collect(),
-                }))
+                })
             }
-            (Phase::Terminate, Reply::Cloud(Ok(_))) => self.lookup(Phase::DeleteExists),
-            (Phase::DeleteExists(_), Reply::Cloud(Ok(found))) => {
+            (Phase::Terminate, Answer::Service(Ok(_))) => self.lookup(Phase::DeleteExists),
+            (Phase::DeleteExists(_), Answer::Service(Ok(found))) => {
                 if !found.is_empty() {
                     // "can't proceed deleting machine while cloud instance is being terminated"
                     return Step::requeue_after(REQUEUE_AFTER_MS);
@@ -312,31 +321,31 @@ impl Reconciler for MachineController {
                     precondition: true,
                 }))
             }
-            (Phase::RemoveFinalizer, Reply::Api(Ok(_))) => Step::done(),
-            (Phase::Exists(_), Reply::Cloud(Ok(found))) => {
+            (Phase::RemoveFinalizer, Answer::Api(Ok(_))) => Step::done(),
+            (Phase::Exists(_), Answer::Service(Ok(found))) => {
                 if found.is_empty() {
                     self.missing(ctx)
                 } else {
                     self.found(ctx, &found)
                 }
             }
-            (Phase::RecordFound { requeue }, Reply::Api(Ok(_))) => {
+            (Phase::RecordFound { requeue }, Answer::Api(Ok(_))) => {
                 if requeue {
                     Step::requeue_after(REQUEUE_AFTER_MS)
                 } else {
                     Step::done()
                 }
             }
-            (Phase::MarkFailed, Reply::Api(Ok(_))) => Step::done(),
-            (Phase::MarkProvisioning, Reply::Api(Ok(ApiOk::Object(m)))) => {
+            (Phase::MarkFailed, Answer::Api(Ok(_))) => Step::done(),
+            (Phase::MarkProvisioning, Answer::Api(Ok(ApiOk::Object(m)))) => {
                 self.machine = Some(m);
                 self.create()
             }
-            (Phase::Create, Reply::Cloud(Ok(instances))) if !instances.is_empty() => {
+            (Phase::Create, Answer::Service(Ok(instances))) if !instances.is_empty() => {
                 let op = self.fields(ctx, Some(&instances[0]), None, None);
                 self.patch(Phase::RecordCreated, op)
             }
-            (Phase::RecordCreated, Reply::Api(Ok(_))) => {
+            (Phase::RecordCreated, Answer::Api(Ok(_))) => {
                 Step::requeue_after(REQUEUE_AFTER_CREATE_MS)
             }
             (phase, reply) => Step::Error(format!("{phase:?} failed: {reply:?}")),
@@ -344,7 +353,7 @@ impl Reconciler for MachineController {
     }
 
     fn reset(&mut self) {
-        *self = MachineController::new(self.options);
+        *self = MachineController::new(self.options, self.cloud);
     }
 }
 

@@ -60,14 +60,14 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
     // The API server is process 0 and the cloud process 1: both are known before spawn.
     let endpoints = Endpoints {
         apiserver: ProcId(0),
-        cloud: ProcId(1),
     };
+    let cloud = ProcId(1);
     let mut server = ApiServer::new(Default::default());
     let controllers = &scenario.controllers;
     let mut images = match &controllers.machine_api {
         Some(ma) => {
             seed_machine_api(&mut server, ma);
-            machine_api_images(ma)
+            machine_api_images(ma, cloud)
         }
         None => Images::default(),
     };
@@ -101,12 +101,16 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         },
         ..CloudConfig::default()
     };
-    let cloud = sim.spawn(
+    let spawned = sim.spawn(
         host(&sim, "cloud"),
         "cloud",
-        Proc::Cloud(Cloud::new(cloud_config, endpoints, images.clone())),
+        Proc::Component(Box::new(Cloud::new(
+            cloud_config,
+            endpoints,
+            images.clone(),
+        ))),
     );
-    assert_eq!((apiserver, cloud), (endpoints.apiserver, endpoints.cloud));
+    assert_eq!((apiserver, spawned), (endpoints.apiserver, cloud));
     let cm = host(&sim, "controller-manager");
     sim.spawn(
         cm,
@@ -137,7 +141,7 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         );
     }
     if let Some(k) = &controllers.kcp {
-        k.spawn(&mut sim, endpoints);
+        k.spawn(&mut sim, endpoints, cloud);
     }
     if let Some(m) = &controllers.mco {
         m.spawn(&mut sim, endpoints);
@@ -280,7 +284,7 @@ fn seed_machine_api(server: &mut ApiServer, ma: &MachineApiSpec) {
 
 /// The container images of the machine-api pods: a manager per controller, with a Lease
 /// each in the `leader-election` variant (machine-api-operator PR #571).
-fn machine_api_images(ma: &MachineApiSpec) -> Images {
+fn machine_api_images(ma: &MachineApiSpec, cloud: ProcId) -> Images {
     let leader = |lease_name: &'static str| -> Option<LeaderConfig> {
         match ma.variant {
             MachineApiVariant::NoLeaderElection => None,
@@ -302,7 +306,7 @@ fn machine_api_images(ma: &MachineApiSpec) -> Images {
     let ms_leader = leader("machineset-controller-leader");
     let m_leader = leader("cluster-api-provider-aws-leader");
     let manager = |leader: Option<LeaderConfig>,
-                   make: fn(MachineOptions) -> Box<dyn Reconciler>| {
+                   make: fn(MachineOptions, ProcId) -> Box<dyn Reconciler>| {
         move |env: &reconsim_world::kubelet::ContainerEnv| {
             Proc::Manager(Manager::new(
                 ManagerConfig {
@@ -312,17 +316,19 @@ fn machine_api_images(ma: &MachineApiSpec) -> Images {
                     pod: Some(env.pod_name.clone()),
                 },
                 env.endpoints,
-                vec![make(options)],
+                vec![make(options, cloud)],
             ))
         }
     };
     Images::default()
         .with(
             MACHINE_API_PODS[0],
-            manager(ms_leader, |_| Box::new(MachineSetController::new())),
+            manager(ms_leader, |_, _| Box::new(MachineSetController::new())),
         )
         .with(
             MACHINE_API_PODS[1],
-            manager(m_leader, |o| Box::new(MachineController::new(o))),
+            manager(m_leader, |o, cloud| {
+                Box::new(MachineController::new(o, cloud))
+            }),
         )
 }

@@ -11,7 +11,7 @@
 
 use crate::format::{Action, Range, Scenario};
 use reconsim_controllers::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
-use reconsim_sim::Sim;
+use reconsim_sim::{ProcId, Sim};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::capi::{KubeadmControlPlane, KubeadmControlPlaneSpec};
@@ -195,14 +195,15 @@ impl KcpSpec {
         images
     }
 
-    /// The etcd model, then the two controllers on `node`.
-    pub fn spawn(&self, sim: &mut Sim<Proc>, endpoints: Endpoints) {
+    /// The etcd model, then the two controllers on `node`; `cloud` is the cloud API
+    /// process both call.
+    pub fn spawn(&self, sim: &mut Sim<Proc>, endpoints: Endpoints, cloud: ProcId) {
         let api = sim.host_by_name("api").expect("a fixed host");
         let node = sim.host_by_name(&self.node).expect("validated");
         let etcd = sim.spawn(
             api,
             "etcd",
-            Proc::Etcd(Etcd::new(
+            Proc::Component(Box::new(Etcd::new(
                 EtcdConfig {
                     poll_ms: self.etcd.poll_ms,
                     call_ms_min: self.etcd.call_ms.lo,
@@ -211,7 +212,8 @@ impl KcpSpec {
                     mark_ms_max: self.etcd.mark_ms.hi,
                 },
                 endpoints,
-            )),
+                cloud,
+            ))),
         );
         let manager = |name: &str, r: Box<dyn reconsim_world::manager::Reconciler>| {
             Proc::Manager(Manager::new(
@@ -231,7 +233,7 @@ impl KcpSpec {
             "kcp-controller",
             manager("kcp-controller", Box::new(kcp)),
         );
-        let machines = CapiMachineController::new(self.variant.machine_options());
+        let machines = CapiMachineController::new(self.variant.machine_options(), cloud);
         sim.spawn(
             node,
             "capi-machine-controller",

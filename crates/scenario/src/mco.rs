@@ -269,10 +269,10 @@ impl McoSpec {
             Some(sim.spawn(
                 host,
                 BOOTSTRAP_SERVER,
-                Proc::ConfigServer(MachineConfigServer::new(
+                Proc::Component(Box::new(MachineConfigServer::new(
                     ServerMode::Bootstrap { configs },
                     endpoints,
-                )),
+                ))),
             ))
         } else {
             None
@@ -280,12 +280,12 @@ impl McoSpec {
         let server = sim.spawn(
             infra,
             SERVER,
-            Proc::ConfigServer(MachineConfigServer::new(
+            Proc::Component(Box::new(MachineConfigServer::new(
                 ServerMode::Cluster {
                     record_hand_outs: self.gc.records_hand_outs(),
                 },
                 endpoints,
-            )),
+            ))),
         );
         sim.spawn(
             infra,
@@ -342,7 +342,7 @@ impl McoSpec {
                 sim.spawn(
                     host,
                     name,
-                    Proc::McoMachine(McoMachine::new(spec, endpoints)),
+                    Proc::Component(Box::new(McoMachine::new(spec, endpoints))),
                 );
             }
         }

@@ -14,6 +14,7 @@ use reconsim_check::machineapi;
 use reconsim_check::{Checker, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
 use reconsim_world::Proc;
+use reconsim_world::cloud::Cloud;
 use serde::Serialize;
 
 /// The result of one run.
@@ -39,13 +40,16 @@ pub const EVENT_BUDGET: &str = "event_budget";
 /// The invariant name of a failed convergence check.
 pub const CONVERGENCE: &str = "convergence";
 
-fn view<'a>(world: &'a World) -> View<'a> {
+/// The world as checkers see it (ground truth).
+pub fn view<'a>(world: &'a World) -> View<'a> {
     let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
         unreachable!("process 0 is the API server")
     };
-    let Proc::Cloud(cloud) = world.sim.actor(world.cloud) else {
-        unreachable!("process 1 is the cloud")
-    };
+    let cloud = world
+        .sim
+        .actor(world.cloud)
+        .component::<Cloud>()
+        .expect("process 1 is the cloud");
     View {
         now: world.sim.now(),
         api,
@@ -54,14 +58,11 @@ fn view<'a>(world: &'a World) -> View<'a> {
     }
 }
 
-/// Components whose own state checkers read besides the API server and the cloud
-/// (etcd membership, the config server's hand-outs, a booting machine's progress): an
-/// event they handle is checked too.
+/// Families' components, whose own state checkers read besides the API server's (etcd
+/// membership, the config server's hand-outs, a booting machine's progress): an event
+/// they handle is checked too.
 fn observed(p: &Proc) -> bool {
-    matches!(
-        p,
-        Proc::Etcd(_) | Proc::ConfigServer(_) | Proc::McoMachine(_)
-    )
+    matches!(p, Proc::Component(_))
 }
 
 /// The desired state of every controller family the scenario runs; `Err` says what

@@ -9,7 +9,7 @@ use crate::build::World;
 use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOp, PatchOp};
-use reconsim_world::cloud::CloudOp;
+use reconsim_world::cloud::{CloudOp, CloudResult};
 use reconsim_world::mco::MachineConfigPool;
 use reconsim_world::object::Kind;
 use reconsim_world::object::{Deployment, Lease, Node, Resource};
@@ -133,7 +133,7 @@ fn describe(msg: &Msg) -> Option<String> {
             }
             _ => None,
         },
-        Msg::Cloud(req) => match &req.op {
+        Msg::Request { body, .. } => match body.typed::<CloudOp>()? {
             CloudOp::RunInstances { tags, client_token } => Some(format!(
                 "RunInstances Name={}{}",
                 tags.get("Name").map_or("?", |s| s.as_str()),
@@ -159,7 +159,7 @@ fn describe(msg: &Msg) -> Option<String> {
                 }
             )),
         },
-        Msg::CloudResp(resp) => Some(match &resp.result {
+        Msg::Response { body, .. } => Some(match body.typed::<CloudResult>()? {
             Ok(list) if list.is_empty() => "cloud answers: none".to_string(),
             Ok(list) => format!(
                 "cloud answers: {}",

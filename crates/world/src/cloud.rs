@@ -1,7 +1,8 @@
 //! The simulated cloud provider (EC2-like): instances, eventual consistency, node join.
 //!
-//! One process ([`Cloud`]) owns every instance; clients talk to it over the network
-//! (`Msg::Cloud` in, `Msg::CloudResp` back to the sender), so every cloud call of a
+//! One process ([`Cloud`], a [`Component`]) owns every instance; clients talk to it over
+//! the network (a [`CloudOp`] in a `Msg::Request`, the [`CloudResult`] back in a
+//! `Msg::Response` to the sender), so every cloud call of a
 //! controller is an await point the scheduler can interleave. Real-world rules, from
 //! docs/semantics.md section 6:
 //! - RunInstances with a `client_token` is idempotent: a retry with the same token and the
@@ -39,9 +40,10 @@
 //! [`CloudClient`] is a scripted cloud client (the cloud-side twin of
 //! [`crate::script::Script`]) for tests and scenario user actions.
 
+use crate::component::{Component, Payload};
 use crate::fault::WorldFault;
 use crate::kubelet::{Images, Kubelet, KubeletConfig};
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer};
 use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -50,12 +52,8 @@ use std::collections::BTreeMap;
 /// The Node label the kubelet gets for its instance's zone.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
-/// A request to the cloud API; `id` matches the response.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct CloudRequest {
-    pub id: u64,
-    pub op: CloudOp,
-}
+/// The request-id tag of a [`CloudClient`]'s calls.
+pub const CLOUD_CLIENT_TAG: u16 = 0x0800;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum CloudOp {
@@ -117,10 +115,27 @@ pub fn provider_id(zone: &str, instance_id: &str) -> String {
     format!("aws:///{zone}/{instance_id}")
 }
 
+/// The cloud's answer to a [`CloudOp`].
+pub type CloudResult = Result<Vec<Instance>, CloudError>;
+
+/// A [`CloudClient`]'s record of one answer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct CloudResponse {
     pub id: u64,
-    pub result: Result<Vec<Instance>, CloudError>,
+    pub result: CloudResult,
+}
+
+/// A cloud timer as the kernel carries it.
+pub(crate) fn timer(t: Timer) -> Msg {
+    Msg::Timer(AnyTimer::Family(Payload::new(t)))
+}
+
+/// The cloud's own timer inside a fired one, if it is one.
+fn own_timer(t: AnyTimer) -> Option<Timer> {
+    match t {
+        AnyTimer::Family(p) => p.typed::<Timer>().cloned(),
+        _ => None,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -331,19 +346,19 @@ impl Cloud {
         let now = ctx.now();
         for (id, r) in &self.records {
             if let Some(at) = r.next_at {
-                ctx.set_timer(
-                    at.since(now),
-                    Msg::Timer(AnyTimer::Cloud(transition_timer(r, id.clone()))),
-                );
+                ctx.set_timer(at.since(now), timer(transition_timer(r, id.clone())));
             }
         }
     }
 
     pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        let Msg::Cloud(CloudRequest { id, op }) = msg else {
+        let Msg::Request { id, body } = msg else {
             return;
         };
-        let result = match op {
+        let Some(op) = body.typed::<CloudOp>() else {
+            return;
+        };
+        let result = match op.clone() {
             CloudOp::RunInstances { tags, client_token } => {
                 self.run_instances(tags, client_token, ctx)
             }
@@ -354,7 +369,13 @@ impl Cloud {
             } => self.describe_instances(&ids, &tag_filters, &states, ctx.now()),
             CloudOp::TerminateInstances { ids } => self.terminate_instances(&ids, ctx),
         };
-        ctx.send(from, Msg::CloudResp(CloudResponse { id, result }));
+        ctx.send(
+            from,
+            Msg::Response {
+                id,
+                body: Payload::new(result),
+            },
+        );
     }
 
     pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
@@ -373,7 +394,7 @@ impl Cloud {
                 if let Some(delay_ms) = r.join_delay_ms {
                     let delay_ms = delay_ms.saturating_add(extra_ms);
                     r.next_at = Some(now.plus_ms(delay_ms));
-                    ctx.set_timer(delay_ms, Msg::Timer(AnyTimer::Cloud(Timer::Join(id))));
+                    ctx.set_timer(delay_ms, timer(Timer::Join(id)));
                 }
             }
             Timer::Join(id) => {
@@ -421,7 +442,7 @@ impl Cloud {
                 r.instance.state = InstanceState::Terminated;
                 let after_ms = self.config.terminated_visible_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
-                ctx.set_timer(after_ms, Msg::Timer(AnyTimer::Cloud(Timer::Vanish(id))));
+                ctx.set_timer(after_ms, timer(Timer::Vanish(id)));
             }
             Timer::Vanish(id) => {
                 let Some(r) = self.records.get_mut(&id) else {
@@ -433,7 +454,7 @@ impl Cloud {
                 r.vanished = true;
                 let after_ms = self.config.client_token_ttl_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
-                ctx.set_timer(after_ms, Msg::Timer(AnyTimer::Cloud(Timer::Forget(id))));
+                ctx.set_timer(after_ms, timer(Timer::Forget(id)));
             }
             Timer::Forget(id) => {
                 if !self.records.get(&id).is_some_and(|r| r.vanished) {
@@ -533,10 +554,7 @@ impl Cloud {
             kubelet: None,
             vanished: false,
         };
-        ctx.set_timer(
-            boot_ms,
-            Msg::Timer(AnyTimer::Cloud(Timer::Boot(id.clone()))),
-        );
+        ctx.set_timer(boot_ms, timer(Timer::Boot(id.clone())));
         if let Some(token) = client_token {
             self.tokens.insert(token, id.clone());
         }
@@ -612,10 +630,7 @@ impl Cloud {
             ) {
                 r.instance.state = InstanceState::ShuttingDown;
                 r.next_at = Some(now.plus_ms(terminate_ms));
-                ctx.set_timer(
-                    terminate_ms,
-                    Msg::Timer(AnyTimer::Cloud(Timer::ShutDown(id.clone()))),
-                );
+                ctx.set_timer(terminate_ms, timer(Timer::ShutDown(id.clone())));
                 if let Some(kubelet) = r.kubelet {
                     ctx.stop(kubelet);
                 }
@@ -668,7 +683,7 @@ impl CloudClient {
         CloudClient {
             cloud,
             steps,
-            ids: ReqIds::new(tags::CLOUD_CLIENT),
+            ids: ReqIds::new(CLOUD_CLIENT_TAG),
             sent: vec![0; n],
             responses: Vec::new(),
         }
@@ -695,18 +710,20 @@ impl CloudClient {
         let now = ctx.now().as_ms();
         for (i, step) in self.steps.iter().enumerate() {
             if self.sent[i] == 0 {
-                ctx.set_timer(
-                    step.at_ms.saturating_sub(now),
-                    Msg::Timer(AnyTimer::Cloud(Timer::ClientStep(i))),
-                );
+                ctx.set_timer(step.at_ms.saturating_sub(now), timer(Timer::ClientStep(i)));
             }
         }
     }
 
     pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        if let Msg::CloudResp(resp) = msg
-            && let Some(step) = self.sent.iter().position(|id| *id == resp.id)
+        if let Msg::Response { id, body } = msg
+            && let Some(result) = body.typed::<CloudResult>()
+            && let Some(step) = self.sent.iter().position(|sent| *sent == id)
         {
+            let resp = CloudResponse {
+                id,
+                result: result.clone(),
+            };
             self.responses.push((step, ctx.now(), resp));
         }
     }
@@ -721,10 +738,56 @@ impl CloudClient {
         let id = self.ids.issue();
         self.sent[i] = id;
         let op = self.steps[i].op.clone();
-        ctx.send(self.cloud, Msg::Cloud(CloudRequest { id, op }));
+        ctx.send(
+            self.cloud,
+            Msg::Request {
+                id,
+                body: Payload::new(op),
+            },
+        );
     }
 
     pub fn on_crash(&mut self) {}
 
     pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+}
+
+impl Component for Cloud {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        Cloud::on_start(self, ctx)
+    }
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        Cloud::on_msg(self, from, msg, ctx)
+    }
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        if let Some(t) = own_timer(t) {
+            Cloud::on_timer(self, t, ctx)
+        }
+    }
+    fn on_crash(&mut self) {
+        Cloud::on_crash(self)
+    }
+    fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        Cloud::on_fault(self, f, active, ctx)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Component for CloudClient {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        CloudClient::on_start(self, ctx)
+    }
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        CloudClient::on_msg(self, from, msg, ctx)
+    }
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        if let Some(t) = own_timer(t) {
+            CloudClient::on_timer(self, t, ctx)
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

@@ -4,7 +4,8 @@
 //! its members, its leader, whether it has quorum, and the kubeadm ClusterStatus
 //! (`apiEndpoints` of the kubeadm-config ConfigMap) that lists the control-plane nodes.
 //! Clients (the KubeadmControlPlane controller) talk to it over the network
-//! (`Msg::Etcd` in, `Msg::EtcdResp` back to the sender), so every etcd call is an await
+//! (an [`EtcdOp`] in a `Msg::Request`, the [`EtcdResult`] back in a `Msg::Response`),
+//! so every etcd call is an await
 //! point, as in the real controller, which reaches each member through a port-forward to
 //! the `etcd-<node>` pod (SEED-FACTS.md section 2, kubernetes-sigs/cluster-api
 //! controlplane/kubeadm/internal/workload_cluster_etcd.go and etcd_client_generator.go).
@@ -45,9 +46,10 @@
 
 use crate::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
 use crate::capi::NODE_ROLE_MASTER_LABEL;
-use crate::cloud::{CloudOp, CloudRequest, CloudResponse, InstanceState};
+use crate::cloud::{CloudOp, CloudResult, InstanceState};
+use crate::component::{Component, Payload};
 use crate::fault::WorldFault;
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer};
 use crate::object::ObjectKey;
 use crate::object::{Node, Resource};
 use crate::proc::{Endpoints, WorldCtx};
@@ -58,7 +60,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The instance tag a control-plane machine's instance carries (key, value).
 pub const ROLE_TAG: (&str, &str) = ("reconsim/role", "control-plane");
 
-/// A request to the etcd model; `id` matches the response.
+/// The request-id tag of the etcd model's own calls (its cloud polls, its Node lists).
+pub const ETCD_TAG: u16 = 0x0900;
+
+/// A request being served: the caller's id and the operation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct EtcdRequest {
     pub id: u64,
@@ -84,10 +89,11 @@ pub enum EtcdOp {
     RemoveEndpoint { name: String },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct EtcdResponse {
-    pub id: u64,
-    pub result: Result<EtcdOk, EtcdError>,
+/// The etcd model's answer to an [`EtcdOp`].
+pub type EtcdResult = Result<EtcdOk, EtcdError>;
+
+fn timer(t: Timer) -> Msg {
+    Msg::Timer(AnyTimer::Family(Payload::new(t)))
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -187,6 +193,8 @@ impl Default for EtcdConfig {
 pub struct Etcd {
     config: EtcdConfig,
     endpoints: Endpoints,
+    /// The cloud it polls for control-plane instances.
+    cloud: ProcId,
     ids: ReqIds,
     /// By name (the node name).
     members: BTreeMap<String, Member>,
@@ -205,11 +213,12 @@ pub struct Etcd {
 }
 
 impl Etcd {
-    pub fn new(config: EtcdConfig, endpoints: Endpoints) -> Self {
+    pub fn new(config: EtcdConfig, endpoints: Endpoints, cloud: ProcId) -> Self {
         Etcd {
             config,
             endpoints,
-            ids: ReqIds::new(tags::ETCD),
+            cloud,
+            ids: ReqIds::new(ETCD_TAG),
             members: BTreeMap::new(),
             joined: BTreeSet::new(),
             leader: None,
@@ -259,7 +268,7 @@ impl Etcd {
     pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.poll_in_flight = None;
         self.nodes_in_flight = None;
-        ctx.set_timer(self.config.poll_ms, Msg::Timer(AnyTimer::Etcd(Timer::Poll)));
+        ctx.set_timer(self.config.poll_ms, timer(Timer::Poll));
     }
 
     pub fn on_crash(&mut self) {}
@@ -268,20 +277,26 @@ impl Etcd {
 
     pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
-            Msg::Etcd(req) => {
+            Msg::Request { id, body } => {
+                let Some(op) = body.typed::<EtcdOp>() else {
+                    return;
+                };
+                let req = EtcdRequest { id, op: op.clone() };
                 let (lo, hi) = (self.config.call_ms_min, self.config.call_ms_max);
                 let delay_ms = ctx.draw_ms(lo, hi);
                 ctx.set_timer(
                     delay_ms,
-                    Msg::Timer(AnyTimer::Etcd(Timer::Serve {
+                    timer(Timer::Serve {
                         from,
                         req: Box::new(req),
-                    })),
+                    }),
                 );
             }
-            Msg::CloudResp(resp) if self.poll_in_flight == Some(resp.id) => {
+            Msg::Response { id, body } if self.poll_in_flight == Some(id) => {
                 self.poll_in_flight = None;
-                self.on_instances(resp, ctx);
+                if let Some(result) = body.typed::<CloudResult>() {
+                    self.on_instances(result, ctx);
+                }
             }
             Msg::ApiResp(resp) if self.nodes_in_flight == Some(resp.id) => {
                 self.nodes_in_flight = None;
@@ -314,7 +329,7 @@ impl Etcd {
     pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         match t {
             Timer::Poll => {
-                ctx.set_timer(self.config.poll_ms, Msg::Timer(AnyTimer::Etcd(Timer::Poll)));
+                ctx.set_timer(self.config.poll_ms, timer(Timer::Poll));
                 if self.poll_in_flight.is_some() {
                     return;
                 }
@@ -325,7 +340,13 @@ impl Etcd {
                     tag_filters: BTreeMap::from([(ROLE_TAG.0.to_string(), ROLE_TAG.1.to_string())]),
                     states: Vec::new(),
                 };
-                ctx.send(self.endpoints.cloud, Msg::Cloud(CloudRequest { id, op }));
+                ctx.send(
+                    self.cloud,
+                    Msg::Request {
+                        id,
+                        body: Payload::new(op),
+                    },
+                );
                 // mark-control-plane waits for the kubelet to have registered the Node.
                 if !self.to_label.is_empty() && self.nodes_in_flight.is_none() {
                     let id = self.ids.issue();
@@ -339,7 +360,13 @@ impl Etcd {
             }
             Timer::Serve { from, req } => {
                 let result = self.serve(req.op, ctx);
-                ctx.send(from, Msg::EtcdResp(EtcdResponse { id: req.id, result }));
+                ctx.send(
+                    from,
+                    Msg::Response {
+                        id: req.id,
+                        body: Payload::new(result),
+                    },
+                );
             }
             Timer::Mark { name } => {
                 // A member removed during its wait: kubeadm join fails.
@@ -353,8 +380,8 @@ impl Etcd {
     }
 
     /// The cloud's answer: which control-plane instances run.
-    fn on_instances(&mut self, resp: CloudResponse, ctx: &mut WorldCtx<'_>) {
-        let Ok(instances) = resp.result else {
+    fn on_instances(&mut self, result: &CloudResult, ctx: &mut WorldCtx<'_>) {
+        let Ok(instances) = result else {
             return;
         };
         let now = ctx.now();
@@ -388,9 +415,9 @@ impl Etcd {
             let mark_ms = ctx.draw_ms(self.config.mark_ms_min, self.config.mark_ms_max);
             ctx.set_timer(
                 mark_ms,
-                Msg::Timer(AnyTimer::Etcd(Timer::Mark {
+                timer(Timer::Mark {
                     name: node.to_string(),
-                })),
+                }),
             );
             let members = self.members.len();
             ctx.note(|| format!("etcd: member {node} added ({members} members)"));
@@ -495,5 +522,30 @@ impl Etcd {
                 Ok(EtcdOk::Done)
             }
         }
+    }
+}
+
+impl Component for Etcd {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        Etcd::on_start(self, ctx)
+    }
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        Etcd::on_msg(self, from, msg, ctx)
+    }
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        if let AnyTimer::Family(p) = t
+            && let Some(t) = p.typed::<Timer>()
+        {
+            Etcd::on_timer(self, t.clone(), ctx)
+        }
+    }
+    fn on_crash(&mut self) {
+        Etcd::on_crash(self)
+    }
+    fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        Etcd::on_fault(self, f, active, ctx)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -20,16 +20,18 @@
 //! - [`etcd`]: the workload cluster's etcd members and kubeadm ClusterStatus (incident 2).
 //! - [`mco`]: machine-config-operator objects, config server and booting nodes
 //!   (incident 3).
+//! - [`component`]: families' own processes, messages and timers (open components).
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
 //! - [`script`]: a scripted client for user actions and tests.
 //! - [`fault`]: world faults injected by the kernel.
-//! - [`msg`]: the message and timer enums.
-//! - [`proc`]: the process enum the kernel runs.
+//! - [`msg`]: the message and timer enums (the core's own, and payload envelopes).
+//! - [`proc`]: the process enum the kernel runs (the core's components and `Component`).
 
 pub mod api;
 pub mod apiserver;
 pub mod capi;
 pub mod cloud;
+pub mod component;
 pub mod etcd;
 pub mod fault;
 pub mod informer;
@@ -44,6 +46,7 @@ pub mod proc;
 pub mod script;
 pub mod workloads;
 
+pub use component::{Component, Message, Payload};
 pub use fault::WorldFault;
 pub use msg::Msg;
 pub use object::{Kind, Object, ObjectKey, ObjectMeta};

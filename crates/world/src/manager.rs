@@ -23,7 +23,7 @@
 //! interleaving point for the scheduler, exactly where a real controller awaits.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
-use crate::cloud::{CloudError, CloudOp, CloudRequest, Instance};
+use crate::component::{Message, Payload};
 use crate::fault::WorldFault;
 use crate::informer::Informer;
 use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
@@ -47,24 +47,61 @@ pub const REQUEST_TIMEOUT_MS: u64 = 45_000;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Call {
     Api(ApiOp),
-    Cloud(CloudOp),
-    /// A call to the etcd model process `to` (incident 2's workload cluster).
-    Etcd {
+    /// A call to a family's service process `to` (a cloud API, an etcd model), with the
+    /// same timeout and interleaving as an API call.
+    Service {
         to: ProcId,
-        op: crate::etcd::EtcdOp,
+        request: Payload,
     },
+}
+
+impl Call {
+    /// A call of `request` to the service process `to`.
+    pub fn service<T: Message>(to: ProcId, request: T) -> Self {
+        Call::Service {
+            to,
+            request: Payload::new(request),
+        }
+    }
 }
 
 /// The answer to the previous step's [`Call`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Reply {
     Api(Result<ApiOk, ApiError>),
-    Cloud(Result<Vec<Instance>, CloudError>),
-    Etcd(Result<crate::etcd::EtcdOk, crate::etcd::EtcdError>),
+    /// A service's answer.
+    Service(Payload),
     /// No answer within [`REQUEST_TIMEOUT_MS`] (a partition, a dead server).
     TimedOut,
     /// A [`Step::Sleep`] is over.
     Woke,
+}
+
+impl Reply {
+    /// The reply with a service's answer typed as `T`, to match on:
+    /// `match reply.answer::<CloudResult>() { Answer::Service(Ok(found)) => .. }`.
+    pub fn answer<T: Message>(self) -> Answer<T> {
+        match self {
+            Reply::Api(r) => Answer::Api(r),
+            Reply::Service(p) => match p.typed::<T>() {
+                Some(t) => Answer::Service(t.clone()),
+                None => Answer::Other(p),
+            },
+            Reply::TimedOut => Answer::TimedOut,
+            Reply::Woke => Answer::Woke,
+        }
+    }
+}
+
+/// A [`Reply`] whose service answer is typed ([`Reply::answer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer<T> {
+    Api(Result<ApiOk, ApiError>),
+    Service(T),
+    TimedOut,
+    Woke,
+    /// A service's answer of another type than the one asked for.
+    Other(Payload),
 }
 
 /// What a reconcile step decides.
@@ -439,8 +476,7 @@ impl Manager {
         }
         let (id, reply) = match msg {
             Msg::ApiResp(r) => (r.id, Reply::Api(r.result)),
-            Msg::CloudResp(r) => (r.id, Reply::Cloud(r.result)),
-            Msg::EtcdResp(r) => (r.id, Reply::Etcd(r.result)),
+            Msg::Response { id, body } => (id, Reply::Service(body)),
             _ => return,
         };
         if let Some(i) = self
@@ -617,8 +653,7 @@ impl Manager {
                 c.in_flight = Some(id);
                 let msg = match call {
                     Call::Api(op) => (self.endpoints.apiserver, Msg::Api(ApiRequest { id, op })),
-                    Call::Cloud(op) => (self.endpoints.cloud, Msg::Cloud(CloudRequest { id, op })),
-                    Call::Etcd { to, op } => (to, Msg::Etcd(crate::etcd::EtcdRequest { id, op })),
+                    Call::Service { to, request } => (to, Msg::Request { id, body: request }),
                 };
                 ctx.send(msg.0, msg.1);
                 ctx.set_timer(

@@ -42,9 +42,10 @@
 //! `reconsim_controllers::mco`; the checker in `reconsim_check::mco`.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
+use crate::component::{Component, Payload};
 use crate::fault::WorldFault;
 use crate::informer::Informer;
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::msg::{Msg, ReqIds, Timer as AnyTimer};
 use crate::object::{Body, ConditionStatus, Kind, Node, NodeStatus, Object, ObjectKey, ObjectMeta};
 use crate::object::{KindInfo, Resource};
 use crate::proc::{Endpoints, WorldCtx};
@@ -206,7 +207,15 @@ pub fn served_records(pool: &Object) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_SERVED_TO_PREFIX)?, v.as_str())))
 }
 
-/// What machines and config servers tell each other (Ignition's HTTPS fetch).
+/// The request-id tag of Machine Config Servers and booting machines.
+pub const MCO_TAG: u16 = 0x0a00;
+
+fn timer(t: Timer) -> Msg {
+    Msg::Timer(AnyTimer::Family(Payload::new(t)))
+}
+
+/// What machines and config servers tell each other (Ignition's HTTPS fetch), as
+/// `Msg::Family` payloads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum McoMsg {
     /// GET /config/<pool> from `machine`.
@@ -287,7 +296,7 @@ impl MachineConfigServer {
                 &[MachineConfigPool::KIND, MachineConfig::KIND],
                 endpoints.apiserver,
             ),
-            ids: ReqIds::new(tags::MCO),
+            ids: ReqIds::new(MCO_TAG),
             pending: BTreeMap::new(),
             served: Vec::new(),
         }
@@ -315,7 +324,10 @@ impl MachineConfigServer {
             AnyTimer::Informer(t) => {
                 self.informer.on_timer(&t, ctx);
             }
-            AnyTimer::Mco(Timer::ServerRequest { req }) => {
+            AnyTimer::Family(t) => {
+                let Some(&Timer::ServerRequest { req }) = t.typed::<Timer>() else {
+                    return;
+                };
                 if let Some(p) = self.pending.remove(&req) {
                     reply(
                         ctx,
@@ -335,8 +347,10 @@ impl MachineConfigServer {
             return;
         }
         match msg {
-            Msg::Mco(McoMsg::GetConfig { id, machine, pool }) => {
-                self.get_config(from, id, machine, pool, ctx)
+            Msg::Family(m) => {
+                if let Some(McoMsg::GetConfig { id, machine, pool }) = m.typed::<McoMsg>() {
+                    self.get_config(from, *id, machine.clone(), pool.clone(), ctx)
+                }
             }
             Msg::ApiResp(resp) => {
                 let Some(p) = self.pending.remove(&resp.id) else {
@@ -434,7 +448,7 @@ impl MachineConfigServer {
         );
         ctx.set_timer(
             MACHINE_REQUEST_TIMEOUT_MS,
-            Msg::Timer(AnyTimer::Mco(Timer::ServerRequest { req })),
+            timer(Timer::ServerRequest { req }),
         );
     }
 
@@ -459,7 +473,7 @@ impl MachineConfigServer {
 }
 
 fn reply(ctx: &mut WorldCtx<'_>, to: ProcId, id: u64, result: Result<String, String>) {
-    ctx.send(to, Msg::Mco(McoMsg::Config { id, result }));
+    ctx.send(to, Msg::Family(Payload::new(McoMsg::Config { id, result })));
 }
 
 // ----- a booting machine and its daemon -------------------------------------------------
@@ -569,7 +583,7 @@ impl McoMachine {
         McoMachine {
             spec,
             endpoints,
-            ids: ReqIds::new(tags::MCO),
+            ids: ReqIds::new(MCO_TAG),
             phase: Phase::Off,
             req: None,
             timeout: None,
@@ -625,10 +639,7 @@ impl McoMachine {
             let (lo, hi) = self.spec.timing.boot_at_ms;
             let at = ctx.draw_ms(lo, hi);
             let delay = at.saturating_sub(ctx.now().as_ms());
-            ctx.set_timer(
-                delay,
-                Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Fetch))),
-            );
+            ctx.set_timer(delay, timer(Timer::Machine(MachineTimer::Fetch)));
         }
     }
 
@@ -641,7 +652,10 @@ impl McoMachine {
 
     pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         let t = match t {
-            AnyTimer::Mco(Timer::Machine(t)) => t,
+            AnyTimer::Family(p) => match p.typed::<Timer>() {
+                Some(Timer::Machine(t)) => t.clone(),
+                _ => return,
+            },
             _ => return,
         };
         match t {
@@ -675,9 +689,15 @@ impl McoMachine {
                     }
                 }
             }
-            Msg::Mco(McoMsg::Config { id, result }) if self.req == Some(id) => {
+            Msg::Family(m) => {
+                let Some(McoMsg::Config { id, result }) = m.typed::<McoMsg>() else {
+                    return;
+                };
+                if self.req != Some(*id) {
+                    return;
+                }
                 self.answered(ctx);
-                match result {
+                match result.clone() {
                     Ok(name) => {
                         ctx.note(|| format!("ignition: got {name}, rebooting"));
                         self.served = Some(name);
@@ -710,11 +730,11 @@ impl McoMachine {
         self.req = Some(id);
         ctx.send(
             self.spec.server,
-            Msg::Mco(McoMsg::GetConfig {
+            Msg::Family(Payload::new(McoMsg::GetConfig {
                 id,
                 machine: self.spec.name.clone(),
                 pool: self.spec.pool.clone(),
-            }),
+            })),
         );
         self.arm_timeout(id, ctx);
     }
@@ -752,7 +772,7 @@ impl McoMachine {
     fn arm_timeout(&mut self, req: u64, ctx: &mut WorldCtx<'_>) {
         self.timeout = Some(ctx.set_timer(
             MACHINE_REQUEST_TIMEOUT_MS,
-            Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Timeout { req }))),
+            timer(Timer::Machine(MachineTimer::Timeout { req })),
         ));
     }
 
@@ -760,20 +780,14 @@ impl McoMachine {
     fn after(&mut self, ms: u64, ctx: &mut WorldCtx<'_>) {
         self.step += 1;
         let step = self.step;
-        ctx.set_timer(
-            ms,
-            Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Next { step }))),
-        );
+        ctx.set_timer(ms, timer(Timer::Machine(MachineTimer::Next { step })));
     }
 
     /// The current step's request failed or got no answer: try it again later.
     fn failed(&mut self, ctx: &mut WorldCtx<'_>) {
         match self.phase {
             Phase::Fetching => {
-                ctx.set_timer(
-                    FETCH_RETRY_MS,
-                    Msg::Timer(AnyTimer::Mco(Timer::Machine(MachineTimer::Fetch))),
-                );
+                ctx.set_timer(FETCH_RETRY_MS, timer(Timer::Machine(MachineTimer::Fetch)));
             }
             Phase::Running | Phase::Degraded { .. } | Phase::Off => {}
             _ => self.after(DAEMON_POLL_MS, ctx),
@@ -1066,4 +1080,40 @@ pub fn pool_object(name: &str) -> Object {
             status: Default::default(),
         }),
     )
+}
+
+impl Component for MachineConfigServer {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        MachineConfigServer::on_start(self, ctx)
+    }
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        MachineConfigServer::on_msg(self, from, msg, ctx)
+    }
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        MachineConfigServer::on_timer(self, t, ctx)
+    }
+    fn on_crash(&mut self) {
+        MachineConfigServer::on_crash(self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Component for McoMachine {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        McoMachine::on_start(self, ctx)
+    }
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        McoMachine::on_msg(self, from, msg, ctx)
+    }
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        McoMachine::on_timer(self, t, ctx)
+    }
+    fn on_crash(&mut self) {
+        McoMachine::on_crash(self)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

@@ -1,15 +1,14 @@
 //! Everything processes of the world send each other, and the timers they set.
 //!
-//! One enum for the whole world keeps dispatch static (no boxing on the hot path) and
-//! lets the kernel hash every message into the trace. Each component owns its own timer
-//! enum; [`Timer`] routes a fired timer back to the component that set it.
+//! The core's own messages (the API protocol, container exits, connection resets) are
+//! typed variants, so dispatch on the hot path is static and every message hashes into
+//! the trace; a family's messages travel in the three payload envelopes of
+//! [`crate::component`] (`Request`, `Response`, `Family`). Each component owns its own
+//! timer enum; [`Timer`] routes a fired timer back to the component that set it.
 
 use crate::api::{ApiRequest, ApiResponse, WatchEvent};
-use crate::cloud::{CloudRequest, CloudResponse};
-use crate::etcd::{EtcdRequest, EtcdResponse};
-use crate::{
-    apiserver, cloud, etcd, informer, kubelet, leader, lifecycle, manager, script, workloads,
-};
+use crate::component::Payload;
+use crate::{apiserver, informer, kubelet, leader, lifecycle, manager, script, workloads};
 use serde::Serialize;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -17,13 +16,19 @@ pub enum Msg {
     Api(ApiRequest),
     ApiResp(ApiResponse),
     Watch(WatchEvent),
-    Cloud(CloudRequest),
-    CloudResp(CloudResponse),
-    /// A call to the workload cluster's etcd model (incident 2).
-    Etcd(EtcdRequest),
-    EtcdResp(EtcdResponse),
-    /// A booting machine and a Machine Config Server (incident 3).
-    Mco(crate::mco::McoMsg),
+    /// A call to a family's service process (a cloud API, an etcd model): `id` is the
+    /// caller's, to match the [`Msg::Response`].
+    Request {
+        id: u64,
+        body: Payload,
+    },
+    /// A service's answer to the [`Msg::Request`] with the same `id`.
+    Response {
+        id: u64,
+        body: Payload,
+    },
+    /// A one-way message between a family's own processes.
+    Family(Payload),
     /// The API server's host reset the connections of its crashed process: sent to every
     /// process that had a watch open, when the server starts again (the OS answers a
     /// dead process's connections with a reset; a client's next read fails at once).
@@ -39,7 +44,6 @@ pub enum Msg {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Timer {
     ApiServer(apiserver::Timer),
-    Cloud(cloud::Timer),
     Kubelet(kubelet::Timer),
     Lifecycle(lifecycle::Timer),
     Workloads(workloads::Timer),
@@ -47,8 +51,8 @@ pub enum Timer {
     Leader(leader::Timer),
     Manager(manager::Timer),
     Script(script::Timer),
-    Etcd(etcd::Timer),
-    Mco(crate::mco::Timer),
+    /// A family component's own timer.
+    Family(Payload),
 }
 
 /// Request ids: the high 16 bits name the component inside a process that sent the
@@ -76,7 +80,8 @@ impl ReqIds {
     }
 }
 
-/// Well-known request-id tags.
+/// Well-known request-id tags of the core's components; a family picks its own from
+/// 0x0800 up (the tag only has to differ from the others of the same process).
 pub mod tags {
     /// Informer streams use `INFORMER + stream`.
     pub const INFORMER: u16 = 0x0100;
@@ -86,11 +91,6 @@ pub mod tags {
     pub const LIFECYCLE: u16 = 0x0500;
     pub const WORKLOADS: u16 = 0x0600;
     pub const SCRIPT: u16 = 0x0700;
-    pub const CLOUD_CLIENT: u16 = 0x0800;
-    /// The etcd model's cloud polls.
-    pub const ETCD: u16 = 0x0900;
-    /// Machine Config Servers and booting machines (incident 3).
-    pub const MCO: u16 = 0x0a00;
 }
 
 #[cfg(test)]

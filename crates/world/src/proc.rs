@@ -1,13 +1,13 @@
-//! The world's process type: every simulated process is one of these components.
+//! The world's process type: the core's components, and any family's.
 //!
-//! A closed enum (not trait objects) keeps dispatch static; user reconcilers plug in
+//! The core's components are variants (static dispatch on the hot path); a family's
+//! process is a [`Component`] behind `Proc::Component`. User reconcilers plug in
 //! through [`crate::manager::Manager`], which hosts any [`crate::manager::Reconciler`].
 
+use crate::component::Component;
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer};
-use crate::{
-    apiserver, cloud, etcd, informer, kubelet, leader, lifecycle, manager, script, workloads,
-};
+use crate::{apiserver, informer, kubelet, leader, lifecycle, manager, script, workloads};
 use reconsim_sim::{Actor, ProcId, TimerId};
 
 /// The kernel context as the world's components see it.
@@ -17,15 +17,11 @@ pub type WorldCtx<'a> = reconsim_sim::Ctx<'a, Proc>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Endpoints {
     pub apiserver: ProcId,
-    pub cloud: ProcId,
 }
 
 #[derive(Debug)]
 pub enum Proc {
     ApiServer(apiserver::ApiServer),
-    Cloud(cloud::Cloud),
-    /// A scripted cloud client (tests, scenario user actions).
-    CloudClient(cloud::CloudClient),
     Kubelet(kubelet::Kubelet),
     Lifecycle(lifecycle::NodeLifecycle),
     Workloads(workloads::Workloads),
@@ -37,20 +33,24 @@ pub enum Proc {
     Candidate(leader::Candidate),
     /// A process that only runs an informer and logs its cache changes.
     Informer(informer::Watcher),
-    /// The workload cluster's etcd and kubeadm ClusterStatus (incident 2).
-    Etcd(etcd::Etcd),
-    /// A Machine Config Server, in the cluster or on the bootstrap node (incident 3).
-    ConfigServer(crate::mco::MachineConfigServer),
-    /// A machine booting from a config server, then its daemon (incident 3).
-    McoMachine(crate::mco::McoMachine),
+    /// A family's process (a cloud API, an etcd model, a config server, ...).
+    Component(Box<dyn Component>),
+}
+
+impl Proc {
+    /// A family's component, as its own type: `sim.actor(p).component::<Cloud>()`.
+    pub fn component<T: Component>(&self) -> Option<&T> {
+        match self {
+            Proc::Component(c) => c.as_any().downcast_ref::<T>(),
+            _ => None,
+        }
+    }
 }
 
 macro_rules! each {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
             Proc::ApiServer($p) => $e,
-            Proc::Cloud($p) => $e,
-            Proc::CloudClient($p) => $e,
             Proc::Kubelet($p) => $e,
             Proc::Lifecycle($p) => $e,
             Proc::Workloads($p) => $e,
@@ -59,9 +59,7 @@ macro_rules! each {
             Proc::Container($p) => $e,
             Proc::Candidate($p) => $e,
             Proc::Informer($p) => $e,
-            Proc::Etcd($p) => $e,
-            Proc::ConfigServer($p) => $e,
-            Proc::McoMachine($p) => $e,
+            Proc::Component($p) => $e,
         }
     };
 }
@@ -84,8 +82,6 @@ impl Actor for Proc {
         };
         match (self, timer) {
             (Proc::ApiServer(p), Timer::ApiServer(t)) => p.on_timer(t, ctx),
-            (Proc::Cloud(p), Timer::Cloud(t)) => p.on_timer(t, ctx),
-            (Proc::CloudClient(p), Timer::Cloud(t)) => p.on_timer(t, ctx),
             (Proc::Kubelet(p), t) => p.on_timer(t, ctx),
             (Proc::Lifecycle(p), t) => p.on_timer(t, ctx),
             (Proc::Workloads(p), t) => p.on_timer(t, ctx),
@@ -94,9 +90,7 @@ impl Actor for Proc {
             (Proc::Container(p), t) => p.on_timer(t, ctx),
             (Proc::Candidate(p), Timer::Leader(t)) => p.on_timer(t, ctx),
             (Proc::Informer(p), Timer::Informer(t)) => p.on_timer(t, ctx),
-            (Proc::Etcd(p), Timer::Etcd(t)) => p.on_timer(t, ctx),
-            (Proc::ConfigServer(p), t) => p.on_timer(t, ctx),
-            (Proc::McoMachine(p), t) => p.on_timer(t, ctx),
+            (Proc::Component(p), t) => p.on_timer(t, ctx),
             (p, t) => panic!("timer {t:?} reached the wrong component {p:?}"),
         }
     }

@@ -57,21 +57,16 @@ impl World {
             "apiserver",
             Proc::ApiServer(ApiServer::new(Default::default())),
         );
-        let cloud_id = ProcId(sim.proc_count() as u32);
-        let endpoints = Endpoints {
-            apiserver,
-            cloud: cloud_id,
-        };
+        let endpoints = Endpoints { apiserver };
         let cloud = sim.spawn(
             cp,
             "cloud",
-            Proc::Cloud(Cloud::new(config, endpoints, Images::default())),
+            Proc::Component(Box::new(Cloud::new(config, endpoints, Images::default()))),
         );
-        assert_eq!(cloud, cloud_id);
         let client = sim.spawn(
             user,
             "client",
-            Proc::CloudClient(CloudClient::new(cloud, steps)),
+            Proc::Component(Box::new(CloudClient::new(cloud, steps))),
         );
         World { sim, cloud, client }
     }
@@ -81,17 +76,15 @@ impl World {
     }
 
     fn cloud(&self) -> &Cloud {
-        match self.sim.actor(self.cloud) {
-            Proc::Cloud(c) => c,
-            p => panic!("not the cloud: {p:?}"),
-        }
+        let p = self.sim.actor(self.cloud);
+        p.component::<Cloud>()
+            .unwrap_or_else(|| panic!("not the cloud: {p:?}"))
     }
 
     fn client(&self) -> &CloudClient {
-        match self.sim.actor(self.client) {
-            Proc::CloudClient(c) => c,
-            p => panic!("not the client: {p:?}"),
-        }
+        let p = self.sim.actor(self.client);
+        p.component::<CloudClient>()
+            .unwrap_or_else(|| panic!("not the client: {p:?}"))
     }
 
     fn result(&self, step: usize) -> &Result<Vec<Instance>, CloudError> {

@@ -51,10 +51,7 @@ impl World {
             "apiserver",
             Proc::ApiServer(ApiServer::new(Default::default())),
         );
-        let endpoints = Endpoints {
-            apiserver,
-            cloud: ProcId(sim.proc_count() as u32),
-        };
+        let endpoints = Endpoints { apiserver };
         let config = CloudConfig {
             boot_ms_min: 5_000,
             boot_ms_max: 5_000,
@@ -68,18 +65,17 @@ impl World {
         let cloud = sim.spawn(
             cp,
             "cloud",
-            Proc::Cloud(Cloud::new(config, endpoints, Images::default())),
+            Proc::Component(Box::new(Cloud::new(config, endpoints, Images::default()))),
         );
-        assert_eq!(cloud, endpoints.cloud);
         let etcd = sim.spawn(
             cp,
             "etcd",
-            Proc::Etcd(Etcd::new(EtcdConfig::default(), endpoints)),
+            Proc::Component(Box::new(Etcd::new(EtcdConfig::default(), endpoints, cloud))),
         );
         sim.spawn(
             user,
             "client",
-            Proc::CloudClient(CloudClient::new(cloud, steps)),
+            Proc::Component(Box::new(CloudClient::new(cloud, steps))),
         );
         World {
             sim,
@@ -89,10 +85,9 @@ impl World {
     }
 
     fn etcd(&self) -> &Etcd {
-        match self.sim.actor(self.etcd) {
-            Proc::Etcd(e) => e,
-            p => panic!("not etcd: {p:?}"),
-        }
+        let p = self.sim.actor(self.etcd);
+        p.component::<Etcd>()
+            .unwrap_or_else(|| panic!("not etcd: {p:?}"))
     }
 
     fn nodes(&self) -> usize {

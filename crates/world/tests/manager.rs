@@ -251,7 +251,7 @@ impl Reconciler for Recorder {
                 let seen = match reply {
                     Reply::Api(Ok(_)) => Seen::ApiOk,
                     Reply::Api(Err(_)) => Seen::ApiErr,
-                    Reply::Cloud(_) | Reply::Etcd(_) => Seen::Cloud,
+                    Reply::Service(_) => Seen::Cloud,
                     Reply::TimedOut => Seen::TimedOut,
                     Reply::Woke => Seen::Woke,
                 };
@@ -348,10 +348,7 @@ fn world(
     }
     let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
     sim.spawn(api_host, "script", Proc::Script(Script::new(api, script)));
-    let endpoints = Endpoints {
-        apiserver: api,
-        cloud: api, // unused: no reconciler here calls the cloud
-    };
+    let endpoints = Endpoints { apiserver: api };
     let mgrs = mgrs
         .into_iter()
         .map(|m| {

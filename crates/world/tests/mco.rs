@@ -84,10 +84,7 @@ fn world(seeded: Vec<Object>, steps: Vec<Step>) -> (World, Endpoints, reconsim_s
         server.seed_object(o);
     }
     let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
-    let endpoints = Endpoints {
-        apiserver: api,
-        cloud: api,
-    };
+    let endpoints = Endpoints { apiserver: api };
     sim.spawn(infra, "user", Proc::Script(Script::new(api, steps)));
     (World { sim, api }, endpoints, infra)
 }
@@ -100,10 +97,7 @@ fn store(w: &World) -> &ApiServer {
 }
 
 fn machine(w: &World, p: ProcId) -> &McoMachine {
-    let Proc::McoMachine(m) = w.sim.actor(p) else {
-        unreachable!()
-    };
-    m
+    w.sim.actor(p).component::<McoMachine>().expect("a machine")
 }
 
 fn node_annotation(w: &World, node: &str, key: &str) -> Option<String> {
@@ -143,18 +137,18 @@ fn a_machine_boots_joins_and_its_daemon_loads_the_served_config() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::ConfigServer(MachineConfigServer::new(
+        Proc::Component(Box::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: false,
             },
             endpoints,
-        )),
+        ))),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::McoMachine(McoMachine::new(
+        Proc::Component(Box::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -162,7 +156,7 @@ fn a_machine_boots_joins_and_its_daemon_loads_the_served_config() {
                 timing: quick_timing(),
             },
             endpoints,
-        )),
+        ))),
     );
     // Served, not yet registered: the config is the booting machine's only reference.
     w.sim.run_until(SimTime::from_secs(2));
@@ -198,18 +192,18 @@ fn the_server_records_a_hand_out_before_answering() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::ConfigServer(MachineConfigServer::new(
+        Proc::Component(Box::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: true,
             },
             endpoints,
-        )),
+        ))),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::McoMachine(McoMachine::new(
+        Proc::Component(Box::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -217,7 +211,7 @@ fn the_server_records_a_hand_out_before_answering() {
                 timing: quick_timing(),
             },
             endpoints,
-        )),
+        ))),
     );
     w.sim.run_until(SimTime::from_secs(2));
     assert_eq!(machine(&w, m).served(), Some(name.as_str()));
@@ -245,18 +239,18 @@ fn the_server_refuses_a_target_it_cannot_find_and_the_machine_retries() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::ConfigServer(MachineConfigServer::new(
+        Proc::Component(Box::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: false,
             },
             endpoints,
-        )),
+        ))),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::McoMachine(McoMachine::new(
+        Proc::Component(Box::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -264,7 +258,7 @@ fn the_server_refuses_a_target_it_cannot_find_and_the_machine_retries() {
                 timing: quick_timing(),
             },
             endpoints,
-        )),
+        ))),
     );
     w.sim.run_until(SimTime::from_secs(60));
     assert_eq!(machine(&w, m).phase(), &Phase::Fetching);
@@ -279,18 +273,18 @@ fn the_daemon_waits_five_minutes_for_a_missing_config_then_degrades() {
     let mcs = w.sim.spawn(
         bs,
         "bootstrap-machine-config-server",
-        Proc::ConfigServer(MachineConfigServer::new(
+        Proc::Component(Box::new(MachineConfigServer::new(
             ServerMode::Bootstrap {
                 configs: BTreeMap::from([("master".into(), "rendered-master-never".into())]),
             },
             endpoints,
-        )),
+        ))),
     );
     let host = w.sim.add_host("master-0");
     let m = w.sim.spawn(
         host,
         "master-0",
-        Proc::McoMachine(McoMachine::new(
+        Proc::Component(Box::new(McoMachine::new(
             MachineConfigSpec {
                 name: "master-0".into(),
                 pool: "master".into(),
@@ -298,7 +292,7 @@ fn the_daemon_waits_five_minutes_for_a_missing_config_then_degrades() {
                 timing: quick_timing(),
             },
             endpoints,
-        )),
+        ))),
     );
     // Annotated at about 4 s; the daemon then polls every 10 s.
     w.sim
@@ -334,18 +328,18 @@ fn the_daemon_picks_up_a_config_created_within_five_minutes() {
     let mcs = w.sim.spawn(
         bs,
         "bootstrap-machine-config-server",
-        Proc::ConfigServer(MachineConfigServer::new(
+        Proc::Component(Box::new(MachineConfigServer::new(
             ServerMode::Bootstrap {
                 configs: BTreeMap::from([("master".into(), "rendered-master-late".into())]),
             },
             endpoints,
-        )),
+        ))),
     );
     let host = w.sim.add_host("master-0");
     let m = w.sim.spawn(
         host,
         "master-0",
-        Proc::McoMachine(McoMachine::new(
+        Proc::Component(Box::new(McoMachine::new(
             MachineConfigSpec {
                 name: "master-0".into(),
                 pool: "master".into(),
@@ -353,7 +347,7 @@ fn the_daemon_picks_up_a_config_created_within_five_minutes() {
                 timing: quick_timing(),
             },
             endpoints,
-        )),
+        ))),
     );
     w.sim.run_until(SimTime::from_secs(600));
     assert_eq!(machine(&w, m).phase(), &Phase::Running);

@@ -59,10 +59,7 @@ fn cluster(
     }
     let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
     // No cloud in these tests.
-    let endpoints = Endpoints {
-        apiserver: api,
-        cloud: api,
-    };
+    let endpoints = Endpoints { apiserver: api };
     let cp = sim.add_host("control-plane");
     sim.spawn(
         cp,

@@ -1,0 +1,111 @@
+//! Open components: the processes a family adds to the world (a cloud API, an etcd
+//! model, a config server, a user's external service), with messages and timers of
+//! their own, without an enum of the core to edit.
+//!
+//! A family's message is any plain-data type ([`Message`]: cloneable, comparable,
+//! hashable, serializable); it travels as a [`Payload`], a type-erased, reference-counted
+//! value that hashes into the trace as its own derived `Hash` does. Three envelopes of
+//! [`crate::Msg`] carry payloads: `Request { id, body }` to a service, `Response { id,
+//! body }` back to its caller (the `id` matches them, so a reconciler's call to a
+//! service has the same timeout and interleaving semantics as an API call), and
+//! `Family(body)` for one-way messages between a family's own processes; a family's
+//! timers are `Timer::Family(body)`. A family's process implements [`Component`] and
+//! runs as `Proc::Component`.
+
+use crate::fault::WorldFault;
+use crate::msg::{Msg, Timer};
+use crate::proc::WorldCtx;
+use reconsim_sim::ProcId;
+use serde::Serialize;
+use std::any::Any;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// What a family's message, answer or timer is: plain data.
+pub trait Message: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {}
+
+impl<T: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static> Message for T {}
+
+trait DynMessage: Send + Sync + fmt::Debug + 'static {
+    fn as_any(&self) -> &dyn Any;
+    fn eq_dyn(&self, other: &dyn DynMessage) -> bool;
+    fn hash_dyn(&self, state: &mut dyn Hasher);
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize;
+}
+
+impl<T: Message> DynMessage for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn eq_dyn(&self, other: &dyn DynMessage) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn hash_dyn(&self, mut state: &mut dyn Hasher) {
+        self.hash(&mut state);
+    }
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize {
+        self
+    }
+}
+
+/// A family's message as the core carries it.
+#[derive(Clone)]
+pub struct Payload(Arc<dyn DynMessage>);
+
+impl Payload {
+    pub fn new<T: Message>(message: T) -> Self {
+        Payload(Arc::new(message))
+    }
+
+    /// The message as `T`, if it is one.
+    pub fn typed<T: Message>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
+    pub fn is<T: Message>(&self) -> bool {
+        self.typed::<T>().is_some()
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Payload) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.eq_dyn(&*other.0)
+    }
+}
+
+impl Eq for Payload {}
+
+impl Hash for Payload {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash_dyn(state);
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(self.0.as_serialize(), s)
+    }
+}
+
+/// A family's process: the same handlers the core's components have. Effects go
+/// through `ctx` only (send, set a timer, draw randomness), so the kernel owns every
+/// interleaving.
+pub trait Component: fmt::Debug + 'static {
+    fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>);
+    /// A timer this component set (`Timer::Family`, or a core helper's timer such as an
+    /// informer's).
+    fn on_timer(&mut self, _timer: Timer, _ctx: &mut WorldCtx<'_>) {}
+    /// The process lost its memory (its restart calls `on_start` again).
+    fn on_crash(&mut self) {}
+    fn on_fault(&mut self, _fault: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    /// For tests and checkers that read a component's state: `proc.component::<T>()`.
+    fn as_any(&self) -> &dyn Any;
+}
