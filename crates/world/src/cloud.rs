@@ -133,7 +133,7 @@ pub(crate) fn timer(t: Timer) -> Msg {
 /// The cloud's own timer inside a fired one, if it is one.
 fn own_timer(t: AnyTimer) -> Option<Timer> {
     match t {
-        AnyTimer::Family(p) => p.typed::<Timer>().cloned(),
+        AnyTimer::Family(p) => p.take::<Timer>().ok(),
         _ => None,
     }
 }
@@ -355,10 +355,10 @@ impl Cloud {
         let Msg::Request { id, body } = msg else {
             return;
         };
-        let Some(op) = body.typed::<CloudOp>() else {
+        let Ok(op) = body.take::<CloudOp>() else {
             return;
         };
-        let result = match op.clone() {
+        let result = match op {
             CloudOp::RunInstances { tags, client_token } => {
                 self.run_instances(tags, client_token, ctx)
             }

@@ -29,6 +29,7 @@ impl<T: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static> Mess
 
 trait DynMessage: Send + Sync + fmt::Debug + 'static {
     fn as_any(&self) -> &dyn Any;
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
     fn eq_dyn(&self, other: &dyn DynMessage) -> bool;
     fn hash_dyn(&self, state: &mut dyn Hasher);
     fn as_serialize(&self) -> &dyn erased_serde::Serialize;
@@ -36,6 +37,9 @@ trait DynMessage: Send + Sync + fmt::Debug + 'static {
 
 impl<T: Message> DynMessage for T {
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
     fn eq_dyn(&self, other: &dyn DynMessage) -> bool {
@@ -65,6 +69,16 @@ impl Payload {
 
     pub fn is<T: Message>(&self) -> bool {
         self.typed::<T>().is_some()
+    }
+
+    /// The message as `T`, moved out (cloned only if the payload is shared), or the
+    /// payload back if it is of another type.
+    pub fn take<T: Message>(self) -> Result<T, Payload> {
+        if !self.is::<T>() {
+            return Err(self);
+        }
+        let typed = self.0.into_any().downcast::<T>().expect("checked above");
+        Ok(Arc::try_unwrap(typed).unwrap_or_else(|shared| (*shared).clone()))
     }
 }
 

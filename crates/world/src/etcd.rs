@@ -278,10 +278,10 @@ impl Etcd {
     pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::Request { id, body } => {
-                let Some(op) = body.typed::<EtcdOp>() else {
+                let Ok(op) = body.take::<EtcdOp>() else {
                     return;
                 };
-                let req = EtcdRequest { id, op: op.clone() };
+                let req = EtcdRequest { id, op };
                 let (lo, hi) = (self.config.call_ms_min, self.config.call_ms_max);
                 let delay_ms = ctx.draw_ms(lo, hi);
                 ctx.set_timer(
@@ -534,9 +534,9 @@ impl Component for Etcd {
     }
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         if let AnyTimer::Family(p) = t
-            && let Some(t) = p.typed::<Timer>()
+            && let Ok(t) = p.take::<Timer>()
         {
-            Etcd::on_timer(self, t.clone(), ctx)
+            Etcd::on_timer(self, t, ctx)
         }
     }
     fn on_crash(&mut self) {

@@ -83,9 +83,9 @@ impl Reply {
     pub fn answer<T: Message>(self) -> Answer<T> {
         match self {
             Reply::Api(r) => Answer::Api(r),
-            Reply::Service(p) => match p.typed::<T>() {
-                Some(t) => Answer::Service(t.clone()),
-                None => Answer::Other(p),
+            Reply::Service(p) => match p.take::<T>() {
+                Ok(t) => Answer::Service(t),
+                Err(p) => Answer::Other(p),
             },
             Reply::TimedOut => Answer::TimedOut,
             Reply::Woke => Answer::Woke,

@@ -652,8 +652,8 @@ impl McoMachine {
 
     pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         let t = match t {
-            AnyTimer::Family(p) => match p.typed::<Timer>() {
-                Some(Timer::Machine(t)) => t.clone(),
+            AnyTimer::Family(p) => match p.take::<Timer>() {
+                Ok(Timer::Machine(t)) => t,
                 _ => return,
             },
             _ => return,
