@@ -2,13 +2,16 @@
 //! fails", the variants reproduce the shapes the report describes.
 
 use reconsim::check::View;
-use reconsim::check::kcp::etcd;
+use reconsim::families::capi::invariants::etcd;
+use reconsim::families::capi::kinds::{
+    is_control_plane_node, is_workload_node, machine_version, node_ref,
+};
 use reconsim::scenario::build::World;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::TraceMode;
-use reconsim::world::capi::{is_control_plane_node, is_workload_node, machine_version, node_ref};
-use reconsim_world::object::{Machine, Node, Resource};
+use reconsim_machineapi::kinds::Machine;
+use reconsim_world::object::{Node, Resource};
 
 fn run(name: &str, seed: u64) -> (reconsim::scenario::runner::Outcome, World) {
     let (_, scenario) = library::load(name).unwrap();

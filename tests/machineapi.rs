@@ -2,11 +2,12 @@
 //! buggy variant reproduces the shape of the report (Bugzilla 1864352): scaling a
 //! MachineSet from 0 to 2 gave 3 Machines and 5 cloud instances.
 
+use reconsim::families::cloud::InstanceState;
 use reconsim::scenario::build::build;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::{SimTime, TraceMode};
-use reconsim::world::cloud::InstanceState;
-use reconsim_world::object::{Machine, Resource};
+use reconsim_machineapi::kinds::Machine;
+use reconsim_world::object::Resource;
 
 /// The most Machines and the most live instances seen at once over a whole run, with
 /// no checker stopping it.
@@ -21,11 +22,9 @@ fn peaks(name: &str, seed: u64) -> (usize, usize) {
         .is_some()
     {
         let view = reconsim::scenario::runner::view(&world);
-        let (api, cloud) = (view.api, view.cloud);
-        machines = machines.max(api.list(Machine::KIND).count());
+        machines = machines.max(view.api.list(Machine::KIND).count());
         instances = instances.max(
-            cloud
-                .instances()
+            reconsim::families::machineapi::invariants::instances(&view, &mut None)
                 .filter(|i| {
                     !matches!(
                         i.state,
@@ -67,7 +66,7 @@ fn the_fixed_variant_never_exceeds_two_of_each() {
 /// that was immediately terminated"), and some seed fails convergence instead.
 #[test]
 fn leaks_and_convergence_failures_are_caught_on_their_own() {
-    use reconsim::check::Invariant;
+    use reconsim::scenario::builtin::Invariant;
     use reconsim::scenario::fuzz::{Campaign, fuzz};
     let (_, mut scenario) = library::load("machineapi-no-leader-election").unwrap();
     scenario.invariants = vec![Invariant::NoLeakedInstances.into()];

@@ -1,14 +1,14 @@
 //! Seed incident 3 (machine-config-operator #301): beyond "an invariant fails", the
 //! shapes the report describes, and what each GC policy does when nothing stops the run.
 
-use reconsim::controllers::mco::{GcPolicy, RenderController};
+use reconsim::families::mco::controllers::{GcPolicy, RenderController};
+use reconsim::families::mco::model::{ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase};
 use reconsim::scenario::build::{World, build};
 use reconsim::scenario::mco::CONTROLLER;
 use reconsim::scenario::{Scenario, faults, library, run_world};
 use reconsim::sim::{SimTime, TraceMode};
 use reconsim::world::Proc;
-use reconsim::world::mco::{ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase};
-use reconsim_world::mco::{MachineConfig, MachineConfigPool};
+use reconsim_mco::model::{MachineConfig, MachineConfigPool};
 use reconsim_world::object::Resource;
 
 fn scenario(name: &str) -> Scenario {

@@ -9,20 +9,20 @@
 //! as in the incident.
 
 use crate::format::{Action, MachineApiSpec, MachineApiVariant, Plan, Scenario};
-use reconsim_controllers::{MachineController, MachineOptions, MachineSetController};
+use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy};
+use reconsim_machineapi::kinds::{MachineSet, MachineSetSpec};
+use reconsim_machineapi::{MachineController, MachineOptions, MachineSetController};
 use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
-use reconsim_world::cloud::{Cloud, CloudConfig, JoinPolicy};
 use reconsim_world::kubelet::{Container, Images, Kubelet, KubeletConfig};
 use reconsim_world::leader::LeaderConfig;
 use reconsim_world::lifecycle::NodeLifecycle;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, Deployment, DeploymentSpec, MachineSet, MachineSetSpec, Object, ObjectKey, ObjectMeta,
-    OwnerReference, Pod, PodSpec, PodTemplate, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect,
-    Toleration,
+    Body, Deployment, DeploymentSpec, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodSpec,
+    PodTemplate, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
 };
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
@@ -207,7 +207,7 @@ fn action_op(scenario: &Scenario, action: &Action) -> ApiOp {
             name,
             pool,
             content,
-        } => ApiOp::Create(Box::new(reconsim_world::mco::source_object(
+        } => ApiOp::Create(Box::new(reconsim_mco::model::source_object(
             name,
             pool,
             content.clone(),

@@ -30,8 +30,9 @@
 //! the controller runs as a plain process on its node (not as a pod), so a `crash`
 //! fault restarts it cold and a kubelet stop does not touch it. docs/guide/writing-a-reconciler.md walks through all of it.
 
+use crate::builtin::Invariant;
 use crate::format::{LeaseSpec, Scenario};
-use reconsim_check::{Check, Checker, Invariant, View};
+use reconsim_check::{Check, Checker, View};
 use reconsim_sim::Sim;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
@@ -209,12 +210,12 @@ impl Extensions {
         match invariant {
             InvariantName::Builtin(i) => i.checker(),
             InvariantName::Custom(name) => {
-                Checker::Custom {
-                    name: name.clone(),
-                    check: (self.invariants.get(name).unwrap_or_else(|| {
+                Checker::new(
+                    name,
+                    (self.invariants.get(name).unwrap_or_else(|| {
                         panic!("invariant `{name}` was validated as registered")
                     }))(),
-                }
+                )
             }
         }
     }

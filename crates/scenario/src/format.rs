@@ -322,8 +322,8 @@ pub enum PartitionChoice {
     Either,
 }
 
+pub use crate::builtin::Invariant;
 pub use crate::extension::InvariantName;
-pub use reconsim_check::Invariant;
 
 /// After the last fault heals and the last user action, the desired state must be
 /// reached within `within_ms`.

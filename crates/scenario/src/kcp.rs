@@ -10,12 +10,12 @@
 //! Nodes of the one API server (docs/seeds/kcp.md).
 
 use crate::format::{Action, Range, Scenario};
-use reconsim_controllers::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
+use reconsim_capi::etcd::{Etcd, EtcdConfig};
+use reconsim_capi::kinds::{KubeadmControlPlane, KubeadmControlPlaneSpec};
+use reconsim_capi::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
-use reconsim_world::capi::{KubeadmControlPlane, KubeadmControlPlaneSpec};
-use reconsim_world::etcd::{Etcd, EtcdConfig};
 use reconsim_world::kubelet::Images;
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::Resource;

@@ -4,6 +4,7 @@
 //! Table of contents:
 //! - [`format`]: the scenario file and its validation (file, field path, expectation).
 //! - [`build`]: a world from a scenario: hosts, processes, objects, controllers as pods.
+//! - [`builtin`]: the builtin families' invariants by name.
 //! - [`kcp`], [`mco`]: what the KubeadmControlPlane and machine-config-operator families
 //!   add to a scenario and its world (incidents 2 and 3).
 //! - [`extension`]: users' own controllers and invariants, registered by name.
@@ -19,6 +20,7 @@
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
+pub mod builtin;
 pub mod chrome;
 pub mod explain;
 pub mod extension;

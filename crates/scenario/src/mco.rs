@@ -19,16 +19,16 @@
 //! - one process per machine, on its own host, named as the machine (and its Node).
 
 use crate::format::{Range, Scenario};
-use reconsim_controllers::mco::{GcPolicy, NodeController, RenderController};
+use reconsim_mco::controllers::{GcPolicy, NodeController, RenderController};
+use reconsim_mco::model::{
+    MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming, McoMachine, ServerMode,
+    merge, pool_object, rendered_name, source_object,
+};
 use reconsim_sim::Sim;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::Images;
 use reconsim_world::manager::{Manager, ManagerConfig};
-use reconsim_world::mco::{
-    MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming, McoMachine, ServerMode,
-    merge, pool_object, rendered_name, source_object,
-};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};

@@ -10,11 +10,9 @@
 
 use crate::build::{World, build};
 use crate::format::{Plan, Scenario};
-use reconsim_check::machineapi;
 use reconsim_check::{Checker, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
 use reconsim_world::Proc;
-use reconsim_world::cloud::Cloud;
 use serde::Serialize;
 
 /// The result of one run.
@@ -45,15 +43,9 @@ pub fn view<'a>(world: &'a World) -> View<'a> {
     let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
         unreachable!("process 0 is the API server")
     };
-    let cloud = world
-        .sim
-        .actor(world.cloud)
-        .component::<Cloud>()
-        .expect("process 1 is the cloud");
     View {
         now: world.sim.now(),
         api,
-        cloud,
         sim: &world.sim,
     }
 }
@@ -69,13 +61,13 @@ fn observed(p: &Proc) -> bool {
 /// is missing.
 fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
     if scenario.controllers.machine_api.is_some() {
-        machineapi::converged(view)?;
+        reconsim_machineapi::invariants::converged(view)?;
     }
     if scenario.controllers.mco.is_some() {
-        reconsim_check::mco::converged(view)?;
+        reconsim_mco::invariants::converged(view)?;
     }
     if scenario.controllers.kcp.is_some() {
-        reconsim_check::kcp::converged(view)?;
+        reconsim_capi::invariants::converged(view)?;
     }
     for c in &scenario.controllers.custom {
         scenario.extensions.converged(c, view)?;

@@ -6,11 +6,11 @@
 //! heartbeats are left out: they are most of the trace and none of the story.
 
 use crate::build::World;
+use reconsim_cloud::{CloudOp, CloudResult};
+use reconsim_mco::model::MachineConfigPool;
 use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOp, PatchOp};
-use reconsim_world::cloud::{CloudOp, CloudResult};
-use reconsim_world::mco::MachineConfigPool;
 use reconsim_world::object::Kind;
 use reconsim_world::object::{Deployment, Lease, Node, Resource};
 
@@ -177,7 +177,7 @@ fn describe(msg: &Msg) -> Option<String> {
 fn patch_summary(op: &PatchOp) -> String {
     match op {
         PatchOp::Merge(patch) => patch.summary(),
-        PatchOp::Spec(b) => match b.typed::<reconsim_world::object::MachineSet>() {
+        PatchOp::Spec(b) => match b.typed::<reconsim_machineapi::MachineSet>() {
             Some(ms) => format!("replicas={}", ms.spec.replicas),
             None => "spec".into(),
         },

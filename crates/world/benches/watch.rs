@@ -8,13 +8,17 @@
 //! watch events, each handled by its receiver. The wall clock is read here, between
 //! runs, never inside one.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Machine;
 use reconsim_sim::{FaultPlan, Sim, SimConfig, SimTime, TraceMode};
 use reconsim_world::Proc;
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::informer::{Informer, Watcher};
+use reconsim_world::object::Resource;
 use reconsim_world::object::{Body, Object, ObjectKey, ObjectMeta};
-use reconsim_world::object::{Machine, Resource};
 use reconsim_world::script::{Script, Step};
 use std::time::Instant;
 

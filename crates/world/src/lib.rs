@@ -15,11 +15,6 @@
 //! - [`kubelet`]: a node's agent: registration, heartbeats, running pods as processes.
 //! - [`lifecycle`]: the node lifecycle controller: NotReady, taints, eviction.
 //! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
-//! - [`cloud`]: instances, eventual consistency, node join.
-//! - [`capi`]: Cluster API objects and the workload cluster (etcd) of incident 2.
-//! - [`etcd`]: the workload cluster's etcd members and kubeadm ClusterStatus (incident 2).
-//! - [`mco`]: machine-config-operator objects, config server and booting nodes
-//!   (incident 3).
 //! - [`component`]: families' own processes, messages and timers (open components).
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
 //! - [`script`]: a scripted client for user actions and tests.
@@ -29,17 +24,13 @@
 
 pub mod api;
 pub mod apiserver;
-pub mod capi;
-pub mod cloud;
 pub mod component;
-pub mod etcd;
 pub mod fault;
 pub mod informer;
 pub mod kubelet;
 pub mod leader;
 pub mod lifecycle;
 pub mod manager;
-pub mod mco;
 pub mod msg;
 pub mod object;
 pub mod proc;

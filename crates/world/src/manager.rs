@@ -715,10 +715,10 @@ impl Manager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::{MachineSet, Resource};
+    use crate::object::{Pod, Resource};
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey::new(MachineSet::KIND, "ns", name)
+        ObjectKey::new(Pod::KIND, "ns", name)
     }
 
     #[test]

@@ -710,134 +710,6 @@ impl Resource for Deployment {
     crate::status_subresource!();
 }
 
-// ----- machine.openshift.io/v1beta1 Machine and MachineSet --------------------------------
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MachineSpec {
-    /// `aws:///<zone>/<instance-id>`, set by the machine controller after create.
-    pub provider_id: Option<String>,
-    /// Cluster API spec.version: the Kubernetes version the machine runs (incident 2).
-    #[serde(default)]
-    pub version: Option<String>,
-    /// Cluster API spec.failureDomain (incident 2).
-    #[serde(default)]
-    pub failure_domain: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MachineStatus {
-    /// status.phase: Provisioning, Provisioned, Running, Deleting, Failed.
-    pub phase: Option<String>,
-    /// status.providerStatus.instanceId
-    pub instance_id: Option<String>,
-    /// status.nodeRef.name
-    pub node_ref: Option<String>,
-    pub error_message: Option<String>,
-    /// status.lastUpdated: when the controller last wrote the status (its clock).
-    pub last_updated: Option<SimTime>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Machine {
-    pub spec: MachineSpec,
-    pub status: MachineStatus,
-}
-
-impl Resource for Machine {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "machine.openshift.io",
-        version: "v1beta1",
-        kind: "Machine",
-        plural: "machines",
-        namespaced: true,
-    });
-    crate::status_subresource!();
-}
-
-/// machine-api's merge patch of a Machine's provider fields and status: each field that
-/// is `Some` is set (spec.providerID, status.providerStatus.instanceId, status.phase,
-/// status.errorMessage, status.lastUpdated), every other field is left alone.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct MachineFields {
-    pub provider_id: Option<String>,
-    pub instance_id: Option<String>,
-    pub phase: Option<String>,
-    pub error_message: Option<String>,
-    pub last_updated: Option<SimTime>,
-}
-
-impl crate::api::Patch for MachineFields {
-    type Target = Machine;
-
-    fn apply(&self, m: &mut Machine) {
-        if self.provider_id.is_some() {
-            m.spec.provider_id = self.provider_id.clone();
-        }
-        if self.instance_id.is_some() {
-            m.status.instance_id = self.instance_id.clone();
-        }
-        if self.phase.is_some() {
-            m.status.phase = self.phase.clone();
-        }
-        if self.error_message.is_some() {
-            m.status.error_message = self.error_message.clone();
-        }
-        if self.last_updated.is_some() {
-            m.status.last_updated = self.last_updated;
-        }
-    }
-
-    fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(i) = &self.instance_id {
-            parts.push(format!("instanceId={i}"));
-        }
-        if let Some(p) = &self.phase {
-            parts.push(format!("phase={p}"));
-        }
-        parts.join(" ")
-    }
-}
-
-/// Which machines a MachineSet deletes first when scaling down.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum DeletePolicy {
-    #[default]
-    Random,
-    Newest,
-    Oldest,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MachineSetSpec {
-    pub replicas: u32,
-    pub selector: BTreeMap<String, String>,
-    pub template_labels: BTreeMap<String, String>,
-    pub delete_policy: DeletePolicy,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MachineSetStatus {
-    pub replicas: u32,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct MachineSet {
-    pub spec: MachineSetSpec,
-    pub status: MachineSetStatus,
-}
-
-impl Resource for MachineSet {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "machine.openshift.io",
-        version: "v1beta1",
-        kind: "MachineSet",
-        plural: "machinesets",
-        namespaced: true,
-    });
-    crate::status_subresource!();
-}
-
 /// The objects of one kind in a key-ordered map (keys order by kind first, so a kind is
 /// one contiguous range).
 pub fn of_kind(
@@ -862,25 +734,36 @@ pub fn selector_matches(
 mod tests {
     use super::*;
 
-    const MACHINE_CAPI: Kind = Kind::new(&KindInfo {
-        group: "cluster.x-k8s.io",
-        version: "v1alpha3",
-        kind: "Machine",
-        plural: "machines",
-        namespaced: true,
-    });
+    macro_rules! kind {
+        ($group:literal, $kind:literal) => {
+            Kind::new(&KindInfo {
+                group: $group,
+                version: "v1",
+                kind: $kind,
+                plural: "",
+                namespaced: true,
+            })
+        };
+    }
+    // Same name, other groups; names sharing their first 8 bytes.
+    const MACHINE_CAPI: Kind = kind!("cluster.x-k8s.io", "Machine");
+    const MACHINE_OPENSHIFT: Kind = kind!("machine.openshift.io", "Machine");
+    const KIND_A: Kind = kind!("a.example", "KubeadmControlPlane");
+    const KIND_B: Kind = kind!("a.example", "MachineConfig");
+    const KIND_C: Kind = kind!("a.example", "MachineConfigPool");
+    const KIND_D: Kind = kind!("a.example", "MachineSet");
 
     #[test]
     fn kinds_are_their_group_and_name_and_order_by_name() {
         let kinds = [
             Deployment::KIND,
-            crate::capi::KubeadmControlPlane::KIND,
+            KIND_A,
             Lease::KIND,
-            Machine::KIND,
             MACHINE_CAPI,
-            crate::mco::MachineConfig::KIND,
-            crate::mco::MachineConfigPool::KIND,
-            MachineSet::KIND,
+            MACHINE_OPENSHIFT,
+            KIND_B,
+            KIND_C,
+            KIND_D,
             Node::KIND,
             Pod::KIND,
         ];
@@ -891,7 +774,7 @@ mod tests {
                 assert_eq!(a.cmp(b), by_name, "{a:?} vs {b:?}");
             }
         }
-        assert_eq!(Machine::KIND.api_version(), "machine.openshift.io/v1beta1");
+        assert_eq!(MACHINE_CAPI.api_version(), "cluster.x-k8s.io/v1");
         assert_eq!(Node::KIND.api_version(), "v1");
     }
 

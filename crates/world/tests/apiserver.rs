@@ -5,14 +5,17 @@
 //! request shortly after "now", runs the simulation until the answer is surely back and
 //! returns it. Watches are opened by long-lived scripts whose `events` the tests read.
 
+mod common;
+
+use common::MachineFields;
+use common::{Machine, MachineSet, MachineStatus};
 use reconsim_sim::{Fault, FaultPlan, ProcId, Sim, SimConfig, SimTime, TimedFault, TraceMode};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig, POD_GRACE_PERIOD_SECONDS_DEFAULT};
+use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, Kind, Machine, MachineSet, MachineStatus, Node, OwnerReference, Pod, PodPhase, PodSpec,
-    PodStatus, Uid,
+    Body, Kind, Node, OwnerReference, Pod, PodPhase, PodSpec, PodStatus, Uid,
 };
-use reconsim_world::object::{MachineFields, Resource};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeSet;

@@ -3,6 +3,9 @@
 //! a [`Script`] on the API server's host (never partitioned from it) writes at fixed
 //! times. Faults cut or hold the node's link to the API server, or crash the watcher.
 
+mod common;
+
+use common::Machine;
 use reconsim_sim::{
     Fault, FaultPlan, PartitionMode, ProcId, RecordKind, Sim, SimConfig, SimTime, TimedFault,
     TraceMode,
@@ -12,8 +15,8 @@ use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::informer::{
     Informer, MIN_WATCH_TIMEOUT_MS, PING_TIMEOUT_MS, READ_IDLE_TIMEOUT_MS, Watcher,
 };
+use reconsim_world::object::Body;
 use reconsim_world::object::Resource;
-use reconsim_world::object::{Body, Machine};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Msg, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeMap;

@@ -10,6 +10,9 @@
 //! Topology: the API server and a [`Script`] (user actions at fixed times) on host "api";
 //! each manager on its own host "h-<name>", so a partition can cut one manager off.
 
+mod common;
+
+use common::{Machine, MachineSet, MachineSetSpec};
 use reconsim_sim::{
     Fault, FaultPlan, PartitionMode, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault,
 };
@@ -22,7 +25,7 @@ use reconsim_world::manager::{
     WorkQueue,
 };
 use reconsim_world::object::Resource;
-use reconsim_world::object::{Body, Kind, Lease, Machine, MachineSet, MachineSetSpec};
+use reconsim_world::object::{Body, Kind, Lease};
 use reconsim_world::script::{Script, Step as ScriptStep};
 use reconsim_world::{Endpoints, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeMap;

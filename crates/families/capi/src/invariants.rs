@@ -2,7 +2,7 @@
 //! machine is being deleted; SEED-FACTS.md section 2).
 //!
 //! Ground truth: the API server's store (Machines, Nodes, the KubeadmControlPlane) and
-//! the etcd model's state and log ([`reconsim_world::etcd::Etcd`]), found among the
+//! the etcd model's state and log ([`crate::etcd::Etcd`]), found among the
 //! processes of the [`View`].
 //!
 //! - `kcp_no_create_while_deleting`: no Machine owned by a KubeadmControlPlane appears
@@ -38,15 +38,16 @@
 //!   Node is deleted); etcd has quorum and its members and the kubeadm ClusterStatus
 //!   endpoints are exactly the Machines' Nodes.
 
-use crate::{View, Violation};
-use reconsim_sim::{ProcId, SimTime};
-use reconsim_world::capi::KubeadmControlPlane;
-use reconsim_world::capi::{
+use crate::etcd::{Etcd, EtcdEvent};
+use crate::kinds::KubeadmControlPlane;
+use crate::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
 };
-use reconsim_world::etcd::{Etcd, EtcdEvent};
+use reconsim_check::{View, Violation};
+use reconsim_machineapi::kinds::Machine;
+use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::object::Uid;
-use reconsim_world::object::{Machine, Node, Resource};
+use reconsim_world::object::{Node, Resource};
 use std::collections::{BTreeSet, VecDeque};
 
 /// The etcd model among the view's processes, if the world runs one.
@@ -324,7 +325,8 @@ impl EtcdChecker {
 /// The name of the non-deleting, still joining Machine whose instance registers as Node
 /// `node`, if any: it has no NodeRef, or its Node is not a control-plane Node yet.
 fn joining_machine_of(view: &View<'_>, node: &str) -> Option<String> {
-    let instance = view.cloud.instances().find(|i| i.node_name() == node)?;
+    let instance = reconsim_machineapi::invariants::instances(view, &mut None)
+        .find(|i| i.node_name() == node)?;
     let provider_id = instance.provider_id();
     let machine = view.api.list(Machine::KIND).find(|m| {
         !m.meta.is_deleting()
@@ -406,4 +408,16 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+impl reconsim_check::Check for NewMachines {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        NewMachines::check(self, view)
+    }
+}
+
+impl reconsim_check::Check for EtcdChecker {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        EtcdChecker::check(self, view)
+    }
 }

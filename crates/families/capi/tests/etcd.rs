@@ -4,10 +4,10 @@
 //! them, a scripted cloud client that launches control-plane instances. Delays are pinned
 //! (boot 5 s, join 20 s after running, terminate 10 s) so times can be written down.
 
+use reconsim_capi::etcd::{Etcd, EtcdConfig, EtcdEvent, ROLE_TAG};
+use reconsim_cloud::{Cloud, CloudClient, CloudConfig, CloudOp, CloudStep};
 use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, SimTime};
 use reconsim_world::apiserver::ApiServer;
-use reconsim_world::cloud::{Cloud, CloudClient, CloudConfig, CloudOp, CloudStep};
-use reconsim_world::etcd::{Etcd, EtcdConfig, EtcdEvent, ROLE_TAG};
 use reconsim_world::kubelet::Images;
 use reconsim_world::object::{Node, Resource};
 use reconsim_world::{Endpoints, Proc};
@@ -101,7 +101,7 @@ impl World {
         match self.sim.actor(self.apiserver) {
             Proc::ApiServer(a) => a
                 .list(Node::KIND)
-                .filter(|n| reconsim_world::capi::is_control_plane_node(n))
+                .filter(|n| reconsim_capi::kinds::is_control_plane_node(n))
                 .count(),
             p => panic!("not the API server: {p:?}"),
         }

@@ -16,17 +16,18 @@
 //! It keeps no expectations of what it created: a second controller with a staler cache
 //! counts again, which is how two controllers over-provision.
 
+use crate::kinds::Machine;
+use crate::kinds::{MachineSet, MachineSetStatus};
 use reconsim_sim::SimTime;
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::informer::Cache;
 use reconsim_world::manager::{
     Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
 };
+use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, Kind, MachineSet, MachineSetStatus, Object, ObjectKey, ObjectMeta, OwnerReference,
-    selector_matches,
+    Body, Kind, Object, ObjectKey, ObjectMeta, OwnerReference, selector_matches,
 };
-use reconsim_world::object::{Machine, Resource};
 use std::sync::Arc;
 
 /// How often the cache is polled after creating or deleting (stateConfirmationInterval).

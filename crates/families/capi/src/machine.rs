@@ -26,14 +26,15 @@
 //! Simplifications (documented in docs/seeds/kcp.md): the bootstrap and infrastructure
 //! providers are not separate controllers; node draining is skipped.
 
+use crate::etcd::ROLE_TAG;
+use crate::kinds::{CONTROL_PLANE_LABEL, is_workload_node};
+use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
+use reconsim_machineapi::kinds::{Machine, MachineFields};
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
-use reconsim_world::capi::{CONTROL_PLANE_LABEL, is_workload_node};
-use reconsim_world::cloud::{CloudOp, CloudResult, InstanceState};
-use reconsim_world::etcd::ROLE_TAG;
 use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
-use reconsim_world::object::{Machine, MachineFields, Node, Resource};
+use reconsim_world::object::{Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;

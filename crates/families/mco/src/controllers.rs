@@ -7,7 +7,7 @@
 //! one reconcile of a pool, step by step:
 //! 1. from the cache: the MachineConfigs its machineConfigSelector matches; none -> done;
 //! 2. merge them in name order and name the result `rendered-<pool>-<hash>`
-//!    ([`reconsim_world::mco::rendered_name`]), a pure function of the content;
+//!    ([`crate::model::rendered_name`]), a pure function of the content;
 //! 3. if the cache does not hold that name, create it with a controller reference to the
 //!    pool (AlreadyExists is fine);
 //! 4. if the pool's `status.configuration` differs, write it (an UpdateStatus: a PUT
@@ -39,13 +39,13 @@
 //! target by setting their desiredConfig. A node is unavailable until its daemon reports
 //! Done with current == desired (a node with no annotations yet counts as unavailable).
 
-use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
-use reconsim_world::mco::{
+use crate::model::{
     ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, STATE_DEGRADED, STATE_DONE, merge,
     node_config, rendered_name, rendered_object, served_records,
 };
-use reconsim_world::mco::{MachineConfig, MachineConfigPool};
+use crate::model::{MachineConfig, MachineConfigPool};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
+use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey, selector_matches};
 use reconsim_world::object::{Node, Resource};
 use serde::{Deserialize, Serialize};
@@ -149,7 +149,7 @@ impl RenderController {
             // "SelectingAll": a non-empty selector is required.
             return Step::done();
         }
-        let sources: Vec<(&str, &reconsim_world::mco::MachineConfig)> = ctx
+        let sources: Vec<(&str, &crate::model::MachineConfig)> = ctx
             .cache
             .list(MachineConfig::KIND)
             .filter(|mc| {
@@ -344,7 +344,7 @@ impl Reconciler for RenderController {
         } else if kind == MachineConfig::KIND {
             // A source names its pool by role (the pools' selectors); a rendered
             // config by its controller.
-            if let Some(role) = object.meta.labels.get(reconsim_world::mco::LABEL_ROLE) {
+            if let Some(role) = object.meta.labels.get(crate::model::LABEL_ROLE) {
                 keys.push(ObjectKey::new(MachineConfigPool::KIND, "", role));
             } else if let Some(owner) = object.meta.controller_ref() {
                 keys.push(ObjectKey::new(MachineConfigPool::KIND, "", &owner.name));

@@ -13,10 +13,10 @@
 //! - convergence: every pool has a target; every machine's Node carries current ==
 //!   desired == its pool's target with state Done; no machine is Degraded.
 
-use crate::{View, Violation};
+use crate::model::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
+use crate::model::{MachineConfig, MachineConfigPool, McoMachine};
+use reconsim_check::{View, Violation};
 use reconsim_sim::SimTime;
-use reconsim_world::mco::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
-use reconsim_world::mco::{MachineConfig, MachineConfigPool, McoMachine};
 use reconsim_world::object::ObjectKey;
 use reconsim_world::object::{Node, Resource};
 use std::collections::{BTreeMap, BTreeSet};
@@ -173,4 +173,10 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+impl reconsim_check::Check for NoMissingReferencedConfig {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        NoMissingReferencedConfig::check(self, view)
+    }
 }

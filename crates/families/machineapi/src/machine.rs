@@ -26,12 +26,13 @@
 //! incident's open question (docs/seeds/machine-api.md): RunInstances with the Machine's
 //! uid as client token, and no create while instanceId is already recorded.
 
+use crate::kinds::{Machine, MachineFields};
+use reconsim_cloud::{CloudOp, CloudResult, Instance, InstanceState};
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiOk, ApiOp, PatchOp};
-use reconsim_world::cloud::{CloudOp, CloudResult, Instance, InstanceState};
 use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
+use reconsim_world::object::Resource;
 use reconsim_world::object::{Kind, Object, ObjectKey};
-use reconsim_world::object::{Machine, MachineFields, Resource};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -357,7 +358,7 @@ impl Reconciler for MachineController {
     }
 }
 
-fn status(m: &Object) -> &reconsim_world::object::MachineStatus {
+fn status(m: &Object) -> &crate::kinds::MachineStatus {
     &m.typed::<Machine>().expect("a Machine").status
 }
 

@@ -2,16 +2,16 @@
 //! Config Server and its hand-out records, the booting machine and its daemon's 5-minute
 //! rule, and ownerReference removal orphaning a rendered config at the API server.
 
-use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, SimTime};
-use reconsim_world::api::{ApiOp, PatchOp};
-use reconsim_world::apiserver::ApiServer;
-use reconsim_world::mco::MachineConfigPool;
-use reconsim_world::mco::{
+use reconsim_mco::model::MachineConfigPool;
+use reconsim_mco::model::{
     ANNOTATION_CURRENT, ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, ANNOTATION_STATE,
     DAEMON_CONFIG_TIMEOUT_MS, MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming,
     McoMachine, Phase, STATE_DEGRADED, STATE_DONE, ServerMode, merge, pool_object, rendered_name,
     rendered_object, source_object,
 };
+use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, SimTime};
+use reconsim_world::api::{ApiOp, PatchOp};
+use reconsim_world::apiserver::ApiServer;
 use reconsim_world::object::{Node, Resource};
 use reconsim_world::object::{Object, ObjectKey};
 use reconsim_world::script::{Script, Step};

@@ -6,12 +6,12 @@
 //! down; the network adds 1-5 ms per message, so checks keep a margin of a second, or
 //! compare with the instance's own launch time.
 
-use reconsim_sim::{Fault, FaultPlan, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault};
-use reconsim_world::apiserver::ApiServer;
-use reconsim_world::cloud::{
+use reconsim_cloud::{
     Cloud, CloudClient, CloudConfig, CloudError, CloudOp, CloudResponse, CloudStep, Instance,
     InstanceState, JoinPolicy, ZONE_LABEL,
 };
+use reconsim_sim::{Fault, FaultPlan, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault};
+use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::Images;
 use reconsim_world::{Endpoints, Proc, WorldFault};
 use std::collections::BTreeMap;

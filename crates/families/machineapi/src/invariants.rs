@@ -12,9 +12,11 @@
 //! - convergence: every MachineSet has exactly `replicas` Machines, none being deleted,
 //!   each with exactly one instance and that one running, and no instance is orphaned.
 
-use crate::{View, Violation};
-use reconsim_world::cloud::{Instance, InstanceState};
-use reconsim_world::object::{Machine, MachineSet, Resource};
+use crate::kinds::{Machine, MachineSet};
+use reconsim_check::{View, Violation};
+use reconsim_cloud::{Cloud, Instance, InstanceState};
+use reconsim_sim::ProcId;
+use reconsim_world::object::Resource;
 use reconsim_world::object::{Object, Uid};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,6 +25,17 @@ use std::sync::Arc;
 pub const NAME_TAG: &str = "Name";
 /// The tag every instance of the simulated cluster carries.
 pub const CLUSTER_TAG: &str = "kubernetes.io/cluster/reconsim";
+
+/// The cloud's instances (none if the world runs no cloud); `cloud` keeps where the
+/// cloud process is between checks.
+pub fn instances<'a>(
+    view: &View<'a>,
+    cloud: &mut Option<ProcId>,
+) -> impl Iterator<Item = &'a Instance> + use<'a> {
+    view.find_cached::<Cloud>(cloud)
+        .into_iter()
+        .flat_map(|c| c.instances())
+}
 
 fn cluster_instance(i: &Instance) -> Option<&str> {
     i.tags.get(CLUSTER_TAG)?;
@@ -42,6 +55,7 @@ fn machines_by_name<'a>(view: &View<'a>) -> BTreeMap<&'a str, &'a Arc<Object>> {
 pub struct NoDuplicateMachines {
     /// Machines already judged for over-provisioning.
     seen: BTreeSet<Uid>,
+    cloud: Option<ProcId>,
 }
 
 impl NoDuplicateMachines {
@@ -50,7 +64,7 @@ impl NoDuplicateMachines {
     pub fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         // Two live instances for one Machine name.
         let mut live: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for i in view.cloud.instances() {
+        for i in instances(view, &mut self.cloud) {
             if i.state == InstanceState::Terminated {
                 continue;
             }
@@ -120,6 +134,7 @@ pub struct NoLeakedInstances {
     pub grace_ms: u64,
     /// When each orphan was first seen.
     orphans_since: BTreeMap<String, reconsim_sim::SimTime>,
+    cloud: Option<ProcId>,
 }
 
 impl NoLeakedInstances {
@@ -129,6 +144,7 @@ impl NoLeakedInstances {
         NoLeakedInstances {
             grace_ms,
             orphans_since: BTreeMap::new(),
+            cloud: None,
         }
     }
 
@@ -136,7 +152,7 @@ impl NoLeakedInstances {
         let machines = machines_by_name(view);
         let mut still = BTreeMap::new();
         let mut found = None;
-        for i in view.cloud.instances() {
+        for i in instances(view, &mut self.cloud) {
             let live = matches!(
                 i.state,
                 InstanceState::Pending
@@ -171,8 +187,8 @@ impl NoLeakedInstances {
 
 /// The machine-api desired state; `Err` says what is missing.
 pub fn converged(view: &View<'_>) -> Result<(), String> {
-    let mut instances: BTreeMap<&str, Vec<&Instance>> = BTreeMap::new();
-    for i in view.cloud.instances() {
+    let mut by_machine: BTreeMap<&str, Vec<&Instance>> = BTreeMap::new();
+    for i in instances(view, &mut None) {
         if matches!(
             i.state,
             InstanceState::Terminated | InstanceState::ShuttingDown
@@ -180,7 +196,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
             continue;
         }
         if let Some(name) = cluster_instance(i) {
-            instances.entry(name).or_default().push(i);
+            by_machine.entry(name).or_default().push(i);
         }
     }
     let machines = machines_by_name(view);
@@ -206,7 +222,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
             if m.meta.is_deleting() {
                 return Err(format!("Machine {} is still being deleted", m.meta.name));
             }
-            let mine = instances
+            let mine = by_machine
                 .get(m.meta.name.as_str())
                 .map_or(&[][..], |v| v.as_slice());
             match mine {
@@ -232,11 +248,23 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
             }
         }
     }
-    if let Some((name, list)) = instances.iter().find(|(n, _)| !machines.contains_key(*n)) {
+    if let Some((name, list)) = by_machine.iter().find(|(n, _)| !machines.contains_key(*n)) {
         return Err(format!(
             "instance {} (Name={name}) has no Machine",
             list[0].id
         ));
     }
     Ok(())
+}
+
+impl reconsim_check::Check for NoDuplicateMachines {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        NoDuplicateMachines::check(self, view)
+    }
+}
+
+impl reconsim_check::Check for NoLeakedInstances {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        NoLeakedInstances::check(self, view)
+    }
 }

@@ -41,19 +41,20 @@
 //! updates of upgradeControlPlane and the static-pod Gets of ControlPlaneIsHealthy are
 //! not modelled: none of them decides what the controller creates or deletes.
 
-use reconsim_sim::ProcId;
-use reconsim_world::api::{ApiOk, ApiOp};
-use reconsim_world::capi::KubeadmControlPlane;
-use reconsim_world::capi::{
+use crate::etcd::{EtcdError, EtcdOk, EtcdOp, EtcdResult};
+use crate::kinds::KubeadmControlPlane;
+use crate::kinds::{
     CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_control_plane_node, machine_version, node_ref,
     owned_machines,
 };
-use reconsim_world::etcd::{EtcdError, EtcdOk, EtcdOp, EtcdResult};
+use reconsim_machineapi::kinds::{Machine, MachineSpec};
+use reconsim_sim::ProcId;
+use reconsim_world::api::{ApiOk, ApiOp};
 use reconsim_world::manager::{
     Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for, enqueue_owner,
 };
 use reconsim_world::object::{
-    Body, Kind, Machine, MachineSpec, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
+    Body, Kind, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
 };
 use reconsim_world::object::{Node, Resource};
 use serde::{Deserialize, Serialize};
@@ -178,7 +179,7 @@ impl KcpController {
         self.kcp.as_ref().expect("set at reconcile start")
     }
 
-    fn spec(&self) -> &reconsim_world::capi::KubeadmControlPlaneSpec {
+    fn spec(&self) -> &crate::kinds::KubeadmControlPlaneSpec {
         &self
             .kcp()
             .typed::<KubeadmControlPlane>()

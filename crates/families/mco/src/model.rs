@@ -39,17 +39,19 @@
 //!   nothing here reads Ready.
 //!
 //! The GC policies and the render and node controllers live in
-//! `reconsim_controllers::mco`; the checker in `reconsim_check::mco`.
+//! `reconsim_controllers::mco`; the checker in `crate::invariants`.
 
-use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
-use crate::component::{Component, Payload};
-use crate::fault::WorldFault;
-use crate::informer::Informer;
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer};
-use crate::object::{Body, ConditionStatus, Kind, Node, NodeStatus, Object, ObjectKey, ObjectMeta};
-use crate::object::{KindInfo, Resource};
-use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
+use reconsim_world::component::{Component, Payload};
+use reconsim_world::fault::WorldFault;
+use reconsim_world::informer::Informer;
+use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
+use reconsim_world::object::{
+    Body, ConditionStatus, Kind, Node, NodeStatus, Object, ObjectKey, ObjectMeta,
+};
+use reconsim_world::object::{KindInfo, Resource};
+use reconsim_world::proc::{Endpoints, WorldCtx};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -138,7 +140,7 @@ impl Resource for MachineConfigPool {
         plural: "machineconfigpools",
         namespaced: false,
     });
-    crate::status_subresource!();
+    reconsim_world::status_subresource!();
 }
 
 impl MachineConfigPool {
@@ -1049,7 +1051,7 @@ impl McoMachine {
 /// controller, as the render controller creates it.
 pub fn rendered_object(pool: &Object, content: BTreeMap<String, String>) -> Object {
     let mut meta = ObjectMeta::named("", &rendered_name(&pool.meta.name, &content));
-    meta.owner_references = vec![crate::object::OwnerReference {
+    meta.owner_references = vec![reconsim_world::object::OwnerReference {
         kind: MachineConfigPool::KIND,
         name: pool.meta.name.clone(),
         uid: pool.meta.uid,

@@ -38,14 +38,14 @@
 //! it, and the restart re-arms every pending transition.
 //!
 //! [`CloudClient`] is a scripted cloud client (the cloud-side twin of
-//! [`crate::script::Script`]) for tests and scenario user actions.
+//! [`reconsim_world::script::Script`]) for tests and scenario user actions.
 
-use crate::component::{Component, Payload};
-use crate::fault::WorldFault;
-use crate::kubelet::{Images, Kubelet, KubeletConfig};
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer};
-use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
+use reconsim_world::component::{Component, Payload};
+use reconsim_world::fault::WorldFault;
+use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
+use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
+use reconsim_world::proc::{Endpoints, Proc, WorldCtx};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

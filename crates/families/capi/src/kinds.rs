@@ -4,7 +4,7 @@
 //! The management cluster is the workload cluster here: one simulated API server holds
 //! the KubeadmControlPlane, its Machines and the workload control-plane Nodes; the
 //! workload's etcd and kubeadm ClusterStatus live in [`crate::etcd`]. Machines reuse
-//! [`crate::object::Machine`] (spec.version, spec.failureDomain, status.nodeRef).
+//! [`reconsim_machineapi::Machine`] (spec.version, spec.failureDomain, status.nodeRef).
 //!
 //! The workload's Nodes are the Nodes that joined from a cloud instance (their
 //! providerID is set): the management cluster's own nodes (where the controllers run)
@@ -16,8 +16,9 @@
 //! a while a joining machine's Node exists (the Machine controller finds it by
 //! providerID) and is not yet a control-plane Node.
 
-use crate::object::{Kind, Object, Uid};
-use crate::object::{KindInfo, Machine, Node, Resource};
+use reconsim_machineapi::kinds::Machine;
+use reconsim_world::object::{Kind, Object, Uid};
+use reconsim_world::object::{KindInfo, Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -56,7 +57,7 @@ impl Resource for KubeadmControlPlane {
         plural: "kubeadmcontrolplanes",
         namespaced: true,
     });
-    crate::status_subresource!();
+    reconsim_world::status_subresource!();
 }
 
 /// The label kubeadm's mark-control-plane phase puts on a control-plane Node (Kubernetes

@@ -44,16 +44,16 @@
 //! member count), leader change, quorum loss and the model's probe of the upstream panic
 //! (a leadership forward to a candidate without a NodeRef, see [`EtcdOp::ForwardLeadership`]).
 
-use crate::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
-use crate::capi::NODE_ROLE_MASTER_LABEL;
-use crate::cloud::{CloudOp, CloudResult, InstanceState};
-use crate::component::{Component, Payload};
-use crate::fault::WorldFault;
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer};
-use crate::object::ObjectKey;
-use crate::object::{Node, Resource};
-use crate::proc::{Endpoints, WorldCtx};
+use crate::kinds::NODE_ROLE_MASTER_LABEL;
+use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
 use reconsim_sim::{ProcId, SimTime};
+use reconsim_world::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
+use reconsim_world::component::{Component, Payload};
+use reconsim_world::fault::WorldFault;
+use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
+use reconsim_world::object::ObjectKey;
+use reconsim_world::object::{Node, Resource};
+use reconsim_world::proc::{Endpoints, WorldCtx};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,0 +1,26 @@
+//! The Cluster API KubeadmControlPlane family (seed incident 2, cluster-api PR #2958):
+//! its kinds, the workload cluster's etcd model, its controllers and its invariants.
+//!
+//! Table of contents:
+//! - [`kinds`]: the KubeadmControlPlane kind and the conventions that tie it to the
+//!   workload cluster (labels, control-plane Nodes, owned Machines).
+//! - [`etcd`]: the workload cluster's etcd members and kubeadm ClusterStatus, a
+//!   component of this family.
+//! - [`kcp`], [`machine`]: the KubeadmControlPlane controller and the Machine controller
+//!   for its machines; [`kcp::KcpOptions`] and [`machine::CapiMachineOptions`] hold the
+//!   v0.3.3 / v0.3.4 switches.
+//! - [`invariants`]: the KubeadmControlPlane and etcd invariants and the convergence
+//!   check.
+//!
+//! Machines are the machine-api family's `Machine` kind for now (spec.version,
+//! spec.failureDomain, status.nodeRef); the cloud is the [`reconsim_cloud`] family's.
+
+pub mod etcd;
+pub mod invariants;
+pub mod kcp;
+pub mod kinds;
+pub mod machine;
+
+pub use kcp::{KcpController, KcpOptions};
+pub use kinds::KubeadmControlPlane;
+pub use machine::{CapiMachineController, CapiMachineOptions};

@@ -1,0 +1,23 @@
+//! The OpenShift machine-api family (seed incident 1, Bugzilla 1864352): its kinds, its
+//! controllers and its invariants.
+//!
+//! Table of contents:
+//! - [`kinds`]: machine.openshift.io/v1beta1 Machine and MachineSet, and the actuator's
+//!   merge patch of a Machine's provider fields.
+//! - [`machineset`], [`machine`]: the MachineSet controller and the Machine controller
+//!   with the AWS actuator. Leader election is the host's (the manager's) concern, so the
+//!   4.5 and 4.6 variants run the same reconcilers; [`machine::MachineOptions`] adds the
+//!   idempotent-create variant.
+//! - [`invariants`]: `no_leaked_instances`, `no_duplicate_machines` and the machine-api
+//!   convergence check.
+//!
+//! The cloud its Machine controller calls is the [`reconsim_cloud`] family's.
+
+pub mod invariants;
+pub mod kinds;
+pub mod machine;
+pub mod machineset;
+
+pub use kinds::{Machine, MachineFields, MachineSet};
+pub use machine::{MachineController, MachineOptions};
+pub use machineset::MachineSetController;

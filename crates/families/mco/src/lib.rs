@@ -1,0 +1,17 @@
+//! The machine-config-operator family (seed incident 3, machine-config-operator issue
+//! #301): its kinds and components (the Machine Config Server, booting machines and
+//! their daemon), its controllers and its invariants.
+//!
+//! Table of contents:
+//! - [`model`]: MachineConfig and MachineConfigPool, the config server and the booting
+//!   machine, as components of this family.
+//! - [`controllers`]: the render controller (with its GC policies) and the node
+//!   controller.
+//! - [`invariants`]: `no_missing_referenced_config` and the machine-config convergence
+//!   check.
+
+pub mod controllers;
+pub mod invariants;
+pub mod model;
+
+pub use model::{MachineConfig, MachineConfigPool};
