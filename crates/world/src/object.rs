@@ -746,12 +746,12 @@ mod tests {
         };
     }
     // Same name, other groups; names sharing their first 8 bytes.
-    const MACHINE_CAPI: Kind = kind!("cluster.x-k8s.io", "Machine");
-    const MACHINE_OPENSHIFT: Kind = kind!("machine.openshift.io", "Machine");
-    const KIND_A: Kind = kind!("a.example", "KubeadmControlPlane");
-    const KIND_B: Kind = kind!("a.example", "MachineConfig");
-    const KIND_C: Kind = kind!("a.example", "MachineConfigPool");
-    const KIND_D: Kind = kind!("a.example", "MachineSet");
+    const WIDGET_A: Kind = kind!("a.example", "Widget");
+    const WIDGET_B: Kind = kind!("b.example", "Widget");
+    const KIND_A: Kind = kind!("a.example", "Gadget");
+    const KIND_B: Kind = kind!("a.example", "WidgetConfig");
+    const KIND_C: Kind = kind!("a.example", "WidgetConfigPool");
+    const KIND_D: Kind = kind!("a.example", "WidgetSet");
 
     #[test]
     fn kinds_are_their_group_and_name_and_order_by_name() {
@@ -759,13 +759,13 @@ mod tests {
             Deployment::KIND,
             KIND_A,
             Lease::KIND,
-            MACHINE_CAPI,
-            MACHINE_OPENSHIFT,
+            Node::KIND,
+            Pod::KIND,
+            WIDGET_A,
+            WIDGET_B,
             KIND_B,
             KIND_C,
             KIND_D,
-            Node::KIND,
-            Pod::KIND,
         ];
         for (i, a) in kinds.iter().enumerate() {
             for (j, b) in kinds.iter().enumerate() {
@@ -774,7 +774,7 @@ mod tests {
                 assert_eq!(a.cmp(b), by_name, "{a:?} vs {b:?}");
             }
         }
-        assert_eq!(MACHINE_CAPI.api_version(), "cluster.x-k8s.io/v1");
+        assert_eq!(WIDGET_B.api_version(), "b.example/v1");
         assert_eq!(Node::KIND.api_version(), "v1");
     }
 

@@ -1,4 +1,4 @@
-//! Integration tests of the etcd model of the workload cluster (crates/world/src/etcd.rs).
+//! Integration tests of the etcd model of the workload cluster (crates/families/capi/src/etcd.rs).
 //!
 //! A small world by hand: an API server and the cloud on one host, the etcd model next to
 //! them, a scripted cloud client that launches control-plane instances. Delays are pinned

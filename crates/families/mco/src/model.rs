@@ -39,7 +39,7 @@
 //!   nothing here reads Ready.
 //!
 //! The GC policies and the render and node controllers live in
-//! `reconsim_controllers::mco`; the checker in `crate::invariants`.
+//! `crate::controllers`; the checker in `crate::invariants`.
 
 use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
