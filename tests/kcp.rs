@@ -3,6 +3,7 @@
 
 use reconsim::check::View;
 use reconsim::families::capi::invariants::etcd;
+use reconsim::families::capi::kinds::Machine;
 use reconsim::families::capi::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref,
 };
@@ -10,7 +11,6 @@ use reconsim::scenario::build::World;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::TraceMode;
-use reconsim_machineapi::kinds::Machine;
 use reconsim_world::object::{Node, Resource};
 
 fn run(name: &str, seed: u64) -> (reconsim::scenario::runner::Outcome, World) {

@@ -24,7 +24,7 @@ fn peaks(name: &str, seed: u64) -> (usize, usize) {
         let view = reconsim::scenario::runner::view(&world);
         machines = machines.max(view.api.list(Machine::KIND).count());
         instances = instances.max(
-            reconsim::families::machineapi::invariants::instances(&view, &mut None)
+            reconsim::families::cloud::instances(&view, &mut None)
                 .filter(|i| {
                     !matches!(
                         i.state,

@@ -40,11 +40,11 @@
 
 use crate::etcd::{Etcd, EtcdEvent};
 use crate::kinds::KubeadmControlPlane;
+use crate::kinds::Machine;
 use crate::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
 };
 use reconsim_check::{View, Violation};
-use reconsim_machineapi::kinds::Machine;
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::object::Uid;
 use reconsim_world::object::{Node, Resource};
@@ -325,8 +325,7 @@ impl EtcdChecker {
 /// The name of the non-deleting, still joining Machine whose instance registers as Node
 /// `node`, if any: it has no NodeRef, or its Node is not a control-plane Node yet.
 fn joining_machine_of(view: &View<'_>, node: &str) -> Option<String> {
-    let instance = reconsim_machineapi::invariants::instances(view, &mut None)
-        .find(|i| i.node_name() == node)?;
+    let instance = reconsim_cloud::instances(view, &mut None).find(|i| i.node_name() == node)?;
     let provider_id = instance.provider_id();
     let machine = view.api.list(Machine::KIND).find(|m| {
         !m.meta.is_deleting()

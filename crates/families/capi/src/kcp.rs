@@ -47,7 +47,7 @@ use crate::kinds::{
     CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_control_plane_node, machine_version, node_ref,
     owned_machines,
 };
-use reconsim_machineapi::kinds::{Machine, MachineSpec};
+use crate::kinds::{Machine, MachineSpec};
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiOk, ApiOp};
 use reconsim_world::manager::{

@@ -3,8 +3,9 @@
 //!
 //! The management cluster is the workload cluster here: one simulated API server holds
 //! the KubeadmControlPlane, its Machines and the workload control-plane Nodes; the
-//! workload's etcd and kubeadm ClusterStatus live in [`crate::etcd`]. Machines reuse
-//! [`reconsim_machineapi::Machine`] (spec.version, spec.failureDomain, status.nodeRef).
+//! workload's etcd and kubeadm ClusterStatus live in [`crate::etcd`]. Machines are
+//! [`Machine`], cluster.x-k8s.io's (spec.version, spec.failureDomain, status.nodeRef),
+//! a kind of its own beside machine-api's.
 //!
 //! The workload's Nodes are the Nodes that joined from a cloud instance (their
 //! providerID is set): the management cluster's own nodes (where the controllers run)
@@ -16,11 +17,80 @@
 //! a while a joining machine's Node exists (the Machine controller finds it by
 //! providerID) and is not yet a control-plane Node.
 
-use reconsim_machineapi::kinds::Machine;
+use reconsim_sim::SimTime;
+use reconsim_world::api::Patch;
 use reconsim_world::object::{Kind, Object, Uid};
 use reconsim_world::object::{KindInfo, Node, Resource};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// cluster.x-k8s.io/v1alpha3 Machine's spec: the providerID its infrastructure machine
+/// reports, the Kubernetes version and the failure domain.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct MachineSpec {
+    pub provider_id: Option<String>,
+    pub version: Option<String>,
+    pub failure_domain: Option<String>,
+}
+
+/// The Machine's status, with its infrastructure machine's instance id folded in (the
+/// model's Machine controller is also the AWSMachine controller).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct MachineStatus {
+    /// Provisioning, Provisioned, Running, Deleting, Failed.
+    pub phase: Option<String>,
+    pub instance_id: Option<String>,
+    /// status.nodeRef.name
+    pub node_ref: Option<String>,
+    pub last_updated: Option<SimTime>,
+}
+
+/// A Cluster API Machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Machine {
+    pub spec: MachineSpec,
+    pub status: MachineStatus,
+}
+
+impl Resource for Machine {
+    const KIND: Kind = Kind::new(&KindInfo {
+        group: "cluster.x-k8s.io",
+        version: "v1alpha3",
+        kind: "Machine",
+        plural: "machines",
+        namespaced: true,
+    });
+    reconsim_world::status_subresource!();
+}
+
+/// The Machine controller's merge patch of a Machine's provider fields and status:
+/// each field that is `Some` is set, every other is left alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct MachineFields {
+    pub provider_id: Option<String>,
+    pub instance_id: Option<String>,
+    pub phase: Option<String>,
+    pub last_updated: Option<SimTime>,
+}
+
+impl Patch for MachineFields {
+    type Target = Machine;
+
+    fn apply(&self, m: &mut Machine) {
+        if self.provider_id.is_some() {
+            m.spec.provider_id = self.provider_id.clone();
+        }
+        if self.instance_id.is_some() {
+            m.status.instance_id = self.instance_id.clone();
+        }
+        if self.phase.is_some() {
+            m.status.phase = self.phase.clone();
+        }
+        if self.last_updated.is_some() {
+            m.status.last_updated = self.last_updated;
+        }
+    }
+}
 
 /// The label naming a Machine's Cluster.
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";

@@ -2,8 +2,9 @@
 //! its kinds, the workload cluster's etcd model, its controllers and its invariants.
 //!
 //! Table of contents:
-//! - [`kinds`]: the KubeadmControlPlane kind and the conventions that tie it to the
-//!   workload cluster (labels, control-plane Nodes, owned Machines).
+//! - [`kinds`]: the KubeadmControlPlane and cluster.x-k8s.io Machine kinds, the Machine
+//!   controller's merge patch, and the conventions that tie them to the workload
+//!   cluster (labels, control-plane Nodes, owned Machines).
 //! - [`etcd`]: the workload cluster's etcd members and kubeadm ClusterStatus, a
 //!   component of this family.
 //! - [`kcp`], [`machine`]: the KubeadmControlPlane controller and the Machine controller
@@ -12,8 +13,8 @@
 //! - [`invariants`]: the KubeadmControlPlane and etcd invariants and the convergence
 //!   check.
 //!
-//! Machines are the machine-api family's `Machine` kind for now (spec.version,
-//! spec.failureDomain, status.nodeRef); the cloud is the [`reconsim_cloud`] family's.
+//! The cloud its Machine controller and its etcd model call is the [`reconsim_cloud`]
+//! family's.
 
 pub mod etcd;
 pub mod invariants;

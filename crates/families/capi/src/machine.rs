@@ -28,8 +28,8 @@
 
 use crate::etcd::ROLE_TAG;
 use crate::kinds::{CONTROL_PLANE_LABEL, is_workload_node};
+use crate::kinds::{Machine, MachineFields};
 use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
-use reconsim_machineapi::kinds::{Machine, MachineFields};
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
@@ -134,7 +134,6 @@ impl CapiMachineController {
                 provider_id: None,
                 instance_id: None,
                 phase: Some("Provisioning".into()),
-                error_message: None,
                 last_updated: Some(ctx.now),
             })];
             self.phase = Phase::MarkProvisioning;
@@ -303,7 +302,6 @@ impl Reconciler for CapiMachineController {
                         provider_id: Some(i.provider_id()),
                         instance_id: Some(i.id.clone()),
                         phase: None,
-                        error_message: None,
                         last_updated: Some(ctx.now),
                     })],
                     resource_version: None,

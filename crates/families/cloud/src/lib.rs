@@ -791,3 +791,14 @@ impl Component for CloudClient {
         self
     }
 }
+
+/// The world's cloud instances, as a checker reads them (none if the world runs no
+/// cloud); `cloud` keeps where the cloud process is between checks.
+pub fn instances<'a>(
+    view: &reconsim_check::View<'a>,
+    cloud: &mut Option<ProcId>,
+) -> impl Iterator<Item = &'a Instance> + use<'a> {
+    view.find_cached::<Cloud>(cloud)
+        .into_iter()
+        .flat_map(|c| c.instances())
+}

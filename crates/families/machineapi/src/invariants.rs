@@ -14,7 +14,7 @@
 
 use crate::kinds::{Machine, MachineSet};
 use reconsim_check::{View, Violation};
-use reconsim_cloud::{Cloud, Instance, InstanceState};
+use reconsim_cloud::{Instance, InstanceState, instances};
 use reconsim_sim::ProcId;
 use reconsim_world::object::Resource;
 use reconsim_world::object::{Object, Uid};
@@ -25,17 +25,6 @@ use std::sync::Arc;
 pub const NAME_TAG: &str = "Name";
 /// The tag every instance of the simulated cluster carries.
 pub const CLUSTER_TAG: &str = "kubernetes.io/cluster/reconsim";
-
-/// The cloud's instances (none if the world runs no cloud); `cloud` keeps where the
-/// cloud process is between checks.
-pub fn instances<'a>(
-    view: &View<'a>,
-    cloud: &mut Option<ProcId>,
-) -> impl Iterator<Item = &'a Instance> + use<'a> {
-    view.find_cached::<Cloud>(cloud)
-        .into_iter()
-        .flat_map(|c| c.instances())
-}
 
 fn cluster_instance(i: &Instance) -> Option<&str> {
     i.tags.get(CLUSTER_TAG)?;

@@ -11,12 +11,6 @@ use std::collections::BTreeMap;
 pub struct MachineSpec {
     /// `aws:///<zone>/<instance-id>`, set by the machine controller after create.
     pub provider_id: Option<String>,
-    /// Cluster API spec.version: the Kubernetes version the machine runs (incident 2).
-    #[serde(default)]
-    pub version: Option<String>,
-    /// Cluster API spec.failureDomain (incident 2).
-    #[serde(default)]
-    pub failure_domain: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
