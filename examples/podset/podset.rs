@@ -128,13 +128,12 @@ pub struct PodSet {
 }
 
 impl Resource for PodSet {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "example.reconsim.dev",
-        version: "v1",
-        kind: "PodSet",
-        plural: "podsets",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "example.reconsim.dev",
+        "v1",
+        "PodSet",
+        "podsets",
+    ));
     reconsim::world::status_subresource!();
 }
 

@@ -31,7 +31,11 @@ use std::sync::Arc;
 pub struct Uid(pub u64);
 
 /// What the API server needs to know of a kind: its group, version and name, the
-/// plural of its REST path, and whether its objects live in a namespace.
+/// plural of its REST path, and whether its objects live in a namespace. Made at
+/// compile time by [`KindInfo::namespaced`] or [`KindInfo::cluster_scoped`], which also
+/// compute the kind's id (the stable hash of group and name: FNV-1a over the group, a
+/// 0xff byte and the name) and its rank (the name's first 8 bytes, big-endian), so a
+/// kind compares and hashes as one word however long its names, and orders by name.
 #[derive(Debug, PartialEq, Eq)]
 pub struct KindInfo {
     /// The API group (`""` for the core group).
@@ -42,21 +46,7 @@ pub struct KindInfo {
     pub plural: &'static str,
     /// Cluster-scoped kinds have an empty namespace.
     pub namespaced: bool,
-}
-
-/// A kind, registered by its [`KindInfo`]: `const MACHINE: Kind = Kind::new(&KindInfo { .. })`.
-///
-/// `Kind::new` computes the kind's id at compile time: the stable hash (FNV-1a 64 over
-/// the group, a 0xff byte and the kind name), so comparing and hashing a kind costs one
-/// word, however long its names, and nothing depends on where a family's constant
-/// happens to live in memory. Two kinds are the same when their ids are (group and kind
-/// name); they order by kind name, then group, so the store's key order is readable.
-#[derive(Clone, Copy)]
-pub struct Kind {
-    info: &'static KindInfo,
     id: u64,
-    /// The kind name's first 8 bytes, big-endian, zero-padded: orders like the name
-    /// itself wherever the first 8 bytes differ.
     rank: u64,
 }
 
@@ -69,55 +59,97 @@ const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-impl Kind {
-    pub const fn new(info: &'static KindInfo) -> Self {
-        let h = fnv1a(0xcbf2_9ce4_8422_2325, info.group.as_bytes());
+impl KindInfo {
+    /// A kind whose objects live in a namespace.
+    pub const fn namespaced(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+    ) -> Self {
+        Self::new(group, version, kind, plural, true)
+    }
+
+    /// A kind whose objects have no namespace (Node).
+    pub const fn cluster_scoped(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+    ) -> Self {
+        Self::new(group, version, kind, plural, false)
+    }
+
+    const fn new(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+        namespaced: bool,
+    ) -> Self {
+        let h = fnv1a(0xcbf2_9ce4_8422_2325, group.as_bytes());
         let h = fnv1a(h, &[0xff]);
-        let name = info.kind.as_bytes();
+        let name = kind.as_bytes();
         let mut rank = 0u64;
         let mut i = 0;
         while i < 8 {
             rank = (rank << 8) | if i < name.len() { name[i] as u64 } else { 0 };
             i += 1;
         }
-        Kind {
-            info,
+        KindInfo {
+            group,
+            version,
+            kind,
+            plural,
+            namespaced,
             id: fnv1a(h, name),
             rank,
         }
     }
+}
+
+/// A kind: `const KIND: Kind = Kind::new(&KindInfo::namespaced(group, version, kind,
+/// plural))`. One pointer; two kinds are the same when their ids are (group and name),
+/// whatever the address of the constant that made them.
+#[derive(Clone, Copy)]
+pub struct Kind(&'static KindInfo);
+
+impl Kind {
+    pub const fn new(info: &'static KindInfo) -> Self {
+        Kind(info)
+    }
 
     pub fn info(self) -> &'static KindInfo {
-        self.info
+        self.0
     }
 
     /// The kind's name (`Machine`).
     pub fn as_str(self) -> &'static str {
-        self.info.kind
+        self.0.kind
     }
 
     pub fn group(self) -> &'static str {
-        self.info.group
+        self.0.group
     }
 
     /// `group/version`, or `version` for the core group (an object's apiVersion).
     pub fn api_version(self) -> String {
-        if self.info.group.is_empty() {
-            self.info.version.to_string()
+        if self.0.group.is_empty() {
+            self.0.version.to_string()
         } else {
-            format!("{}/{}", self.info.group, self.info.version)
+            format!("{}/{}", self.0.group, self.0.version)
         }
     }
 
     /// Cluster-scoped kinds have an empty namespace.
     pub fn namespaced(self) -> bool {
-        self.info.namespaced
+        self.0.namespaced
     }
 }
 
 impl PartialEq for Kind {
     fn eq(&self, other: &Kind) -> bool {
-        self.id == other.id
+        std::ptr::eq(self.0, other.0) || self.0.id == other.0.id
     }
 }
 
@@ -125,12 +157,11 @@ impl Eq for Kind {}
 
 impl Ord for Kind {
     fn cmp(&self, other: &Kind) -> Ordering {
-        if self.id == other.id {
+        if self == other {
             return Ordering::Equal;
         }
-        self.rank.cmp(&other.rank).then_with(|| {
-            str_cmp(self.info.kind, other.info.kind)
-                .then_with(|| str_cmp(self.info.group, other.info.group))
+        self.0.rank.cmp(&other.0.rank).then_with(|| {
+            str_cmp(self.0.kind, other.0.kind).then_with(|| str_cmp(self.0.group, other.0.group))
         })
     }
 }
@@ -143,25 +174,25 @@ impl PartialOrd for Kind {
 
 impl Hash for Kind {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.id);
+        state.write_u64(self.0.id);
     }
 }
 
 impl fmt::Debug for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.info.kind)
+        f.write_str(self.0.kind)
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.info.kind)
+        f.write_str(self.0.kind)
     }
 }
 
 impl Serialize for Kind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.info.kind)
+        s.serialize_str(self.0.kind)
     }
 }
 
@@ -548,13 +579,12 @@ pub struct Lease {
 
 impl Resource for Lease {
     /// A Lease has no status subresource: every change is a spec change.
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+    ));
 }
 
 // ----- core/v1 Node and Pod ----------------------------------------------------------------
@@ -612,13 +642,7 @@ pub struct Node {
 }
 
 impl Resource for Node {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "",
-        version: "v1",
-        kind: "Node",
-        plural: "nodes",
-        namespaced: false,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::cluster_scoped("", "v1", "Node", "nodes"));
     crate::status_subresource!();
 }
 
@@ -663,13 +687,7 @@ pub struct Pod {
 }
 
 impl Resource for Pod {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "",
-        version: "v1",
-        kind: "Pod",
-        plural: "pods",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced("", "v1", "Pod", "pods"));
     crate::status_subresource!();
 }
 
@@ -700,13 +718,12 @@ pub struct Deployment {
 }
 
 impl Resource for Deployment {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "apps",
-        version: "v1",
-        kind: "Deployment",
-        plural: "deployments",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+    ));
     crate::status_subresource!();
 }
 
@@ -736,13 +753,7 @@ mod tests {
 
     macro_rules! kind {
         ($group:literal, $kind:literal) => {
-            Kind::new(&KindInfo {
-                group: $group,
-                version: "v1",
-                kind: $kind,
-                plural: "",
-                namespaced: true,
-            })
+            Kind::new(&KindInfo::namespaced($group, "v1", $kind, ""))
         };
     }
     // Same name, other groups; names sharing their first 8 bytes.

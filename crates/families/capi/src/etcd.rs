@@ -123,7 +123,7 @@ pub enum Timer {
     /// Poll the cloud for control-plane instances.
     Poll,
     /// Apply and answer a request once its service time is over.
-    Serve { from: ProcId, req: Box<EtcdRequest> },
+    Serve { from: ProcId, req: EtcdRequest },
     /// kubeadm's etcd wait is over for member `name`: update-status, then
     /// mark-control-plane.
     Mark { name: String },
@@ -284,13 +284,7 @@ impl Etcd {
                 let req = EtcdRequest { id, op };
                 let (lo, hi) = (self.config.call_ms_min, self.config.call_ms_max);
                 let delay_ms = ctx.draw_ms(lo, hi);
-                ctx.set_timer(
-                    delay_ms,
-                    timer(Timer::Serve {
-                        from,
-                        req: Box::new(req),
-                    }),
-                );
+                ctx.set_timer(delay_ms, timer(Timer::Serve { from, req }));
             }
             Msg::Response { id, body } if self.poll_in_flight == Some(id) => {
                 self.poll_in_flight = None;

@@ -53,13 +53,12 @@ pub struct Machine {
 }
 
 impl Resource for Machine {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "cluster.x-k8s.io",
-        version: "v1alpha3",
-        kind: "Machine",
-        plural: "machines",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "cluster.x-k8s.io",
+        "v1alpha3",
+        "Machine",
+        "machines",
+    ));
     reconsim_world::status_subresource!();
 }
 
@@ -120,13 +119,12 @@ pub struct KubeadmControlPlane {
 }
 
 impl Resource for KubeadmControlPlane {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "controlplane.cluster.x-k8s.io",
-        version: "v1alpha3",
-        kind: "KubeadmControlPlane",
-        plural: "kubeadmcontrolplanes",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "controlplane.cluster.x-k8s.io",
+        "v1alpha3",
+        "KubeadmControlPlane",
+        "kubeadmcontrolplanes",
+    ));
     reconsim_world::status_subresource!();
 }
 

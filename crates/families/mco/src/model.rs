@@ -97,13 +97,12 @@ pub struct MachineConfig {
 
 impl Resource for MachineConfig {
     /// A MachineConfig has no status: every change is a spec change.
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "machineconfiguration.openshift.io",
-        version: "v1",
-        kind: "MachineConfig",
-        plural: "machineconfigs",
-        namespaced: false,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::cluster_scoped(
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfig",
+        "machineconfigs",
+    ));
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -133,13 +132,12 @@ pub struct MachineConfigPool {
 }
 
 impl Resource for MachineConfigPool {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "machineconfiguration.openshift.io",
-        version: "v1",
-        kind: "MachineConfigPool",
-        plural: "machineconfigpools",
-        namespaced: false,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::cluster_scoped(
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfigPool",
+        "machineconfigpools",
+    ));
     reconsim_world::status_subresource!();
 }
 

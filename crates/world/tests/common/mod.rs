@@ -41,13 +41,12 @@ pub struct Machine {
 }
 
 impl Resource for Machine {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "test.reconsim.dev",
-        version: "v1beta1",
-        kind: "Machine",
-        plural: "machines",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "test.reconsim.dev",
+        "v1beta1",
+        "Machine",
+        "machines",
+    ));
     reconsim_world::status_subresource!();
 }
 
@@ -125,12 +124,11 @@ pub struct MachineSet {
 }
 
 impl Resource for MachineSet {
-    const KIND: Kind = Kind::new(&KindInfo {
-        group: "test.reconsim.dev",
-        version: "v1beta1",
-        kind: "MachineSet",
-        plural: "machinesets",
-        namespaced: true,
-    });
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "test.reconsim.dev",
+        "v1beta1",
+        "MachineSet",
+        "machinesets",
+    ));
     reconsim_world::status_subresource!();
 }
