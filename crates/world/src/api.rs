@@ -103,7 +103,8 @@ trait DynPatch: Send + Sync + fmt::Debug + 'static {
     fn apply_to(&self, object: &mut Object) -> bool;
     fn as_any(&self) -> &dyn Any;
     fn eq_dyn(&self, other: &dyn DynPatch) -> bool;
-    fn hash_dyn(&self, state: &mut dyn Hasher);
+    /// The derived `Hash` through a concrete stable hasher (no virtual call per field).
+    fn stable_hash(&self) -> u64;
     fn summary(&self) -> String;
     fn as_serialize(&self) -> &dyn erased_serde::Serialize;
 }
@@ -124,8 +125,8 @@ impl<P: Patch> DynPatch for P {
     fn eq_dyn(&self, other: &dyn DynPatch) -> bool {
         other.as_any().downcast_ref::<P>() == Some(self)
     }
-    fn hash_dyn(&self, mut state: &mut dyn Hasher) {
-        self.hash(&mut state);
+    fn stable_hash(&self) -> u64 {
+        reconsim_sim::StableHasher::hash_one(self)
     }
     fn summary(&self) -> String {
         Patch::summary(self)
@@ -169,7 +170,7 @@ impl Eq for MergePatch {}
 
 impl Hash for MergePatch {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash_dyn(state);
+        state.write_u64(self.0.stable_hash());
     }
 }
 

@@ -31,7 +31,8 @@ trait DynMessage: Send + Sync + fmt::Debug + 'static {
     fn as_any(&self) -> &dyn Any;
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
     fn eq_dyn(&self, other: &dyn DynMessage) -> bool;
-    fn hash_dyn(&self, state: &mut dyn Hasher);
+    /// The derived `Hash` through a concrete stable hasher (no virtual call per field).
+    fn stable_hash(&self) -> u64;
     fn as_serialize(&self) -> &dyn erased_serde::Serialize;
 }
 
@@ -45,8 +46,8 @@ impl<T: Message> DynMessage for T {
     fn eq_dyn(&self, other: &dyn DynMessage) -> bool {
         other.as_any().downcast_ref::<T>() == Some(self)
     }
-    fn hash_dyn(&self, mut state: &mut dyn Hasher) {
-        self.hash(&mut state);
+    fn stable_hash(&self) -> u64 {
+        reconsim_sim::StableHasher::hash_one(self)
     }
     fn as_serialize(&self) -> &dyn erased_serde::Serialize {
         self
@@ -92,7 +93,7 @@ impl Eq for Payload {}
 
 impl Hash for Payload {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash_dyn(state);
+        state.write_u64(self.0.stable_hash());
     }
 }
 

@@ -6,22 +6,22 @@
 //! for its own; a body is any plain-data type that implements [`Resource`]. The API
 //! server, informers and checkers handle objects through [`Body`], a type-erased,
 //! reference-counted body: no JSON on the hot path, typed access by downcast
-//! ([`Object::typed`]), a stable hash for the trace (the kind, then the body's derived
-//! `Hash`), and a spec/status split so the API server bumps `generation` only on spec
+//! ([`Object::typed`]), a stable hash for the trace (the kind's id, then the body's own
+//! stable hash, computed once per shared body), and a spec/status split so the API server bumps `generation` only on spec
 //! changes, as the real one does for resources with a status subresource.
 //!
 //! Objects are shared as `Arc<Object>` between the API server's store, watch events and
 //! informer caches, so fan-out costs a reference count; a write copies the metadata and
 //! shares the body unless the write changes it.
 
-use reconsim_sim::SimTime;
+use reconsim_sim::{SimTime, StableHasher};
 use serde::{Deserialize, Serialize};
 use std::any::Any;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// An object's uid: unique over a run, never reused (a re-created name gets a new uid).
 #[derive(
@@ -245,9 +245,11 @@ trait DynBody: Send + Sync + fmt::Debug + 'static {
     fn kind(&self) -> Kind;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn clone_arc(&self) -> Arc<dyn DynBody>;
+    fn clone_shared(&self) -> Arc<Shared<dyn DynBody>>;
     fn eq_dyn(&self, other: &dyn DynBody) -> bool;
-    fn hash_dyn(&self, state: &mut dyn Hasher);
+    /// The body's derived `Hash` through a concrete [`StableHasher`] (no virtual call per
+    /// field).
+    fn stable_hash(&self) -> u64;
     fn same_spec_dyn(&self, other: &dyn DynBody) -> bool;
     fn set_spec_from_dyn(&mut self, other: &dyn DynBody) -> bool;
     fn set_status_from_dyn(&mut self, other: &dyn DynBody) -> bool;
@@ -264,14 +266,14 @@ impl<T: Resource> DynBody for T {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
-    fn clone_arc(&self) -> Arc<dyn DynBody> {
-        Arc::new(self.clone())
+    fn clone_shared(&self) -> Arc<Shared<dyn DynBody>> {
+        Arc::new(Shared::new(self.clone()))
     }
     fn eq_dyn(&self, other: &dyn DynBody) -> bool {
         other.as_any().downcast_ref::<T>() == Some(self)
     }
-    fn hash_dyn(&self, mut state: &mut dyn Hasher) {
-        self.hash(&mut state);
+    fn stable_hash(&self) -> u64 {
+        StableHasher::hash_one(self)
     }
     fn same_spec_dyn(&self, other: &dyn DynBody) -> bool {
         other
@@ -299,22 +301,38 @@ impl<T: Resource> DynBody for T {
     }
 }
 
+/// A shared body and its stable hash, computed once: a body is immutable while shared,
+/// and the trace hashes the same body once per watch event it travels in.
+struct Shared<B: ?Sized> {
+    hash: OnceLock<u64>,
+    value: B,
+}
+
+impl<B> Shared<B> {
+    fn new(value: B) -> Self {
+        Shared {
+            hash: OnceLock::new(),
+            value,
+        }
+    }
+}
+
 /// The typed part of an object, whatever its kind: shared until written.
 #[derive(Clone)]
-pub struct Body(Arc<dyn DynBody>);
+pub struct Body(Arc<Shared<dyn DynBody>>);
 
 impl Body {
     pub fn new<T: Resource>(body: T) -> Self {
-        Body(Arc::new(body))
+        Body(Arc::new(Shared::new(body)))
     }
 
     pub fn kind(&self) -> Kind {
-        self.0.kind()
+        self.0.value.kind()
     }
 
     /// The body as `T`, if it is one.
     pub fn typed<T: Resource>(&self) -> Option<&T> {
-        self.0.as_any().downcast_ref::<T>()
+        self.0.value.as_any().downcast_ref::<T>()
     }
 
     /// The body as `T` to write, if it is one (copied first if shared).
@@ -323,16 +341,19 @@ impl Body {
         self.make_mut().as_any_mut().downcast_mut::<T>()
     }
 
+    /// The body to write: copied first if shared, its cached hash dropped.
     fn make_mut(&mut self) -> &mut dyn DynBody {
         if Arc::get_mut(&mut self.0).is_none() {
-            self.0 = self.0.clone_arc();
+            self.0 = self.0.value.clone_shared();
         }
-        Arc::get_mut(&mut self.0).expect("just made unique")
+        let shared = Arc::get_mut(&mut self.0).expect("just made unique");
+        shared.hash = OnceLock::new();
+        &mut shared.value
     }
 
     /// Whether the spec parts are equal (status may differ): decides `generation`.
     pub fn same_spec(&self, other: &Body) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.same_spec_dyn(&*other.0)
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value.same_spec_dyn(&other.0.value)
     }
 
     /// Replace this body's spec with `other`'s (same kind), keeping status.
@@ -340,7 +361,7 @@ impl Body {
         if self.kind() != other.kind() {
             return false;
         }
-        self.make_mut().set_spec_from_dyn(&*other.0)
+        self.make_mut().set_spec_from_dyn(&other.0.value)
     }
 
     /// Replace this body's status with `other`'s (same kind), keeping spec; `false` for
@@ -349,7 +370,7 @@ impl Body {
         if self.kind() != other.kind() {
             return false;
         }
-        self.make_mut().set_status_from_dyn(&*other.0)
+        self.make_mut().set_status_from_dyn(&other.0.value)
     }
 }
 
@@ -361,28 +382,29 @@ impl<T: Resource> From<T> for Body {
 
 impl PartialEq for Body {
     fn eq(&self, other: &Body) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.eq_dyn(&*other.0)
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value.eq_dyn(&other.0.value)
     }
 }
 
 impl Eq for Body {}
 
 impl Hash for Body {
+    /// The kind's id, then the body's own stable hash (computed once per shared body).
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.kind().hash(state);
-        self.0.hash_dyn(state);
+        state.write_u64(*self.0.hash.get_or_init(|| self.0.value.stable_hash()));
     }
 }
 
 impl fmt::Debug for Body {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.0.value.fmt(f)
     }
 }
 
 impl Serialize for Body {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        erased_serde::serialize(self.0.as_serialize(), s)
+        erased_serde::serialize(self.0.value.as_serialize(), s)
     }
 }
 
