@@ -124,3 +124,36 @@ pub trait Component: fmt::Debug + 'static {
     /// For tests and checkers that read a component's state: `proc.component::<T>()`.
     fn as_any(&self) -> &dyn Any;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+    struct Ping(String);
+
+    #[test]
+    fn payloads_compare_hash_and_move_out_as_their_message() {
+        let a = Payload::new(Ping("x".into()));
+        let b = Payload::new(Ping("x".into()));
+        let hash = |p: &Payload| reconsim_sim::StableHasher::hash_one(p);
+        assert_eq!(a, b);
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(a, Payload::new(Ping("y".into())));
+        assert_ne!(a, Payload::new(7u32), "another type is another message");
+        assert_eq!(a.typed::<Ping>(), Some(&Ping("x".into())));
+        assert!(a.typed::<u32>().is_none());
+        let shared = a.clone();
+        assert_eq!(
+            a.take::<Ping>(),
+            Ok(Ping("x".into())),
+            "a shared payload clones"
+        );
+        assert_eq!(shared.clone().take::<u32>(), Err(shared.clone()));
+        assert_eq!(
+            shared.take::<Ping>(),
+            Ok(Ping("x".into())),
+            "the last one moves"
+        );
+    }
+}

@@ -808,6 +808,8 @@ mod tests {
             }
         }
         assert_eq!(WIDGET_B.api_version(), "b.example/v1");
+        // A kind is one pointer: every key and message holding one stays small.
+        assert_eq!(std::mem::size_of::<Kind>(), std::mem::size_of::<usize>());
         assert_eq!(Node::KIND.api_version(), "v1");
     }
 
@@ -824,5 +826,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_shared_body_is_copied_on_write_and_rehashed() {
+        let mut a = Object::new(
+            ObjectMeta::named("ns", "p"),
+            Pod {
+                spec: PodSpec {
+                    image: "one".into(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        let hash = |o: &Object| reconsim_sim::StableHasher::hash_one(o);
+        let before = hash(&a);
+        let shared = a.clone();
+        a.typed_mut::<Pod>().unwrap().spec.image = "two".into();
+        assert_eq!(
+            shared.typed::<Pod>().unwrap().spec.image,
+            "one",
+            "the copy kept"
+        );
+        assert_ne!(hash(&a), before, "the written body hashes anew");
+        assert_eq!(hash(&shared), before);
+        let fresh = Object::new(a.meta.clone(), a.typed::<Pod>().unwrap().clone());
+        assert_eq!(hash(&a), hash(&fresh), "a cached hash is the fresh one");
+        assert_eq!(a, fresh);
+        assert!(
+            a.typed_mut::<Node>().is_none(),
+            "another kind: no access, no copy"
+        );
     }
 }
