@@ -66,10 +66,10 @@ fn the_fixed_variant_never_exceeds_two_of_each() {
 /// that was immediately terminated"), and some seed fails convergence instead.
 #[test]
 fn leaks_and_convergence_failures_are_caught_on_their_own() {
-    use reconsim::scenario::builtin::Invariant;
+    use reconsim::scenario::extension::InvariantName;
     use reconsim::scenario::fuzz::{Campaign, fuzz};
     let (_, mut scenario) = library::load("machineapi-no-leader-election").unwrap();
-    scenario.invariants = vec![Invariant::NoLeakedInstances.into()];
+    scenario.invariants = vec![InvariantName::named("no_leaked_instances")];
     let campaign = Campaign {
         start: 0,
         end: 60,

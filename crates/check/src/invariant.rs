@@ -7,6 +7,21 @@
 
 use crate::{View, Violation};
 
+/// An invariant a family registers: its name in scenario files and a fresh checker for
+/// each run.
+#[derive(Clone, Copy, Debug)]
+pub struct NamedCheck {
+    pub name: &'static str,
+    pub make: fn() -> Box<dyn Check>,
+}
+
+impl NamedCheck {
+    /// A fresh checker for one run, under this name.
+    pub fn checker(&self) -> Checker {
+        Checker::new(self.name, (self.make)())
+    }
+}
+
 /// One invariant's checker, under its name, and its memory between events.
 #[derive(Clone, Debug)]
 pub struct Checker {

@@ -16,6 +16,6 @@ pub mod invariant;
 pub mod view;
 pub mod violation;
 
-pub use invariant::{Check, CheckClone, Checker};
+pub use invariant::{Check, CheckClone, Checker, NamedCheck};
 pub use view::View;
 pub use violation::Violation;

@@ -30,7 +30,6 @@
 //! the controller runs as a plain process on its node (not as a pod), so a `crash`
 //! fault restarts it cold and a kubelet stop does not touch it. docs/guide/writing-a-reconciler.md walks through all of it.
 
-use crate::builtin::Invariant;
 use crate::format::{LeaseSpec, Scenario};
 use reconsim_check::{Check, Checker, View};
 use reconsim_sim::Sim;
@@ -164,7 +163,7 @@ impl Extensions {
         make: impl Fn() -> Box<dyn Check> + Send + Sync + 'static,
     ) -> Self {
         assert!(
-            !Invariant::ALL.iter().any(|i| i.name() == name),
+            crate::builtin::invariant(name).is_none(),
             "invariant `{name}` is a builtin one"
         );
         let old = self.invariants.insert(name.to_string(), Arc::new(make));
@@ -208,7 +207,9 @@ impl Extensions {
     /// A fresh checker of `invariant`.
     pub fn checker(&self, invariant: &InvariantName) -> Checker {
         match invariant {
-            InvariantName::Builtin(i) => i.checker(),
+            InvariantName::Builtin(name) => crate::builtin::invariant(name)
+                .expect("a builtin name")
+                .checker(),
             InvariantName::Custom(name) => {
                 Checker::new(
                     name,
@@ -281,22 +282,27 @@ impl CustomSpec {
 /// registered (checked by validation).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum InvariantName {
-    Builtin(Invariant),
+    /// One of [`crate::builtin::invariants`].
+    Builtin(&'static str),
     Custom(String),
 }
 
 impl InvariantName {
     pub fn name(&self) -> &str {
         match self {
-            InvariantName::Builtin(i) => i.name(),
+            InvariantName::Builtin(name) => name,
             InvariantName::Custom(n) => n,
         }
     }
 }
 
-impl From<Invariant> for InvariantName {
-    fn from(i: Invariant) -> Self {
-        InvariantName::Builtin(i)
+impl InvariantName {
+    /// The invariant called `name`: builtin if a builtin family registers it.
+    pub fn named(name: &str) -> Self {
+        match crate::builtin::invariant(name) {
+            Some(i) => InvariantName::Builtin(i.name),
+            None => InvariantName::Custom(name.to_string()),
+        }
     }
 }
 
@@ -315,10 +321,7 @@ impl Serialize for InvariantName {
 impl<'de> Deserialize<'de> for InvariantName {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;
-        Ok(match Invariant::ALL.iter().find(|i| i.name() == name) {
-            Some(i) => InvariantName::Builtin(*i),
-            None => InvariantName::Custom(name),
-        })
+        Ok(InvariantName::named(&name))
     }
 }
 
@@ -432,7 +435,10 @@ pub(crate) fn validate(s: &Scenario) -> Result<(), (String, String)> {
         if let InvariantName::Custom(n) = name
             && !ext.invariants.contains_key(n)
         {
-            let builtin: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+            let builtin: Vec<&str> = crate::builtin::invariants()
+                .iter()
+                .map(|i| i.name)
+                .collect();
             return err(
                 format!(".invariants[{i}]"),
                 format!(
@@ -536,12 +542,13 @@ mod tests {
 
     #[test]
     fn builtin_names_parse_as_builtin_and_others_as_custom() {
-        for i in Invariant::ALL {
-            let v = serde_json::to_value(i).unwrap();
-            assert_eq!(v, Value::String(i.name().into()), "serde and name() agree");
-            let n: InvariantName = serde_json::from_value(v).unwrap();
-            assert_eq!(n, InvariantName::Builtin(i));
+        for i in crate::builtin::invariants() {
+            let v = Value::String(i.name.into());
+            let n: InvariantName = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(n, InvariantName::Builtin(i.name));
+            assert_eq!(serde_json::to_value(&n).unwrap(), v, "round trip");
         }
+        assert_eq!(crate::builtin::invariants().len(), 10);
         let n: InvariantName = serde_json::from_str("\"podset_max_pods\"").unwrap();
         assert_eq!(n, InvariantName::Custom("podset_max_pods".into()));
         assert_eq!(serde_json::to_string(&n).unwrap(), "\"podset_max_pods\"");

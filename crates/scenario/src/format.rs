@@ -322,7 +322,6 @@ pub enum PartitionChoice {
     Either,
 }
 
-pub use crate::builtin::Invariant;
 pub use crate::extension::InvariantName;
 
 /// After the last fault heals and the last user action, the desired state must be

@@ -44,7 +44,7 @@ use crate::kinds::Machine;
 use crate::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
 };
-use reconsim_check::{View, Violation};
+use reconsim_check::{NamedCheck, View, Violation};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::object::Uid;
 use reconsim_world::object::{Node, Resource};
@@ -419,4 +419,38 @@ impl reconsim_check::Check for EtcdChecker {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         EtcdChecker::check(self, view)
     }
+}
+
+/// The family's invariants, by name.
+pub fn invariants() -> Vec<NamedCheck> {
+    vec![
+        NamedCheck {
+            name: NewMachines::NO_CREATE_WHILE_DELETING,
+            make: || Box::new(NewMachines::no_create_while_deleting()),
+        },
+        NamedCheck {
+            name: NewMachines::MAX_SURGE,
+            make: || Box::new(NewMachines::max_surge()),
+        },
+        NamedCheck {
+            name: NewMachines::NO_NEEDLESS_CREATE,
+            make: || Box::new(NewMachines::no_needless_create()),
+        },
+        NamedCheck {
+            name: EtcdChecker::REMOVAL_KEEPS_TWO_NODES,
+            make: || Box::new(EtcdChecker::new(EtcdRule::RemovalKeepsTwoNodes)),
+        },
+        NamedCheck {
+            name: EtcdChecker::QUORUM,
+            make: || Box::new(EtcdChecker::new(EtcdRule::Quorum)),
+        },
+        NamedCheck {
+            name: EtcdChecker::KEEPS_JOINING_MEMBERS,
+            make: || Box::new(EtcdChecker::new(EtcdRule::KeepsJoiningMembers)),
+        },
+        NamedCheck {
+            name: EtcdChecker::LEADER_CANDIDATE_HAS_NODE_REF,
+            make: || Box::new(EtcdChecker::new(EtcdRule::LeaderCandidateHasNodeRef)),
+        },
+    ]
 }

@@ -13,7 +13,7 @@
 //!   each with exactly one instance and that one running, and no instance is orphaned.
 
 use crate::kinds::{Machine, MachineSet};
-use reconsim_check::{View, Violation};
+use reconsim_check::{NamedCheck, View, Violation};
 use reconsim_cloud::{Instance, InstanceState, instances};
 use reconsim_sim::ProcId;
 use reconsim_world::object::Resource;
@@ -256,4 +256,18 @@ impl reconsim_check::Check for NoLeakedInstances {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         NoLeakedInstances::check(self, view)
     }
+}
+
+/// The family's invariants, by name.
+pub fn invariants() -> Vec<NamedCheck> {
+    vec![
+        NamedCheck {
+            name: NoLeakedInstances::NAME,
+            make: || Box::new(NoLeakedInstances::new(0)),
+        },
+        NamedCheck {
+            name: NoDuplicateMachines::NAME,
+            make: || Box::new(NoDuplicateMachines::default()),
+        },
+    ]
 }

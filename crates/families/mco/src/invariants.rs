@@ -15,7 +15,7 @@
 
 use crate::model::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
 use crate::model::{MachineConfig, MachineConfigPool, McoMachine};
-use reconsim_check::{View, Violation};
+use reconsim_check::{NamedCheck, View, Violation};
 use reconsim_sim::SimTime;
 use reconsim_world::object::ObjectKey;
 use reconsim_world::object::{Node, Resource};
@@ -179,4 +179,12 @@ impl reconsim_check::Check for NoMissingReferencedConfig {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         NoMissingReferencedConfig::check(self, view)
     }
+}
+
+/// The family's invariants, by name.
+pub fn invariants() -> Vec<NamedCheck> {
+    vec![NamedCheck {
+        name: NoMissingReferencedConfig::NAME,
+        make: || Box::new(NoMissingReferencedConfig::default()),
+    }]
 }
