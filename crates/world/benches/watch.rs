@@ -8,10 +8,7 @@
 //! watch events, each handled by its receiver. The wall clock is read here, between
 //! runs, never inside one.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
-use common::Machine;
+use reconsim_machineapi::kinds::Machine;
 use reconsim_sim::{FaultPlan, Sim, SimConfig, SimTime, TraceMode};
 use reconsim_world::Proc;
 use reconsim_world::api::{ApiOp, PatchOp};

@@ -5,10 +5,8 @@
 //! request shortly after "now", runs the simulation until the answer is surely back and
 //! returns it. Watches are opened by long-lived scripts whose `events` the tests read.
 
-mod common;
-
-use common::MachineFields;
-use common::{Machine, MachineSet, MachineStatus};
+use reconsim_machineapi::kinds::MachineFields;
+use reconsim_machineapi::kinds::{Machine, MachineSet, MachineStatus};
 use reconsim_sim::{Fault, FaultPlan, ProcId, Sim, SimConfig, SimTime, TimedFault, TraceMode};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig, POD_GRACE_PERIOD_SECONDS_DEFAULT};

@@ -3,9 +3,7 @@
 //! a [`Script`] on the API server's host (never partitioned from it) writes at fixed
 //! times. Faults cut or hold the node's link to the API server, or crash the watcher.
 
-mod common;
-
-use common::Machine;
+use reconsim_machineapi::kinds::Machine;
 use reconsim_sim::{
     Fault, FaultPlan, PartitionMode, ProcId, RecordKind, Sim, SimConfig, SimTime, TimedFault,
     TraceMode,

@@ -10,9 +10,7 @@
 //! Topology: the API server and a [`Script`] (user actions at fixed times) on host "api";
 //! each manager on its own host "h-<name>", so a partition can cut one manager off.
 
-mod common;
-
-use common::{Machine, MachineSet, MachineSetSpec};
+use reconsim_machineapi::kinds::{Machine, MachineSet, MachineSetSpec};
 use reconsim_sim::{
     Fault, FaultPlan, PartitionMode, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault,
 };
