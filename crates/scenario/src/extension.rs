@@ -30,11 +30,14 @@
 //! the controller runs as a plain process on its node (not as a pod), so a `crash`
 //! fault restarts it cold and a kubelet stop does not touch it. docs/guide/writing-a-reconciler.md walks through all of it.
 
+use crate::build::PAUSE_IMAGE;
+use crate::family::{FamilySection, Services};
 use crate::format::{LeaseSpec, Scenario};
 use reconsim_check::{Check, Checker, View};
 use reconsim_sim::Sim;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::kubelet::{Container, Images};
 use reconsim_world::leader::LeaderConfig;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::Object;
@@ -365,8 +368,8 @@ fn known(names: &[&str]) -> String {
     }
 }
 
-/// Checks of the custom entries and invariant names (part of [`Scenario::validate`]).
-pub(crate) fn validate(s: &Scenario) -> Result<(), (String, String)> {
+/// Checks of the custom entries (their family section's validation).
+fn validate(s: &Scenario) -> Result<(), (String, String)> {
     let ext = &s.extensions;
     let err = |path: String, msg: String| Err((path, msg));
     // `processes()` lists the custom entries' processes last.
@@ -431,6 +434,13 @@ pub(crate) fn validate(s: &Scenario) -> Result<(), (String, String)> {
             }
         }
     }
+    Ok(())
+}
+
+/// Checks of the invariant names: builtin or registered (part of [`Scenario::validate`]).
+pub(crate) fn validate_invariants(s: &Scenario) -> Result<(), (String, String)> {
+    let ext = &s.extensions;
+    let err = |path: String, msg: String| Err((path, msg));
     for (i, name) in s.invariants.iter().enumerate() {
         if let InvariantName::Custom(n) = name
             && !ext.invariants.contains_key(n)
@@ -494,8 +504,46 @@ pub(crate) fn action_op(s: &Scenario, controller: &str, params: &Value) -> Resul
     make(&spec.params, params)
 }
 
+/// The custom entries of a scenario as one family section: one manager process per
+/// entry on its node's host, the objects and convergence their hooks give.
+pub struct Custom<'a>(pub &'a Scenario);
+
+impl FamilySection for Custom<'_> {
+    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
+        validate(scenario)
+    }
+
+    fn processes(&self) -> Vec<String> {
+        let custom = &self.0.controllers.custom;
+        custom
+            .iter()
+            .map(|c| c.process_name().to_string())
+            .collect()
+    }
+
+    fn seed(&self, server: &mut ApiServer) {
+        seed(self.0, server)
+    }
+
+    /// The idling container users' pods run.
+    fn images(&self, images: Images, _: &Services) -> Images {
+        images.with(PAUSE_IMAGE, Container::image(None))
+    }
+
+    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
+        spawn(self.0, sim, services.endpoints)
+    }
+
+    fn converged(&self, view: &View<'_>) -> Result<(), String> {
+        for c in &self.0.controllers.custom {
+            self.0.extensions.converged(c, view)?;
+        }
+        Ok(())
+    }
+}
+
 /// Seed the custom entries' objects.
-pub(crate) fn seed(s: &Scenario, server: &mut ApiServer) {
+fn seed(s: &Scenario, server: &mut ApiServer) {
     for c in &s.controllers.custom {
         for o in s.extensions.seed_objects(c).expect("validated params") {
             server.seed_object(o);
@@ -504,7 +552,7 @@ pub(crate) fn seed(s: &Scenario, server: &mut ApiServer) {
 }
 
 /// Spawn one manager process per custom entry on its node's host.
-pub(crate) fn spawn(s: &Scenario, sim: &mut Sim<Proc>, endpoints: Endpoints) {
+fn spawn(s: &Scenario, sim: &mut Sim<Proc>, endpoints: Endpoints) {
     for c in &s.controllers.custom {
         let host = sim.host_by_name(&c.node).expect("validated node");
         let process = c.process_name();

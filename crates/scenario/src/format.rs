@@ -6,6 +6,7 @@
 //! names that must exist, a convergence bound that fits in the run). A scenario is also
 //! embedded verbatim in every failure file, so it round-trips through serde.
 
+use crate::family::FamilySection;
 use reconsim_world::WorldFault;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -438,26 +439,30 @@ impl Scenario {
         for n in self.nodes() {
             procs.push(format!("kubelet/{n}"));
         }
-        if self.controllers.machine_api.is_some() {
-            procs.extend(
-                crate::build::MACHINE_API_PODS
-                    .iter()
-                    .map(|p| format!("{p}-0")),
-            );
+        for family in self.families() {
+            procs.extend(family.processes());
         }
-        if let Some(m) = &self.controllers.mco {
-            procs.extend(m.processes());
-        }
-        if let Some(k) = &self.controllers.kcp {
-            procs.extend(k.processes());
-        }
-        procs.extend(
-            self.controllers
-                .custom
-                .iter()
-                .map(|c| c.process_name().to_string()),
-        );
         procs
+    }
+
+    /// The sections of the families the scenario runs, each through the one family
+    /// interface, in a fixed order: machine-api, MCO, KCP, the custom entries.
+    pub fn families(&self) -> Vec<Box<dyn FamilySection + '_>> {
+        let c = &self.controllers;
+        let mut out: Vec<Box<dyn FamilySection + '_>> = Vec::new();
+        if let Some(m) = &c.machine_api {
+            out.push(Box::new(m));
+        }
+        if let Some(m) = &c.mco {
+            out.push(Box::new(m));
+        }
+        if let Some(k) = &c.kcp {
+            out.push(Box::new(k));
+        }
+        if !c.custom.is_empty() {
+            out.push(Box::new(crate::extension::Custom(self)));
+        }
+        out
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &String> {
@@ -532,56 +537,10 @@ impl Scenario {
                 "at least one controller (machine_api, kcp, mco or custom)".into(),
             );
         }
-        crate::extension::validate(self)?;
-        if let Some(m) = &self.controllers.mco {
-            m.validate(self)?;
+        for family in self.families() {
+            family.validate(self)?;
         }
-        if let Some(k) = &self.controllers.kcp {
-            k.validate(self)?;
-        }
-        if let Some(ma) = &self.controllers.machine_api {
-            if !self.nodes().any(|n| *n == ma.node) {
-                return err(
-                    ".controllers.machine_api.node",
-                    format!("one of the topology's nodes, not `{}`", ma.node),
-                );
-            }
-            for (pod, node) in &ma.pod_nodes {
-                if !crate::build::MACHINE_API_PODS.contains(&pod.as_str()) {
-                    return err(
-                        ".controllers.machine_api.pod_nodes",
-                        format!(
-                            "keys among {:?}, not `{pod}`",
-                            crate::build::MACHINE_API_PODS
-                        ),
-                    );
-                }
-                if !self.nodes().any(|n| n == node) {
-                    return err(
-                        &format!(".controllers.machine_api.pod_nodes.{pod}"),
-                        format!("one of the topology's nodes, not `{node}`"),
-                    );
-                }
-            }
-            if let Some(l) = ma.lease
-                && !(l.lease_duration_ms > l.renew_deadline_ms
-                    && l.renew_deadline_ms * 10 > l.retry_period_ms * 12)
-            {
-                return err(
-                    ".controllers.machine_api.lease",
-                    "lease_duration_ms > renew_deadline_ms > 1.2 * retry_period_ms (client-go's rule)".into(),
-                );
-            }
-            let mut names = std::collections::BTreeSet::new();
-            for (i, ms) in ma.machine_sets.iter().enumerate() {
-                if ms.name.is_empty() || !names.insert(&ms.name) {
-                    return err(
-                        &format!(".controllers.machine_api.machine_sets[{i}].name"),
-                        "a unique, non-empty MachineSet name".into(),
-                    );
-                }
-            }
-        }
+        crate::extension::validate_invariants(self)?;
         for (i, a) in self.workload.iter().enumerate() {
             match &a.action {
                 Action::ScaleMachineSet { machine_set, .. } => {

@@ -9,10 +9,12 @@
 //! host. The management cluster is the workload cluster: the machines' instances join as
 //! Nodes of the one API server (docs/seeds/kcp.md).
 
+use crate::family::{FamilySection, Services};
 use crate::format::{Action, Range, Scenario};
 use reconsim_capi::etcd::{Etcd, EtcdConfig};
 use reconsim_capi::kinds::{KubeadmControlPlane, KubeadmControlPlaneSpec};
 use reconsim_capi::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
+use reconsim_check::View;
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
@@ -120,9 +122,8 @@ fn no_delay() -> Range {
     Range::fixed(0)
 }
 
-impl KcpSpec {
-    /// Checks serde cannot make: `Err((json path, what was expected))`.
-    pub fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
+impl FamilySection for KcpSpec {
+    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
         let err = |path: &str, msg: String| Err((path.to_string(), msg));
         if !scenario.nodes().any(|n| *n == self.node) {
             return err(
@@ -166,21 +167,12 @@ impl KcpSpec {
         Ok(())
     }
 
-    /// The processes this family starts with (fault targets).
-    pub fn processes(&self) -> Vec<String> {
+    fn processes(&self) -> Vec<String> {
         KCP_PROCESSES.iter().map(|p| p.to_string()).collect()
     }
 
-    fn spec(&self) -> KubeadmControlPlaneSpec {
-        KubeadmControlPlaneSpec {
-            replicas: self.replicas,
-            version: self.version.clone(),
-            failure_domains: self.failure_domains.clone(),
-        }
-    }
-
-    /// Objects the API server holds at t = 0: the KubeadmControlPlane.
-    pub fn seed(&self, server: &mut ApiServer) {
+    /// The KubeadmControlPlane.
+    fn seed(&self, server: &mut ApiServer) {
         server.seed_object(Object::new(
             ObjectMeta::named(KCP_NAMESPACE, KCP_NAME),
             Body::new(KubeadmControlPlane {
@@ -190,14 +182,33 @@ impl KcpSpec {
         ));
     }
 
-    /// Container images this family's pods run: none (its controllers are processes).
-    pub fn images(&self, images: Images) -> Images {
+    /// None: its controllers are processes, not pods.
+    fn images(&self, images: Images, _: &Services) -> Images {
         images
+    }
+
+    /// The etcd model, then the two controllers on `node`.
+    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
+        self.spawn_on(sim, services.endpoints, services.cloud)
+    }
+
+    fn converged(&self, view: &View<'_>) -> Result<(), String> {
+        reconsim_capi::invariants::converged(view)
+    }
+}
+
+impl KcpSpec {
+    fn spec(&self) -> KubeadmControlPlaneSpec {
+        KubeadmControlPlaneSpec {
+            replicas: self.replicas,
+            version: self.version.clone(),
+            failure_domains: self.failure_domains.clone(),
+        }
     }
 
     /// The etcd model, then the two controllers on `node`; `cloud` is the cloud API
     /// process both call.
-    pub fn spawn(&self, sim: &mut Sim<Proc>, endpoints: Endpoints, cloud: ProcId) {
+    fn spawn_on(&self, sim: &mut Sim<Proc>, endpoints: Endpoints, cloud: ProcId) {
         let api = sim.host_by_name("api").expect("a fixed host");
         let node = sim.host_by_name(&self.node).expect("validated");
         let etcd = sim.spawn(

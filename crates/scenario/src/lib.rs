@@ -5,8 +5,9 @@
 //! - [`format`]: the scenario file and its validation (file, field path, expectation).
 //! - [`build`]: a world from a scenario: hosts, processes, objects, controllers as pods.
 //! - [`builtin`]: the builtin families' invariants by name.
-//! - [`kcp`], [`mco`]: what the KubeadmControlPlane and machine-config-operator families
-//!   add to a scenario and its world (incidents 2 and 3).
+//! - [`family`]: the one interface every family's section implements.
+//! - [`machineapi`], [`kcp`], [`mco`]: the machine-api, KubeadmControlPlane and
+//!   machine-config-operator families' sections (incidents 1, 2 and 3).
 //! - [`extension`]: users' own controllers and invariants, registered by name.
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
@@ -25,11 +26,13 @@ pub mod chrome;
 pub mod explain;
 pub mod extension;
 pub mod failure;
+pub mod family;
 pub mod faults;
 pub mod format;
 pub mod fuzz;
 pub mod kcp;
 pub mod library;
+pub mod machineapi;
 pub mod mco;
 pub mod runner;
 pub mod shrink;

@@ -18,7 +18,9 @@
 //!   `bootstrap: true` (set osimageurl's to false for the bug of #301, true for PR #355);
 //! - one process per machine, on its own host, named as the machine (and its Node).
 
+use crate::family::{FamilySection, Services};
 use crate::format::{Range, Scenario};
+use reconsim_check::View;
 use reconsim_mco::controllers::{GcPolicy, NodeController, RenderController};
 use reconsim_mco::model::{
     MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming, McoMachine, ServerMode,
@@ -118,9 +120,8 @@ impl Default for TimingSpec {
     }
 }
 
-impl McoSpec {
-    /// Checks serde cannot make: `Err((json path, what was expected))`.
-    pub fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
+impl FamilySection for McoSpec {
+    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
         let at = |f: &str| format!(".controllers.mco.{f}");
         let err = |path: String, msg: String| Err((path, msg));
         if !scenario.nodes().any(|n| *n == self.node) {
@@ -205,6 +206,36 @@ impl McoSpec {
         Ok(())
     }
 
+    /// The processes this family starts with that faults may target: the controller, the
+    /// servers and the operator. Machines are not targets: a machine's life is its own
+    /// state machine, and their links are never cut (the daemon's watch has no health
+    /// check, see reconsim_mco::model).
+    fn processes(&self) -> Vec<String> {
+        self.fixed_processes()
+    }
+
+    /// The pools.
+    fn seed(&self, server: &mut ApiServer) {
+        for p in &self.pools {
+            server.seed_object(pool_object(p));
+        }
+    }
+
+    /// None: its processes are not pods.
+    fn images(&self, images: Images, _: &Services) -> Images {
+        images
+    }
+
+    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
+        self.spawn_on(sim, services.endpoints)
+    }
+
+    fn converged(&self, view: &View<'_>) -> Result<(), String> {
+        reconsim_mco::invariants::converged(view)
+    }
+}
+
+impl McoSpec {
     fn fixed_processes(&self) -> Vec<String> {
         let mut p = vec![
             CONTROLLER.to_string(),
@@ -215,26 +246,6 @@ impl McoSpec {
             p.push(BOOTSTRAP_SERVER.to_string());
         }
         p
-    }
-
-    /// The processes this family starts with that faults may target: the controller, the
-    /// servers and the operator. Machines are not targets: a machine's life is its own
-    /// state machine, and their links are never cut (the daemon's watch has no health
-    /// check, see reconsim_world::mco).
-    pub fn processes(&self) -> Vec<String> {
-        self.fixed_processes()
-    }
-
-    /// Objects the API server holds at t = 0: the pools.
-    pub fn seed(&self, server: &mut ApiServer) {
-        for p in &self.pools {
-            server.seed_object(pool_object(p));
-        }
-    }
-
-    /// Container images this family's pods run (none: its processes are not pods).
-    pub fn images(&self, images: Images) -> Images {
-        images
     }
 
     /// The config the installer renders for `pool` outside the cluster.
@@ -257,7 +268,7 @@ impl McoSpec {
     }
 
     /// Processes beyond the cluster's own, spawned after them.
-    pub fn spawn(&self, sim: &mut Sim<Proc>, endpoints: Endpoints) {
+    fn spawn_on(&self, sim: &mut Sim<Proc>, endpoints: Endpoints) {
         let infra = sim.host_by_name(&self.node).expect("validated node");
         let bootstrap_server = if self.machines.iter().any(|g| g.from_bootstrap) {
             let host = sim.add_host(BOOTSTRAP_HOST);

@@ -60,17 +60,8 @@ fn observed(p: &Proc) -> bool {
 /// The desired state of every controller family the scenario runs; `Err` says what
 /// is missing.
 fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
-    if scenario.controllers.machine_api.is_some() {
-        reconsim_machineapi::invariants::converged(view)?;
-    }
-    if scenario.controllers.mco.is_some() {
-        reconsim_mco::invariants::converged(view)?;
-    }
-    if scenario.controllers.kcp.is_some() {
-        reconsim_capi::invariants::converged(view)?;
-    }
-    for c in &scenario.controllers.custom {
-        scenario.extensions.converged(c, view)?;
+    for family in scenario.families() {
+        family.converged(view)?;
     }
     Ok(())
 }
