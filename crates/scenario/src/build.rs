@@ -8,17 +8,12 @@
 //! and its processes, in the order of [`Scenario::families`].
 
 use crate::family::Services;
-use crate::format::{Action, Plan, Scenario};
-use crate::machineapi::{MACHINE_API_NAMESPACE, machine_set_spec};
+use crate::format::{Plan, Scenario};
 use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy};
-use reconsim_machineapi::kinds::MachineSet;
 use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
-use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::lifecycle::NodeLifecycle;
-use reconsim_world::object::Resource;
-use reconsim_world::object::{Body, ObjectKey};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
 use reconsim_world::{Endpoints, Proc};
@@ -122,9 +117,14 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
     let steps = scenario
         .workload
         .iter()
-        .map(|a| Step {
+        .enumerate()
+        .map(|(i, a)| Step {
             at_ms: a.at_ms,
-            op: action_op(scenario, &a.action),
+            op: families
+                .iter()
+                .find_map(|f| f.action(scenario, i))
+                .expect("validated: a family takes every action")
+                .expect("validated action"),
         })
         .collect();
     sim.spawn(
@@ -136,46 +136,5 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         sim,
         apiserver,
         cloud,
-    }
-}
-
-fn action_op(scenario: &Scenario, action: &Action) -> ApiOp {
-    match action {
-        Action::ScaleMachineSet {
-            machine_set,
-            replicas,
-        } => ApiOp::Patch {
-            key: ObjectKey::new(MachineSet::KIND, MACHINE_API_NAMESPACE, machine_set),
-            ops: vec![PatchOp::Spec(Body::new(MachineSet {
-                spec: machine_set_spec(machine_set, *replicas),
-                status: Default::default(),
-            }))],
-            resource_version: None,
-        },
-        Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => {
-            let index = scenario
-                .workload
-                .iter()
-                .position(|w| std::ptr::eq(&w.action, action))
-                .expect("an action of the scenario's workload");
-            scenario
-                .controllers
-                .kcp
-                .as_ref()
-                .expect("validated: KCP actions need controllers.kcp")
-                .action_op(scenario, index)
-        }
-        Action::CreateMachineConfig {
-            name,
-            pool,
-            content,
-        } => ApiOp::Create(Box::new(reconsim_mco::model::source_object(
-            name,
-            pool,
-            content.clone(),
-        ))),
-        Action::Custom { controller, params } => {
-            crate::extension::action_op(scenario, controller, params).expect("validated action")
-        }
     }
 }

@@ -463,7 +463,7 @@ pub(crate) fn validate_invariants(s: &Scenario) -> Result<(), (String, String)> 
 }
 
 /// Checks of workload action `index`, a `custom` one.
-pub(crate) fn validate_action(
+fn validate_action(
     s: &Scenario,
     index: usize,
     controller: &str,
@@ -488,7 +488,7 @@ pub(crate) fn validate_action(
 }
 
 /// The API call of a `custom` action of `controller` (its first entry's params).
-pub(crate) fn action_op(s: &Scenario, controller: &str, params: &Value) -> Result<ApiOp, String> {
+fn action_op(s: &Scenario, controller: &str, params: &Value) -> Result<ApiOp, String> {
     let spec = s
         .controllers
         .custom
@@ -539,6 +539,20 @@ impl FamilySection for Custom<'_> {
             self.0.extensions.converged(c, view)?;
         }
         Ok(())
+    }
+
+    /// `custom`: the API call the entry's action hook makes.
+    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
+        let crate::format::Action::Custom { controller, params } = &scenario.workload[index].action
+        else {
+            return None;
+        };
+        Some(
+            validate_action(scenario, index, controller, params).and_then(|()| {
+                action_op(scenario, controller, params)
+                    .map_err(|m| nested(&format!(".workload[{index}].action.custom.params"), m))
+            }),
+        )
     }
 }
 

@@ -1,6 +1,6 @@
 //! The one interface a family's section of a scenario implements: what the family adds
-//! to a world (its fault targets, its objects at t = 0, its pods' images, its processes)
-//! and what its desired state is. The builder, the runner and validation go through it
+//! to a world (its fault targets, its objects at t = 0, its pods' images, its processes,
+//! its workload actions) and what its desired state is. The builder, the runner and validation go through it
 //! for every family alike: machine-api, KCP, MCO and the users' custom entries.
 //!
 //! Today the sections are typed fields of [`crate::format::Controllers`]; the next step
@@ -11,6 +11,7 @@
 use crate::format::Scenario;
 use reconsim_check::View;
 use reconsim_sim::{ProcId, Sim};
+use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::Images;
 use reconsim_world::{Endpoints, Proc};
@@ -38,6 +39,10 @@ pub trait FamilySection {
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services);
     /// Its desired state, judged once faults heal: `Err` says what is missing.
     fn converged(&self, view: &View<'_>) -> Result<(), String>;
+    /// Workload action `index` as an API call from the user's host, if the action is
+    /// this family's (`None` otherwise); `Err` names the field and what was expected.
+    /// Called at validation and at every build.
+    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>>;
 }
 
 impl<T: FamilySection + ?Sized> FamilySection for &T {
@@ -58,5 +63,8 @@ impl<T: FamilySection + ?Sized> FamilySection for &T {
     }
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
         (**self).converged(view)
+    }
+    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
+        (**self).action(scenario, index)
     }
 }

@@ -252,6 +252,31 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// The error for action `index` when the scenario runs no family that takes it.
+    fn no_family(&self, index: usize) -> (String, String) {
+        let at = |f: &str| format!(".workload[{index}].{f}");
+        match self {
+            Action::ScaleMachineSet { machine_set, .. } => (
+                at("machine_set"),
+                format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
+            ),
+            Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => (
+                at("action"),
+                "controllers.kcp for a KubeadmControlPlane action".into(),
+            ),
+            Action::CreateMachineConfig { .. } => (
+                at("action"),
+                "controllers.mco for a MachineConfig action".into(),
+            ),
+            Action::Custom { controller, .. } => (
+                at("action.custom.controller"),
+                format!("the name of a controllers.custom entry, not `{controller}`"),
+            ),
+        }
+    }
+}
+
 /// A fault generator: `count` faults of one kind, each at a time drawn from `at_ms`,
 /// lasting a time drawn from `duration_ms`, on targets drawn from its list. Each
 /// generator draws from its own stream, so editing one never moves another's faults.
@@ -541,68 +566,13 @@ impl Scenario {
             family.validate(self)?;
         }
         crate::extension::validate_invariants(self)?;
+        let families = self.families();
         for (i, a) in self.workload.iter().enumerate() {
-            match &a.action {
-                Action::ScaleMachineSet { machine_set, .. } => {
-                    let known =
-                        self.controllers.machine_api.as_ref().is_some_and(|ma| {
-                            ma.machine_sets.iter().any(|m| &m.name == machine_set)
-                        });
-                    if !known {
-                        return err(
-                            &format!(".workload[{i}].machine_set"),
-                            format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
-                        );
-                    }
+            match families.iter().find_map(|f| f.action(self, i)) {
+                Some(r) => {
+                    r?;
                 }
-                // Incident 2: the KubeadmControlPlane's actions, in time order (each
-                // patch carries the spec the earlier ones left).
-                Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => {
-                    if self.controllers.kcp.is_none() {
-                        return err(
-                            &format!(".workload[{i}].action"),
-                            "controllers.kcp for a KubeadmControlPlane action".into(),
-                        );
-                    }
-                    if i > 0 && self.workload[i - 1].at_ms > a.at_ms {
-                        return err(
-                            &format!(".workload[{i}].at_ms"),
-                            "KubeadmControlPlane actions in time order".into(),
-                        );
-                    }
-                    if let Action::UpgradeKcp { version } = &a.action
-                        && version.is_empty()
-                    {
-                        return err(
-                            &format!(".workload[{i}].action.upgrade_kcp.version"),
-                            "a non-empty version".into(),
-                        );
-                    }
-                }
-                // Incident 3: a config change.
-                Action::CreateMachineConfig { name, pool, .. } => {
-                    let Some(m) = &self.controllers.mco else {
-                        return err(
-                            &format!(".workload[{i}].action"),
-                            "controllers.mco for a MachineConfig action".into(),
-                        );
-                    };
-                    if !m.pools.contains(pool) {
-                        return err(
-                            &format!(".workload[{i}].action.create_machine_config.pool"),
-                            format!("one of {:?}, not `{pool}`", m.pools),
-                        );
-                    }
-                    if name.is_empty() || m.sources.iter().any(|s| &s.name == name) {
-                        return err(
-                            &format!(".workload[{i}].action.create_machine_config.name"),
-                            "a non-empty name no source config has".into(),
-                        );
-                    }
-                }
-                Action::Custom { controller, params } => {
-                    crate::extension::validate_action(self, i, controller, params)?
-                }
+                None => return Err(a.action.no_family(i)),
             }
             if a.at_ms > self.duration_ms {
                 return err(

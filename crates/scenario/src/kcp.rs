@@ -195,6 +195,33 @@ impl FamilySection for KcpSpec {
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
         reconsim_capi::invariants::converged(view)
     }
+
+    /// `scale_kcp` and `upgrade_kcp`, in time order: each a patch of the spec the earlier
+    /// ones left.
+    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
+        let a = &scenario.workload[index];
+        if !matches!(
+            a.action,
+            Action::ScaleKcp { .. } | Action::UpgradeKcp { .. }
+        ) {
+            return None;
+        }
+        if index > 0 && scenario.workload[index - 1].at_ms > a.at_ms {
+            return Some(Err((
+                format!(".workload[{index}].at_ms"),
+                "KubeadmControlPlane actions in time order".into(),
+            )));
+        }
+        if let Action::UpgradeKcp { version } = &a.action
+            && version.is_empty()
+        {
+            return Some(Err((
+                format!(".workload[{index}].action.upgrade_kcp.version"),
+                "a non-empty version".into(),
+            )));
+        }
+        Some(Ok(self.action_op(scenario, index)))
+    }
 }
 
 impl KcpSpec {
@@ -267,7 +294,7 @@ impl KcpSpec {
 
     /// The API call of user action `workload[index]` (a KCP action): a spec patch that
     /// keeps what earlier actions set.
-    pub fn action_op(&self, scenario: &Scenario, index: usize) -> ApiOp {
+    fn action_op(&self, scenario: &Scenario, index: usize) -> ApiOp {
         ApiOp::Patch {
             key: ObjectKey::new(KubeadmControlPlane::KIND, KCP_NAMESPACE, KCP_NAME),
             ops: vec![PatchOp::Spec(Body::new(KubeadmControlPlane {

@@ -4,18 +4,19 @@
 //! replacements start elsewhere, as in the incident.
 
 use crate::family::{FamilySection, Services};
-use crate::format::{MachineApiSpec, MachineApiVariant, Scenario};
+use crate::format::{Action, MachineApiSpec, MachineApiVariant, Scenario};
 use reconsim_check::View;
 use reconsim_machineapi::kinds::{MachineSet, MachineSetSpec};
 use reconsim_machineapi::{MachineController, MachineOptions, MachineSetController};
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::Proc;
+use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::Images;
 use reconsim_world::leader::LeaderConfig;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::{
-    Body, Deployment, DeploymentSpec, Object, ObjectMeta, OwnerReference, Pod, PodSpec,
+    Body, Deployment, DeploymentSpec, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodSpec,
     PodTemplate, Resource, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
 };
 use std::collections::BTreeMap;
@@ -90,9 +91,34 @@ impl FamilySection for MachineApiSpec {
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
         reconsim_machineapi::invariants::converged(view)
     }
+
+    /// `scale_machine_set`: a patch of the MachineSet's spec.
+    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
+        let Action::ScaleMachineSet {
+            machine_set,
+            replicas,
+        } = &scenario.workload[index].action
+        else {
+            return None;
+        };
+        if !self.machine_sets.iter().any(|m| &m.name == machine_set) {
+            return Some(Err((
+                format!(".workload[{index}].machine_set"),
+                format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
+            )));
+        }
+        Some(Ok(ApiOp::Patch {
+            key: ObjectKey::new(MachineSet::KIND, MACHINE_API_NAMESPACE, machine_set),
+            ops: vec![PatchOp::Spec(Body::new(MachineSet {
+                spec: machine_set_spec(machine_set, *replicas),
+                status: Default::default(),
+            }))],
+            resource_version: None,
+        }))
+    }
 }
 
-pub(crate) fn machine_set_spec(name: &str, replicas: u32) -> MachineSetSpec {
+fn machine_set_spec(name: &str, replicas: u32) -> MachineSetSpec {
     let labels = BTreeMap::from([(MACHINESET_LABEL.to_string(), name.to_string())]);
     MachineSetSpec {
         replicas,

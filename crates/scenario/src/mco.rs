@@ -19,7 +19,7 @@
 //! - one process per machine, on its own host, named as the machine (and its Node).
 
 use crate::family::{FamilySection, Services};
-use crate::format::{Range, Scenario};
+use crate::format::{Action, Range, Scenario};
 use reconsim_check::View;
 use reconsim_mco::controllers::{GcPolicy, NodeController, RenderController};
 use reconsim_mco::model::{
@@ -232,6 +232,34 @@ impl FamilySection for McoSpec {
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
         reconsim_mco::invariants::converged(view)
+    }
+
+    /// `create_machine_config`: a new source config of a pool (a config change).
+    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
+        let Action::CreateMachineConfig {
+            name,
+            pool,
+            content,
+        } = &scenario.workload[index].action
+        else {
+            return None;
+        };
+        let at = |f: &str| format!(".workload[{index}].action.create_machine_config.{f}");
+        if !self.pools.contains(pool) {
+            return Some(Err((
+                at("pool"),
+                format!("one of {:?}, not `{pool}`", self.pools),
+            )));
+        }
+        if name.is_empty() || self.sources.iter().any(|s| &s.name == name) {
+            return Some(Err((
+                at("name"),
+                "a non-empty name no source config has".into(),
+            )));
+        }
+        Some(Ok(ApiOp::Create(Box::new(
+            reconsim_mco::model::source_object(name, pool, content.clone()),
+        ))))
     }
 }
 
