@@ -10,7 +10,7 @@
 //!    (deleting ones included, unchanged by the fix);
 //! 2. some need an upgrade -> upgradeControlPlane: ClusterStatus counts the workload's
 //!    control-plane Nodes (kubeadm's `node-role.kubernetes.io/master` label, see
-//!    [`reconsim_world::capi`]) with a live List (not the cache); nodes <= replicas ->
+//!    [`crate::kinds`]) with a live List (not the cache); nodes <= replicas ->
 //!    scale up, else scale down among the machines needing the upgrade;
 //! 3. otherwise by count: none -> initialize (create the first Machine); fewer than
 //!    replicas -> scale up; more -> scale down among S;

@@ -13,11 +13,11 @@
 //! - none exists but providerID is set: within 20 s of the last status update it may be
 //!   AWS's eventual consistency, so requeue after 20 s; after that the machine is Failed
 //!   ("Can't find created instance");
-//! - none exists: phase Provisioning, RunInstances tagged Name=<machine> (no client
+//! - none exists: phase Provisioning, RunInstances tagged `Name=<machine>` (no client
 //!   token: none in any release), record providerID and instanceId, requeue after 30 s.
 //!
 //! The lookup: by providerStatus.instanceId when set (falling back to the tag lookup when
-//! the id is not found yet), else DescribeInstances by tag Name=<machine> and the
+//! the id is not found yet), else DescribeInstances by tag `Name=<machine>` and the
 //! cluster's owned tag in states pending, running, stopping, stopped, shutting-down. So
 //! once instanceId is set, deletion terminates that instance only, and a second instance
 //! with the same Name tag leaks.

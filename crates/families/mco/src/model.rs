@@ -218,7 +218,7 @@ fn timer(t: Timer) -> Msg {
 /// `Msg::Family` payloads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum McoMsg {
-    /// GET /config/<pool> from `machine`.
+    /// `GET /config/<pool>` from `machine`.
     GetConfig {
         id: u64,
         machine: String,
