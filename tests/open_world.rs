@@ -19,7 +19,7 @@ use reconsim::world::manager::{
 };
 use reconsim::world::msg::{Msg, Timer};
 use reconsim::world::object::{Body, Kind, KindInfo, Object, ObjectKey, ObjectMeta, Resource};
-use reconsim::world::{Component, Endpoints, Payload, Proc, WorldCtx};
+use reconsim::world::{Component, Endpoints, Proc, WorldCtx};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -98,7 +98,7 @@ impl Component for Storage {
         };
         let service_ms = ctx.draw_ms(5, 50);
         let timer = StorageTimer::Answer { from, id, op };
-        ctx.set_timer(service_ms, Msg::Timer(Timer::Family(Payload::new(timer))));
+        ctx.set_timer(service_ms, Msg::family_timer(timer));
     }
 
     fn on_timer(&mut self, timer: Timer, ctx: &mut WorldCtx<'_>) {
@@ -117,13 +117,7 @@ impl Component for Storage {
             bucket
         });
         let result: StorageResult = Ok(bucket);
-        ctx.send(
-            from,
-            Msg::Response {
-                id,
-                body: Payload::new(result),
-            },
-        );
+        ctx.send(from, Msg::response(id, result));
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -462,13 +462,13 @@ pub(crate) fn validate_invariants(s: &Scenario) -> Result<(), (String, String)> 
     Ok(())
 }
 
-/// Checks of workload action `index`, a `custom` one.
+/// Workload action `index`, a `custom` one, checked and as its API call.
 fn validate_action(
     s: &Scenario,
     index: usize,
     controller: &str,
     params: &Value,
-) -> Result<(), (String, String)> {
+) -> Result<ApiOp, (String, String)> {
     let at = |field: &str| format!(".workload[{index}].action.custom.{field}");
     let Some(spec) = s.controllers.custom.iter().find(|c| c.name == controller) else {
         return Err((
@@ -482,9 +482,7 @@ fn validate_action(
             format!("a controller with an action hook; `{controller}` has none"),
         ));
     }
-    action_op(s, controller, params)
-        .map(|_| ())
-        .map_err(|m| nested(&at("params"), m))
+    action_op(s, controller, params).map_err(|m| nested(&at("params"), m))
 }
 
 /// The API call of a `custom` action of `controller` (its first entry's params).
@@ -547,12 +545,7 @@ impl FamilySection for Custom<'_> {
         else {
             return None;
         };
-        Some(
-            validate_action(scenario, index, controller, params).and_then(|()| {
-                action_op(scenario, controller, params)
-                    .map_err(|m| nested(&format!(".workload[{index}].action.custom.params"), m))
-            }),
-        )
+        Some(validate_action(scenario, index, controller, params))
     }
 }
 

@@ -109,6 +109,35 @@ impl Serialize for Payload {
     }
 }
 
+/// The payload envelopes, built from a family's own message.
+impl Msg {
+    /// A call of `request` to a service; `id` matches its [`Msg::response`].
+    pub fn request<T: Message>(id: u64, request: T) -> Msg {
+        Msg::Request {
+            id,
+            body: Payload::new(request),
+        }
+    }
+
+    /// A service's answer to the request with `id`.
+    pub fn response<T: Message>(id: u64, answer: T) -> Msg {
+        Msg::Response {
+            id,
+            body: Payload::new(answer),
+        }
+    }
+
+    /// A one-way message between a family's own processes.
+    pub fn family<T: Message>(message: T) -> Msg {
+        Msg::Family(Payload::new(message))
+    }
+
+    /// A family's timer, to set with `ctx.set_timer`.
+    pub fn family_timer<T: Message>(timer: T) -> Msg {
+        Msg::Timer(Timer::Family(Payload::new(timer)))
+    }
+}
+
 /// A family's process: the same handlers the core's components have. Effects go
 /// through `ctx` only (send, set a timer, draw randomness), so the kernel owns every
 /// interleaving.

@@ -422,12 +422,12 @@ pub struct ObjectKey {
 }
 
 /// `a == b` without handing an empty slice to `memcmp`.
-pub fn str_eq(a: &str, b: &str) -> bool {
+fn str_eq(a: &str, b: &str) -> bool {
     a.len() == b.len() && (a.is_empty() || a == b)
 }
 
 /// `a.cmp(b)` without handing an empty slice to `memcmp`.
-pub fn str_cmp(a: &str, b: &str) -> Ordering {
+fn str_cmp(a: &str, b: &str) -> Ordering {
     if a.is_empty() || b.is_empty() {
         a.len().cmp(&b.len())
     } else {

@@ -48,7 +48,7 @@ use crate::kinds::NODE_ROLE_MASTER_LABEL;
 use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
-use reconsim_world::component::{Component, Payload};
+use reconsim_world::component::Component;
 use reconsim_world::fault::WorldFault;
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::object::ObjectKey;
@@ -91,10 +91,6 @@ pub enum EtcdOp {
 
 /// The etcd model's answer to an [`EtcdOp`].
 pub type EtcdResult = Result<EtcdOk, EtcdError>;
-
-fn timer(t: Timer) -> Msg {
-    Msg::Timer(AnyTimer::Family(Payload::new(t)))
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum EtcdOk {
@@ -268,7 +264,7 @@ impl Etcd {
     pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.poll_in_flight = None;
         self.nodes_in_flight = None;
-        ctx.set_timer(self.config.poll_ms, timer(Timer::Poll));
+        ctx.set_timer(self.config.poll_ms, Msg::family_timer(Timer::Poll));
     }
 
     pub fn on_crash(&mut self) {}
@@ -284,7 +280,7 @@ impl Etcd {
                 let req = EtcdRequest { id, op };
                 let (lo, hi) = (self.config.call_ms_min, self.config.call_ms_max);
                 let delay_ms = ctx.draw_ms(lo, hi);
-                ctx.set_timer(delay_ms, timer(Timer::Serve { from, req }));
+                ctx.set_timer(delay_ms, Msg::family_timer(Timer::Serve { from, req }));
             }
             Msg::Response { id, body } if self.poll_in_flight == Some(id) => {
                 self.poll_in_flight = None;
@@ -323,7 +319,7 @@ impl Etcd {
     pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         match t {
             Timer::Poll => {
-                ctx.set_timer(self.config.poll_ms, timer(Timer::Poll));
+                ctx.set_timer(self.config.poll_ms, Msg::family_timer(Timer::Poll));
                 if self.poll_in_flight.is_some() {
                     return;
                 }
@@ -334,13 +330,7 @@ impl Etcd {
                     tag_filters: BTreeMap::from([(ROLE_TAG.0.to_string(), ROLE_TAG.1.to_string())]),
                     states: Vec::new(),
                 };
-                ctx.send(
-                    self.cloud,
-                    Msg::Request {
-                        id,
-                        body: Payload::new(op),
-                    },
-                );
+                ctx.send(self.cloud, Msg::request(id, op));
                 // mark-control-plane waits for the kubelet to have registered the Node.
                 if !self.to_label.is_empty() && self.nodes_in_flight.is_none() {
                     let id = self.ids.issue();
@@ -354,13 +344,7 @@ impl Etcd {
             }
             Timer::Serve { from, req } => {
                 let result = self.serve(req.op, ctx);
-                ctx.send(
-                    from,
-                    Msg::Response {
-                        id: req.id,
-                        body: Payload::new(result),
-                    },
-                );
+                ctx.send(from, Msg::response(req.id, result));
             }
             Timer::Mark { name } => {
                 // A member removed during its wait: kubeadm join fails.
@@ -409,7 +393,7 @@ impl Etcd {
             let mark_ms = ctx.draw_ms(self.config.mark_ms_min, self.config.mark_ms_max);
             ctx.set_timer(
                 mark_ms,
-                timer(Timer::Mark {
+                Msg::family_timer(Timer::Mark {
                     name: node.to_string(),
                 }),
             );

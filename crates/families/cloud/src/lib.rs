@@ -41,7 +41,7 @@
 //! [`reconsim_world::script::Script`]) for tests and scenario user actions.
 
 use reconsim_sim::{ProcId, SimTime};
-use reconsim_world::component::{Component, Payload};
+use reconsim_world::component::Component;
 use reconsim_world::fault::WorldFault;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
@@ -123,11 +123,6 @@ pub type CloudResult = Result<Vec<Instance>, CloudError>;
 pub struct CloudResponse {
     pub id: u64,
     pub result: CloudResult,
-}
-
-/// A cloud timer as the kernel carries it.
-pub(crate) fn timer(t: Timer) -> Msg {
-    Msg::Timer(AnyTimer::Family(Payload::new(t)))
 }
 
 /// The cloud's own timer inside a fired one, if it is one.
@@ -346,7 +341,10 @@ impl Cloud {
         let now = ctx.now();
         for (id, r) in &self.records {
             if let Some(at) = r.next_at {
-                ctx.set_timer(at.since(now), timer(transition_timer(r, id.clone())));
+                ctx.set_timer(
+                    at.since(now),
+                    Msg::family_timer(transition_timer(r, id.clone())),
+                );
             }
         }
     }
@@ -369,13 +367,7 @@ impl Cloud {
             } => self.describe_instances(&ids, &tag_filters, &states, ctx.now()),
             CloudOp::TerminateInstances { ids } => self.terminate_instances(&ids, ctx),
         };
-        ctx.send(
-            from,
-            Msg::Response {
-                id,
-                body: Payload::new(result),
-            },
-        );
+        ctx.send(from, Msg::response(id, result));
     }
 
     pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
@@ -394,7 +386,7 @@ impl Cloud {
                 if let Some(delay_ms) = r.join_delay_ms {
                     let delay_ms = delay_ms.saturating_add(extra_ms);
                     r.next_at = Some(now.plus_ms(delay_ms));
-                    ctx.set_timer(delay_ms, timer(Timer::Join(id)));
+                    ctx.set_timer(delay_ms, Msg::family_timer(Timer::Join(id)));
                 }
             }
             Timer::Join(id) => {
@@ -442,7 +434,7 @@ impl Cloud {
                 r.instance.state = InstanceState::Terminated;
                 let after_ms = self.config.terminated_visible_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
-                ctx.set_timer(after_ms, timer(Timer::Vanish(id)));
+                ctx.set_timer(after_ms, Msg::family_timer(Timer::Vanish(id)));
             }
             Timer::Vanish(id) => {
                 let Some(r) = self.records.get_mut(&id) else {
@@ -454,7 +446,7 @@ impl Cloud {
                 r.vanished = true;
                 let after_ms = self.config.client_token_ttl_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
-                ctx.set_timer(after_ms, timer(Timer::Forget(id)));
+                ctx.set_timer(after_ms, Msg::family_timer(Timer::Forget(id)));
             }
             Timer::Forget(id) => {
                 if !self.records.get(&id).is_some_and(|r| r.vanished) {
@@ -554,7 +546,7 @@ impl Cloud {
             kubelet: None,
             vanished: false,
         };
-        ctx.set_timer(boot_ms, timer(Timer::Boot(id.clone())));
+        ctx.set_timer(boot_ms, Msg::family_timer(Timer::Boot(id.clone())));
         if let Some(token) = client_token {
             self.tokens.insert(token, id.clone());
         }
@@ -630,7 +622,7 @@ impl Cloud {
             ) {
                 r.instance.state = InstanceState::ShuttingDown;
                 r.next_at = Some(now.plus_ms(terminate_ms));
-                ctx.set_timer(terminate_ms, timer(Timer::ShutDown(id.clone())));
+                ctx.set_timer(terminate_ms, Msg::family_timer(Timer::ShutDown(id.clone())));
                 if let Some(kubelet) = r.kubelet {
                     ctx.stop(kubelet);
                 }
@@ -710,7 +702,10 @@ impl CloudClient {
         let now = ctx.now().as_ms();
         for (i, step) in self.steps.iter().enumerate() {
             if self.sent[i] == 0 {
-                ctx.set_timer(step.at_ms.saturating_sub(now), timer(Timer::ClientStep(i)));
+                ctx.set_timer(
+                    step.at_ms.saturating_sub(now),
+                    Msg::family_timer(Timer::ClientStep(i)),
+                );
             }
         }
     }
@@ -738,13 +733,7 @@ impl CloudClient {
         let id = self.ids.issue();
         self.sent[i] = id;
         let op = self.steps[i].op.clone();
-        ctx.send(
-            self.cloud,
-            Msg::Request {
-                id,
-                body: Payload::new(op),
-            },
-        );
+        ctx.send(self.cloud, Msg::request(id, op));
     }
 
     pub fn on_crash(&mut self) {}

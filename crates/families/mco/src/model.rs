@@ -43,7 +43,7 @@
 
 use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
-use reconsim_world::component::{Component, Payload};
+use reconsim_world::component::Component;
 use reconsim_world::fault::WorldFault;
 use reconsim_world::informer::Informer;
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
@@ -209,10 +209,6 @@ pub fn served_records(pool: &Object) -> impl Iterator<Item = (&str, &str)> {
 
 /// The request-id tag of Machine Config Servers and booting machines.
 pub const MCO_TAG: u16 = 0x0a00;
-
-fn timer(t: Timer) -> Msg {
-    Msg::Timer(AnyTimer::Family(Payload::new(t)))
-}
 
 /// What machines and config servers tell each other (Ignition's HTTPS fetch), as
 /// `Msg::Family` payloads.
@@ -448,7 +444,7 @@ impl MachineConfigServer {
         );
         ctx.set_timer(
             MACHINE_REQUEST_TIMEOUT_MS,
-            timer(Timer::ServerRequest { req }),
+            Msg::family_timer(Timer::ServerRequest { req }),
         );
     }
 
@@ -473,7 +469,7 @@ impl MachineConfigServer {
 }
 
 fn reply(ctx: &mut WorldCtx<'_>, to: ProcId, id: u64, result: Result<String, String>) {
-    ctx.send(to, Msg::Family(Payload::new(McoMsg::Config { id, result })));
+    ctx.send(to, Msg::family(McoMsg::Config { id, result }));
 }
 
 // ----- a booting machine and its daemon -------------------------------------------------
@@ -639,7 +635,10 @@ impl McoMachine {
             let (lo, hi) = self.spec.timing.boot_at_ms;
             let at = ctx.draw_ms(lo, hi);
             let delay = at.saturating_sub(ctx.now().as_ms());
-            ctx.set_timer(delay, timer(Timer::Machine(MachineTimer::Fetch)));
+            ctx.set_timer(
+                delay,
+                Msg::family_timer(Timer::Machine(MachineTimer::Fetch)),
+            );
         }
     }
 
@@ -730,11 +729,11 @@ impl McoMachine {
         self.req = Some(id);
         ctx.send(
             self.spec.server,
-            Msg::Family(Payload::new(McoMsg::GetConfig {
+            Msg::family(McoMsg::GetConfig {
                 id,
                 machine: self.spec.name.clone(),
                 pool: self.spec.pool.clone(),
-            })),
+            }),
         );
         self.arm_timeout(id, ctx);
     }
@@ -772,7 +771,7 @@ impl McoMachine {
     fn arm_timeout(&mut self, req: u64, ctx: &mut WorldCtx<'_>) {
         self.timeout = Some(ctx.set_timer(
             MACHINE_REQUEST_TIMEOUT_MS,
-            timer(Timer::Machine(MachineTimer::Timeout { req })),
+            Msg::family_timer(Timer::Machine(MachineTimer::Timeout { req })),
         ));
     }
 
@@ -780,14 +779,20 @@ impl McoMachine {
     fn after(&mut self, ms: u64, ctx: &mut WorldCtx<'_>) {
         self.step += 1;
         let step = self.step;
-        ctx.set_timer(ms, timer(Timer::Machine(MachineTimer::Next { step })));
+        ctx.set_timer(
+            ms,
+            Msg::family_timer(Timer::Machine(MachineTimer::Next { step })),
+        );
     }
 
     /// The current step's request failed or got no answer: try it again later.
     fn failed(&mut self, ctx: &mut WorldCtx<'_>) {
         match self.phase {
             Phase::Fetching => {
-                ctx.set_timer(FETCH_RETRY_MS, timer(Timer::Machine(MachineTimer::Fetch)));
+                ctx.set_timer(
+                    FETCH_RETRY_MS,
+                    Msg::family_timer(Timer::Machine(MachineTimer::Fetch)),
+                );
             }
             Phase::Running | Phase::Degraded { .. } | Phase::Off => {}
             _ => self.after(DAEMON_POLL_MS, ctx),
