@@ -2,7 +2,7 @@
 //! fails", the variants reproduce the shapes the report describes.
 
 use reconsim::check::View;
-use reconsim::families::capi::invariants::etcd;
+use reconsim::families::capi::etcd::Etcd;
 use reconsim::families::capi::kinds::Machine;
 use reconsim::families::capi::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref,
@@ -52,7 +52,10 @@ fn v0_3_4_upgrades_one_replica_cleanly_and_etcd_follows() {
     assert_eq!(machines.len(), 1);
     assert_eq!(machine_version(machines[0]), Some("v1.17.4"));
     let node = node_ref(machines[0]).expect("a NodeRef");
-    let etcd = etcd(&view).expect("the world runs etcd");
+    let etcd = view
+        .find::<Etcd>()
+        .map(|(_, e)| e)
+        .expect("the world runs etcd");
     let members: Vec<&str> = etcd.members().map(|m| m.name.as_str()).collect();
     assert_eq!(
         members,
@@ -75,7 +78,14 @@ fn v0_3_4_reaches_three_replicas_at_the_new_version() {
             .iter()
             .all(|m| machine_version(m) == Some("v1.17.4"))
     );
-    assert_eq!(etcd(&view).unwrap().members().count(), 3);
+    assert_eq!(
+        view.find::<Etcd>()
+            .map(|(_, e)| e)
+            .unwrap()
+            .members()
+            .count(),
+        3
+    );
 }
 
 #[test]
@@ -122,7 +132,7 @@ fn every_joined_node_has_its_member_first_and_then_the_control_plane_label() {
     // the Node; kubeadm's mark-control-plane labels the Node at the end of the join.
     let (_, world) = run("kcp-upgrade-waits-for-deletion-3", 0);
     let view = view(&world);
-    let etcd = etcd(&view).unwrap();
+    let etcd = view.find::<Etcd>().map(|(_, e)| e).unwrap();
     let nodes: Vec<_> = view
         .api
         .list(Node::KIND)

@@ -49,7 +49,6 @@ use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
 use reconsim_world::component::Component;
-use reconsim_world::fault::WorldFault;
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::object::ObjectKey;
 use reconsim_world::object::{Node, Resource};
@@ -261,17 +260,13 @@ impl Etcd {
     // ----- the process ----------------------------------------------------------------------
 
     /// Starts and restarts (the data is durable: a crash is an outage of the model).
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.poll_in_flight = None;
         self.nodes_in_flight = None;
         ctx.set_timer(self.config.poll_ms, Msg::family_timer(Timer::Poll));
     }
 
-    pub fn on_crash(&mut self) {}
-
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
-
-    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::Request { id, body } => {
                 let Ok(op) = body.take::<EtcdOp>() else {
@@ -316,7 +311,7 @@ impl Etcd {
         }
     }
 
-    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         match t {
             Timer::Poll => {
                 ctx.set_timer(self.config.poll_ms, Msg::family_timer(Timer::Poll));
@@ -516,12 +511,6 @@ impl Component for Etcd {
         {
             Etcd::on_timer(self, t, ctx)
         }
-    }
-    fn on_crash(&mut self) {
-        Etcd::on_crash(self)
-    }
-    fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
-        Etcd::on_fault(self, f, active, ctx)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

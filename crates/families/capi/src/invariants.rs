@@ -50,25 +50,6 @@ use reconsim_world::object::Uid;
 use reconsim_world::object::{Node, Resource};
 use std::collections::{BTreeSet, VecDeque};
 
-/// The etcd model among the view's processes, if the world runs one.
-pub fn etcd<'a>(view: &View<'a>) -> Option<&'a Etcd> {
-    view.sim.actors().find_map(|(_, p)| p.component::<Etcd>())
-}
-
-fn etcd_at<'a>(view: &View<'a>, cached: &mut Option<ProcId>) -> Option<&'a Etcd> {
-    if let Some(pid) = *cached
-        && let Some(e) = view.sim.actor(pid).component::<Etcd>()
-    {
-        return Some(e);
-    }
-    let (pid, e) = view
-        .sim
-        .actors()
-        .find_map(|(pid, p)| Some((pid, p.component::<Etcd>()?)))?;
-    *cached = Some(pid);
-    Some(e)
-}
-
 fn workload_nodes(view: &View<'_>) -> usize {
     view.api
         .list(Node::KIND)
@@ -265,7 +246,7 @@ impl EtcdChecker {
                 }
             }
         }
-        let etcd = etcd_at(view, &mut self.pid)?;
+        let etcd = view.find_cached::<Etcd>(&mut self.pid)?;
         let log = etcd.log();
         while self.judged < log.len() {
             let (at, event) = &log[self.judged];
@@ -389,7 +370,7 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
     if let Some(missing) = wanted_nodes.difference(&nodes).next() {
         return Err(format!("Node {missing} of a Machine does not exist"));
     }
-    if let Some(etcd) = etcd(view) {
+    if let Some((_, etcd)) = view.find::<Etcd>() {
         if !etcd.has_quorum() {
             return Err("etcd has no quorum".into());
         }

@@ -337,7 +337,7 @@ impl Cloud {
     // ----- the process ------------------------------------------------------------------
 
     /// Starts (and restarts after a crash): re-arm every pending transition.
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now();
         for (id, r) in &self.records {
             if let Some(at) = r.next_at {
@@ -349,7 +349,7 @@ impl Cloud {
         }
     }
 
-    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let Msg::Request { id, body } = msg else {
             return;
         };
@@ -370,7 +370,7 @@ impl Cloud {
         ctx.send(from, Msg::response(id, result));
     }
 
-    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now();
         match t {
             Timer::Boot(id) => {
@@ -466,12 +466,12 @@ impl Cloud {
     /// The cloud's database is durable: a crash is an API outage, not data loss. Only the
     /// active world faults (conditions of the running process) are forgotten, since their
     /// revert is not delivered to a crashed process.
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         self.describe_lag_extra_ms = 0;
         self.join_extra_ms = 0;
     }
 
-    pub fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+    fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
         let (total, by) = match f {
             WorldFault::CloudDescribeLag { lag_ms } => (&mut self.describe_lag_extra_ms, *lag_ms),
             WorldFault::NodeJoinDelay { extra_ms } => (&mut self.join_extra_ms, *extra_ms),
@@ -698,7 +698,7 @@ impl CloudClient {
     }
 
     /// Arms every step not yet sent (a restart after a crash does not resend).
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now().as_ms();
         for (i, step) in self.steps.iter().enumerate() {
             if self.sent[i] == 0 {
@@ -710,7 +710,7 @@ impl CloudClient {
         }
     }
 
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         if let Msg::Response { id, body } = msg
             && let Some(result) = body.typed::<CloudResult>()
             && let Some(step) = self.sent.iter().position(|sent| *sent == id)
@@ -723,7 +723,7 @@ impl CloudClient {
         }
     }
 
-    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
         let Timer::ClientStep(i) = t else {
             return;
         };
@@ -735,10 +735,6 @@ impl CloudClient {
         let op = self.steps[i].op.clone();
         ctx.send(self.cloud, Msg::request(id, op));
     }
-
-    pub fn on_crash(&mut self) {}
-
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
 }
 
 impl Component for Cloud {

@@ -44,7 +44,6 @@
 use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
 use reconsim_world::component::Component;
-use reconsim_world::fault::WorldFault;
 use reconsim_world::informer::Informer;
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::object::{
@@ -302,20 +301,18 @@ impl MachineConfigServer {
         &self.mode
     }
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.pending.clear();
         if matches!(self.mode, ServerMode::Cluster { .. }) {
             self.informer.start(ctx);
         }
     }
 
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         self.pending.clear();
     }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
-
-    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         match t {
             AnyTimer::Informer(t) => {
                 self.informer.on_timer(&t, ctx);
@@ -337,7 +334,7 @@ impl MachineConfigServer {
         }
     }
 
-    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let mut changes = Vec::new();
         if self.informer.handle(&msg, ctx, &mut changes) {
             return;
@@ -629,7 +626,7 @@ impl McoMachine {
         matches!(self.phase, Phase::Degraded { .. })
     }
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         // A machine is powered on once; a restart of the process models nothing else.
         if self.phase == Phase::Off {
             let (lo, hi) = self.spec.timing.boot_at_ms;
@@ -642,14 +639,12 @@ impl McoMachine {
         }
     }
 
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         self.req = None;
         self.timeout = None;
     }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
-
-    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         let t = match t {
             AnyTimer::Family(p) => match p.take::<Timer>() {
                 Ok(Timer::Machine(t)) => t,
@@ -674,7 +669,7 @@ impl McoMachine {
         }
     }
 
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::Watch(ev) => {
                 let newer = self
