@@ -3,6 +3,7 @@
 //! threads, slices that nest on each thread, flow arrows whose ends sit on slices, and
 //! an instant event for the violation.
 
+use reconsim::families::builtin;
 use reconsim::scenario::chrome::chrome_trace;
 use reconsim::scenario::{faults, library, runner};
 use reconsim::sim::TraceMode;
@@ -10,7 +11,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn trace(name: &str, seed: u64) -> Value {
-    let (_, scenario) = library::load(name).unwrap();
+    let (_, scenario) = library::load(name, &builtin()).unwrap();
     let plan = faults::generate(&scenario, seed);
     let (outcome, world) = runner::run_world(&scenario, seed, plan, TraceMode::Full);
     chrome_trace(&world, outcome.violation.as_ref())

@@ -16,10 +16,11 @@ mod podset;
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
+use reconsim::scenario::extension::Custom;
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::strategies::{Case, case};
-use reconsim::scenario::{Expect, Scenario};
+use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -35,8 +36,13 @@ fn path(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
+/// The example binary's registry: the builtin families and the PodSet controller's.
+fn families() -> Families {
+    reconsim::families::builtin().with(podset::extensions())
+}
+
 fn scenario(name: &str) -> Scenario {
-    Scenario::load_with(&path(name), &podset::extensions()).expect("the example's scenario loads")
+    Scenario::load(&path(name), &families()).expect("the example's scenario loads")
 }
 
 fn jobs() -> usize {
@@ -110,7 +116,7 @@ fn the_two_variants_differ_only_in_the_controller() {
     };
     assert_eq!(strip(&buggy), strip(&fixed));
     assert_eq!(
-        fixed.controllers.custom[0].params["variant"],
+        fixed.controllers.get::<Custom>().unwrap().entries[0].params["variant"],
         "expectations"
     );
 }
@@ -296,7 +302,8 @@ fn the_example_binary_fuzzes_and_replays_its_own_failures() {
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(
-        err.contains(".scenario.controllers.custom[0].name") && err.contains("known: none"),
+        err.contains("at .scenario.controllers.custom:")
+            && err.contains("a family this binary registers (machine_api, mco, kcp), not `custom`"),
         "{err}"
     );
 
@@ -343,7 +350,7 @@ fn unregistered_names_are_rejected_with_exit_2_and_the_known_names() {
     assert!(
         err.contains("at .invariants[0]")
             && err.contains("no_duplicate_machines")
-            && err.contains("this binary registers (podset_max_pods)")
+            && err.contains(", podset_max_pods)")
             && err.contains("not `podset_max_pod`"),
         "{err}"
     );
@@ -368,7 +375,7 @@ fn unregistered_names_are_rejected_with_exit_2_and_the_known_names() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with("reconsim: error: ")
-            && stderr(&out).contains("at .controllers.custom[0].name"),
+            && stderr(&out).contains("at .controllers.custom:"),
         "{}",
         stderr(&out)
     );
@@ -377,22 +384,22 @@ fn unregistered_names_are_rejected_with_exit_2_and_the_known_names() {
 #[test]
 fn a_custom_action_is_checked_against_the_entry() {
     let text = std::fs::read_to_string(path("podset-buggy")).unwrap();
-    let err = Scenario::parse_with(
+    let err = Scenario::parse(
         "x.json",
         &text.replacen("\"podset\": \"web\"", "\"podset\": \"api\"", 1),
-        &podset::extensions(),
+        &families(),
     )
     .unwrap_err();
     assert_eq!(err.path, ".workload[0].action.custom.params.podset");
     assert!(err.message.contains("not `api`"), "{err}");
-    let err = Scenario::parse_with(
+    let err = Scenario::parse(
         "x.json",
         &text.replacen(
             "\"controller\": \"podset-controller\", \"params\"",
             "\"controller\": \"podset\", \"params\"",
             1,
         ),
-        &podset::extensions(),
+        &families(),
     )
     .unwrap_err();
     assert_eq!(err.path, ".workload[0].action.custom.controller");

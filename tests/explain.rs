@@ -1,12 +1,13 @@
 //! `reconsim explain`: the causal timeline names the objects and processes at fault and
 //! marks a decision taken on a stale cache.
 
+use reconsim::families::builtin;
 use reconsim::scenario::explain::explain;
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::{library, runner};
 
 fn failure(name: &str, seed: u64) -> FailureFile {
-    let (_, scenario) = library::load(name).unwrap();
+    let (_, scenario) = library::load(name, &builtin()).unwrap();
     let (outcome, plan) = runner::run(&scenario, seed);
     FailureFile::new(&scenario, &plan, &outcome).expect("the seed fails")
 }

@@ -2,6 +2,8 @@
 //! fails", the variants reproduce the shapes the report describes.
 
 use reconsim::check::View;
+use reconsim::families::builtin;
+use reconsim::families::capi::KcpSpec;
 use reconsim::families::capi::etcd::Etcd;
 use reconsim::families::capi::kinds::Machine;
 use reconsim::families::capi::kinds::{
@@ -14,7 +16,7 @@ use reconsim::sim::TraceMode;
 use reconsim_world::object::{Node, Resource};
 
 fn run(name: &str, seed: u64) -> (reconsim::scenario::runner::Outcome, World) {
-    let (_, scenario) = library::load(name).unwrap();
+    let (_, scenario) = library::load(name, &builtin()).unwrap();
     let plan = faults::generate(&scenario, seed);
     run_world(&scenario, seed, plan, TraceMode::Hash)
 }
@@ -117,9 +119,12 @@ fn v0_3_3_scales_up_again_on_a_deleting_machine_after_its_node_went() {
 fn v0_3_4_waits_for_the_deletion_in_the_same_history() {
     // The same scenario and seed with the fix: the reconcile sees the deleting machine
     // in its snapshot at the end of reconcileHealth and requeues instead.
-    let (_, mut scenario) = library::load("kcp-upgrade-counts-deleting-3").unwrap();
-    let fixed = library::load("kcp-upgrade-waits-for-deletion-3").unwrap().1;
-    scenario.controllers.kcp = fixed.controllers.kcp.clone();
+    let (_, mut scenario) = library::load("kcp-upgrade-counts-deleting-3", &builtin()).unwrap();
+    let fixed = library::load("kcp-upgrade-waits-for-deletion-3", &builtin())
+        .unwrap()
+        .1;
+    *scenario.controllers.get_mut::<KcpSpec>().unwrap() =
+        fixed.controllers.get::<KcpSpec>().unwrap().clone();
     let plan = faults::generate(&scenario, 21);
     let (outcome, world) = run_world(&scenario, 21, plan, TraceMode::Hash);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);

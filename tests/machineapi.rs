@@ -2,6 +2,7 @@
 //! buggy variant reproduces the shape of the report (Bugzilla 1864352): scaling a
 //! MachineSet from 0 to 2 gave 3 Machines and 5 cloud instances.
 
+use reconsim::families::builtin;
 use reconsim::families::cloud::InstanceState;
 use reconsim::scenario::build::build;
 use reconsim::scenario::{faults, library};
@@ -12,7 +13,7 @@ use reconsim_world::object::Resource;
 /// The most Machines and the most live instances seen at once over a whole run, with
 /// no checker stopping it.
 fn peaks(name: &str, seed: u64) -> (usize, usize) {
-    let (_, scenario) = library::load(name).unwrap();
+    let (_, scenario) = library::load(name, &builtin()).unwrap();
     let plan = faults::generate(&scenario, seed);
     let mut world = build(&scenario, seed, plan, TraceMode::Hash);
     let (mut machines, mut instances) = (0, 0);
@@ -66,10 +67,9 @@ fn the_fixed_variant_never_exceeds_two_of_each() {
 /// that was immediately terminated"), and some seed fails convergence instead.
 #[test]
 fn leaks_and_convergence_failures_are_caught_on_their_own() {
-    use reconsim::scenario::extension::InvariantName;
     use reconsim::scenario::fuzz::{Campaign, fuzz};
-    let (_, mut scenario) = library::load("machineapi-no-leader-election").unwrap();
-    scenario.invariants = vec![InvariantName::named("no_leaked_instances")];
+    let (_, mut scenario) = library::load("machineapi-no-leader-election", &builtin()).unwrap();
+    scenario.invariants = vec!["no_leaked_instances".to_string()];
     let campaign = Campaign {
         start: 0,
         end: 60,
@@ -99,7 +99,7 @@ fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
     // fix.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/failures/machineapi-leader-election-stale-cache.json");
-    let f = reconsim::scenario::failure::FailureFile::load(&path).unwrap();
+    let f = reconsim::scenario::failure::FailureFile::load(&path, &builtin()).unwrap();
     let replay = f.replay(TraceMode::Hash);
     assert!(replay.reproduced, "{:?}", replay.invariant);
     assert_eq!(replay.invariant.as_deref(), Some("no_duplicate_machines"));
@@ -107,8 +107,7 @@ fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
     fixed
         .scenario
         .controllers
-        .machine_api
-        .as_mut()
+        .get_mut::<reconsim::families::machineapi::MachineApiSpec>()
         .unwrap()
         .idempotent_create = true;
     assert!(fixed.replay(TraceMode::Hash).outcome.violation.is_none());

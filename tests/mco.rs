@@ -1,10 +1,12 @@
 //! Seed incident 3 (machine-config-operator #301): beyond "an invariant fails", the
 //! shapes the report describes, and what each GC policy does when nothing stops the run.
 
+use reconsim::families::builtin;
+use reconsim::families::mco::McoSpec;
 use reconsim::families::mco::controllers::{GcPolicy, RenderController};
 use reconsim::families::mco::model::{ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase};
+use reconsim::families::mco::section::CONTROLLER;
 use reconsim::scenario::build::{World, build};
-use reconsim::scenario::mco::CONTROLLER;
 use reconsim::scenario::{Scenario, faults, library, run_world};
 use reconsim::sim::{SimTime, TraceMode};
 use reconsim::world::Proc;
@@ -12,7 +14,9 @@ use reconsim_mco::model::{MachineConfig, MachineConfigPool};
 use reconsim_world::object::Resource;
 
 fn scenario(name: &str) -> Scenario {
-    library::load(name).expect("a shipped scenario").1
+    library::load(name, &builtin())
+        .expect("a shipped scenario")
+        .1
 }
 
 /// The whole run, no checker stopping it.
@@ -62,7 +66,7 @@ fn the_bootstrap_mismatch_degrades_every_master_and_no_worker() {
     // "In a recent CI run all my masters went degraded due to failing to fetch the MC."
     let s = scenario("mco-bootstrap-mismatch");
     let world = run_to_end(&s, 0);
-    let mcs = s.controllers.mco.as_ref().unwrap();
+    let mcs = s.controllers.get::<McoSpec>().unwrap();
     let served = mcs.bootstrap_config("master");
     assert_ne!(
         served,
@@ -85,7 +89,7 @@ fn rendering_os_image_url_at_bootstrap_names_the_in_cluster_render() {
     // one the in-cluster render controller arrives at after the churn.
     let s = scenario("mco-gc-in-use-and-in-flight");
     let world = run_to_end(&s, 0);
-    let mcs = s.controllers.mco.as_ref().unwrap();
+    let mcs = s.controllers.get::<McoSpec>().unwrap();
     assert_eq!(mcs.bootstrap_config("master"), target(&world, "master"));
     for m in machines(&world) {
         assert_eq!(m.phase(), &Phase::Running, "{}", m.name());
@@ -185,7 +189,7 @@ fn the_orphan_policy_deletes_nothing_in_the_scenario() {
     // The API server's collector must not delete them for that (semantics.md 3.9): every
     // render ever made is still there, orphaned, and nothing referenced goes missing.
     let mut s = scenario("mco-gc-keep-latest-only");
-    s.controllers.mco.as_mut().unwrap().gc = GcPolicy::Orphan;
+    s.controllers.get_mut::<McoSpec>().unwrap().gc = GcPolicy::Orphan;
     let plan = faults::generate(&s, 0);
     let (outcome, world) = run_world(&s, 0, plan, TraceMode::Hash);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
@@ -243,15 +247,15 @@ fn mco_scenario_errors_name_the_field() {
     let text = std::fs::read_to_string("scenarios/mco-gc-in-use.json").unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["controllers"]["mco"]["machines"][1]["pool"] = "infra".into();
-    let err = Scenario::parse("x.json", &doc.to_string()).unwrap_err();
+    let err = Scenario::parse("x.json", &doc.to_string(), &builtin()).unwrap_err();
     assert_eq!(err.path, ".controllers.mco.machines[1].pool", "{err}");
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["controllers"]["mco"]["gc"] = "keep-everything-forever".into();
-    let err = Scenario::parse("x.json", &doc.to_string()).unwrap_err();
+    let err = Scenario::parse("x.json", &doc.to_string(), &builtin()).unwrap_err();
     assert_eq!(err.path, ".controllers.mco.gc", "{err}");
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["workload"][0]["action"]["create_machine_config"]["pool"] = "gpu".into();
-    let err = Scenario::parse("x.json", &doc.to_string()).unwrap_err();
+    let err = Scenario::parse("x.json", &doc.to_string(), &builtin()).unwrap_err();
     assert_eq!(
         err.path, ".workload[0].action.create_machine_config.pool",
         "{err}"

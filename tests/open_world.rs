@@ -1,17 +1,25 @@
 //! A user's family from outside the workspace's crates, as a user's crate would write it:
 //! a kind of its own (`storage.example.dev/v1` Bucket), a service process of its own (a
-//! storage API with its own request, answer and timer types), and a controller that
-//! calls that service with the same timeout and interleaving as an API call. A crash of
-//! the controller between the storage create and its status write makes a second bucket
-//! unless the create is idempotent (a client token, the Bucket's uid): over a range of
-//! seeds the first variant duplicates and the second never does, and a seed replays to
-//! the same trace hash.
+//! storage API with its own request, answer and timer types), a controller that calls
+//! that service with the same timeout and interleaving as an API call, its own typed
+//! section of scenario files (`controllers.storage`), its own workload action
+//! (`create_bucket`), its own invariant (`no_duplicate_buckets`) and convergence check.
+//! It is registered like the builtin families (`builtin().with(StorageFamily)`) and
+//! fuzzed through an ordinary scenario file.
 //!
-//! The world is built by hand here; scenario files will name such a family once the
-//! family interface lands (docs/architecture.md).
+//! A crash of the controller between the storage create and its status write makes a
+//! second bucket unless the create is idempotent (a client token, the Bucket's uid):
+//! over a range of seeds the first variant duplicates and the second never does, and a
+//! failure file replays to the same trace hash.
 
-use rand::Rng;
-use reconsim::sim::{Fault, FaultPlan, ProcId, Sim, SimConfig, SimTime, Streams, TimedFault};
+use reconsim::check::{Check, NamedCheck, View, Violation};
+use reconsim::family::{
+    Context, Family, FamilySection, ParamError, Services, WorkloadAction, params,
+};
+use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
+use reconsim::scenario::{Families, Scenario, runner};
+use reconsim::sim::{ProcId, Sim, TraceMode};
 use reconsim::world::api::{ApiOp, PatchOp};
 use reconsim::world::apiserver::ApiServer;
 use reconsim::world::manager::{
@@ -19,10 +27,10 @@ use reconsim::world::manager::{
 };
 use reconsim::world::msg::{Msg, Timer};
 use reconsim::world::object::{Body, Kind, KindInfo, Object, ObjectKey, ObjectMeta, Resource};
-use reconsim::world::{Component, Endpoints, Proc, WorldCtx};
-use serde::Serialize;
+use reconsim::world::{Component, Proc, WorldCtx};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 // ----- the kind ---------------------------------------------------------------------------
 
@@ -205,106 +213,259 @@ impl Reconciler for BucketController {
     }
 }
 
-// ----- the world and the campaign -------------------------------------------------------
+// ----- the family ----------------------------------------------------------------------
 
-const RUN_MS: u64 = 10_000;
+/// `controllers.storage` of a scenario file, parsed into this type once.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StorageSection {
+    /// `token`: creates carry the Bucket's uid as client token; `no-token`: they do not.
+    variant: Variant,
+    /// The node whose host runs the controller; the service gets a host of its own.
+    node: String,
+    /// Buckets at t = 0.
+    #[serde(default)]
+    buckets: Vec<String>,
+}
 
-/// One run: the API server, the storage service, the controller; the controller crashes
-/// once, at a time drawn from the seed within its first 300 ms, for 1 s. Returns how many
-/// storage buckets Bucket `b1` got, the bucket id its status records, and the trace hash.
-fn run(seed: u64, idempotent: bool) -> (usize, Option<String>, u64) {
-    let mut rng = Streams::new(seed).stream("open-world-faults");
-    let crash_at_ms = rng.next_u64() % 301;
-    let plan = FaultPlan::new(vec![TimedFault {
-        at_ms: crash_at_ms,
-        duration_ms: Some(1_000),
-        fault: Fault::Crash {
-            process: "controller".into(),
-        },
-    }]);
-    let mut sim: Sim<Proc> = Sim::new(SimConfig::new(seed), plan);
-    let api = sim.add_host("api");
-    let storage_host = sim.add_host("storage");
-    let node = sim.add_host("node");
-    let mut server = ApiServer::new(Default::default());
-    server.seed_object(Object::new(
-        ObjectMeta::named("default", "b1"),
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Variant {
+    Token,
+    NoToken,
+}
+
+/// `create_bucket`: the user creates a Bucket.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBucket {
+    name: String,
+}
+
+fn bucket(name: &str) -> Object {
+    Object::new(
+        ObjectMeta::named("default", name),
         Bucket {
             spec: BucketSpec {
                 region: "eu-west-1".into(),
             },
             status: BucketStatus::default(),
         },
-    ));
-    let apiserver = sim.spawn(api, "apiserver", Proc::ApiServer(server));
-    let storage = sim.spawn(
-        storage_host,
-        "storage",
-        Proc::Component(Box::new(Storage::default())),
+    )
+}
+
+impl FamilySection for StorageSection {
+    fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
+        context.node(".node", &self.node)?;
+        if context.hosts.iter().any(|h| h == "storage") {
+            return Err(ParamError::at(".node", "no node named `storage`"));
+        }
+        Ok(())
+    }
+
+    fn processes(&self) -> Vec<String> {
+        vec!["storage".into(), "bucket-controller".into()]
+    }
+
+    fn seed(&self, server: &mut ApiServer) {
+        for b in &self.buckets {
+            server.seed_object(bucket(b));
+        }
+    }
+
+    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
+        let host = sim.add_host("storage");
+        let storage = sim.spawn(
+            host,
+            "storage",
+            Proc::Component(Box::new(Storage::default())),
+        );
+        let controller = BucketController {
+            storage,
+            idempotent: self.variant == Variant::Token,
+            phase: Phase::Idle,
+            bucket: None,
+        };
+        let node = sim.host_by_name(&self.node).expect("validated");
+        sim.spawn(
+            node,
+            "bucket-controller",
+            Proc::Manager(Manager::new(
+                ManagerConfig {
+                    identity: "bucket-controller".into(),
+                    leader: None,
+                    kubelet: None,
+                    pod: None,
+                },
+                services.endpoints,
+                vec![Box::new(controller)],
+            )),
+        );
+    }
+
+    fn converged(&self, view: &View<'_>) -> Result<(), String> {
+        for b in view.api.list(Bucket::KIND) {
+            if b.typed::<Bucket>()
+                .is_some_and(|b| b.status.bucket_id.is_none())
+            {
+                return Err(format!("Bucket {} has no bucket id", b.meta.name));
+            }
+        }
+        Ok(())
+    }
+
+    fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
+        actions
+            .iter()
+            .map(|a| {
+                let CreateBucket { name } = a.params()?;
+                if name.is_empty() || self.buckets.contains(&name) {
+                    return Err(ParamError::at(a.path(".name"), "a new bucket's name"));
+                }
+                Ok(ApiOp::Create(Box::new(bucket(&name))))
+            })
+            .collect()
+    }
+}
+
+/// No Bucket has two storage buckets.
+#[derive(Clone, Debug, Default)]
+struct NoDuplicateBuckets {
+    storage: Option<ProcId>,
+}
+
+impl Check for NoDuplicateBuckets {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        let storage = view.find_cached::<Storage>(&mut self.storage)?;
+        let mut names: Vec<&str> = storage.buckets.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        let twice = names.windows(2).find(|w| w[0] == w[1])?[0];
+        Some(Violation {
+            invariant: "no_duplicate_buckets".into(),
+            time: view.now,
+            message: format!(
+                "Bucket {twice} has {} storage buckets",
+                storage.count(twice)
+            ),
+            objects: vec![format!("Bucket default/{twice}")],
+        })
+    }
+}
+
+/// The family, registered like the builtin ones.
+struct StorageFamily;
+
+impl Family for StorageFamily {
+    fn name(&self) -> &str {
+        "storage"
+    }
+
+    fn parse(&self, section: &serde_json::Value) -> Result<Box<dyn FamilySection>, ParamError> {
+        Ok(Box::new(params::parse::<StorageSection>(section)?))
+    }
+
+    fn actions(&self) -> &[&str] {
+        &["create_bucket"]
+    }
+
+    fn invariants(&self) -> Vec<NamedCheck> {
+        vec![NamedCheck::new("no_duplicate_buckets", || {
+            Box::new(NoDuplicateBuckets::default())
+        })]
+    }
+}
+
+// ----- the scenario and the campaign -------------------------------------------------------
+
+fn families() -> Families {
+    reconsim::families::builtin().with(StorageFamily)
+}
+
+/// A scenario file of the family: one Bucket at t = 0, one the user creates at 2 s, and
+/// one crash of the controller within its first 300 ms, for 1 s.
+fn scenario(variant: &str) -> Scenario {
+    let text = format!(
+        r#"{{
+          "name": "storage-{variant}", "expect": "clean", "seeds": 300,
+          "duration_ms": 10000,
+          "topology": {{"control_plane_nodes": ["node"]}},
+          "controllers": {{"storage": {{"variant": "{variant}", "node": "node", "buckets": ["b1"]}}}},
+          "workload": [{{"at_ms": 2000, "action": {{"create_bucket": {{"name": "b2"}}}}}}],
+          "faults": [{{"count": [1, 1], "at_ms": [0, 300], "duration_ms": [1000, 1000],
+                      "fault": {{"crash": {{"processes": ["bucket-controller"]}}}}}}],
+          "invariants": ["no_duplicate_buckets"],
+          "convergence": {{"within_ms": 5000}}
+        }}"#
     );
-    let controller = BucketController {
-        storage,
-        idempotent,
-        phase: Phase::Idle,
-        bucket: None,
-    };
-    sim.spawn(
-        node,
-        "controller",
-        Proc::Manager(Manager::new(
-            ManagerConfig {
-                identity: "controller".into(),
-                leader: None,
-                kubelet: None,
-                pod: None,
-            },
-            Endpoints { apiserver },
-            vec![Box::new(controller)],
-        )),
+    Scenario::parse("storage.json", &text, &families()).expect("the family's scenario loads")
+}
+
+/// Seeds 0..300 with every failure kept as a failure file.
+fn campaign(s: &Scenario) -> (Report, Vec<FailureFile>) {
+    let files = Mutex::new(Vec::new());
+    let report = fuzz(
+        s,
+        Campaign {
+            start: 0,
+            end: 300,
+            jobs: 2,
+            shard: None,
+            stop_on_first: false,
+        },
+        &|outcome, plan| {
+            let f = FailureFile::new(s, plan, outcome).expect("a failing run");
+            files.lock().unwrap().push(f);
+        },
+        &|_, _| {},
     );
-    sim.run_until(SimTime(RUN_MS));
-    let storage = sim
-        .actor(storage)
-        .component::<Storage>()
-        .expect("the storage service");
-    let Proc::ApiServer(server) = sim.actor(apiserver) else {
-        unreachable!("spawned above")
-    };
-    let recorded = server
-        .get(&ObjectKey::new(Bucket::KIND, "default", "b1"))
-        .and_then(|b| b.typed::<Bucket>())
-        .and_then(|b| b.status.bucket_id.clone());
-    (storage.count("b1"), recorded, sim.trace().hash())
+    (report, files.into_inner().unwrap())
 }
 
 #[test]
-fn a_users_kind_and_service_fuzz_like_the_seed_families() {
-    let seeds = 0..300;
-    let duplicated: Vec<u64> = seeds.clone().filter(|s| run(*s, false).0 > 1).collect();
+fn a_users_family_fuzzes_through_a_scenario_file_like_the_seed_families() {
+    let (report, files) = campaign(&scenario("no-token"));
     assert!(
-        !duplicated.is_empty(),
-        "a crash between the create and its status write should duplicate on some seed"
+        report
+            .failures
+            .iter()
+            .all(|f| f.invariant == "no_duplicate_buckets"),
+        "{:?}",
+        report.failures
     );
-    // Measured: 37 of these 300 seeds duplicate.
-    assert!(duplicated.len() > 10, "{duplicated:?}");
-    for seed in seeds {
-        let (buckets, recorded, _) = run(seed, true);
-        assert_eq!(
-            buckets, 1,
-            "seed {seed}: the client token makes the create idempotent"
-        );
-        assert_eq!(
-            recorded.as_deref(),
-            Some("bkt-1"),
-            "seed {seed}: the status records it"
-        );
-    }
+    // Measured: 32 of these 300 seeds duplicate.
+    assert!(report.failures.len() > 10, "{:?}", report.failures);
+    // A failure file of a user's family replays through the registry that knows it.
+    let f = &files[0];
+    let path = std::env::temp_dir().join(format!("reconsim-open-world-{}.json", f.seed));
+    f.save(&path).unwrap();
+    let loaded = FailureFile::load(&path, &families()).unwrap();
+    assert_eq!(&loaded, f);
+    let replay = loaded.replay(TraceMode::Hash);
+    assert!(replay.reproduced, "{:?}", replay.invariant);
+    // Without the family, the file is refused with the field and the known families.
+    let err = FailureFile::load(&path, &reconsim::families::builtin()).unwrap_err();
+    assert_eq!(err.path, ".scenario.controllers.storage", "{err}");
+    assert!(err.message.contains("(machine_api, mco, kcp)"), "{err}");
+
+    let (report, _) = campaign(&scenario("token"));
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
 }
 
 #[test]
-fn a_users_family_replays_to_the_same_hash() {
-    for seed in [0, 7, 42] {
-        assert_eq!(run(seed, false), run(seed, false));
-        assert_eq!(run(seed, true), run(seed, true));
+fn a_users_family_replays_to_the_same_hash_and_checks_its_fields() {
+    for variant in ["no-token", "token"] {
+        let s = scenario(variant);
+        for seed in [0, 7, 42] {
+            let (a, _) = runner::run(&s, seed);
+            let (b, _) = runner::run(&s, seed);
+            assert_eq!(a.trace_hash, b.trace_hash);
+        }
     }
+    let text = serde_json::to_string(&scenario("token")).unwrap();
+    let bad = text.replace("\"token\"", "\"tokens\"");
+    let err = Scenario::parse("x.json", &bad, &families()).unwrap_err();
+    assert_eq!(err.path, ".controllers.storage.variant", "{err}");
+    let bad = text.replace("\"b2\"", "\"b1\"");
+    let err = Scenario::parse("x.json", &bad, &families()).unwrap_err();
+    assert_eq!(err.path, ".workload[0].action.create_bucket.name", "{err}");
 }

@@ -8,11 +8,15 @@
 //! properties`). A failing case prints the `reconsim replay` command of a failure file
 //! it saved; proptest keeps failing inputs in proptest-regressions/.
 
+use proptest::strategy::Strategy;
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
+use reconsim::families::builtin;
+use reconsim::families::machineapi::MachineApiSpec;
 use reconsim::scenario::failure::FailureFile;
-use reconsim::scenario::strategies::{Case, case, perturbed};
+use reconsim::scenario::format::LeaseSpec;
+use reconsim::scenario::strategies::{Case, case};
 use reconsim::scenario::{Expect, Scenario, library};
 use reconsim::sim::TraceMode;
 
@@ -45,7 +49,7 @@ fn clean_scenarios() -> Vec<Scenario> {
     library::files()
         .unwrap()
         .iter()
-        .map(|p| Scenario::load(p).unwrap())
+        .map(|p| Scenario::load(p, &builtin()).unwrap())
         .filter(|s| s.expect == Expect::Clean)
         .collect()
 }
@@ -76,10 +80,45 @@ fn clean_scenarios_hold_for_any_plan_in_their_profile() {
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 
+/// `scenario` with its parameters moved: MachineSet scale targets (1 to 3 replicas),
+/// the cloud's DescribeInstances lag (up to twice its upper bound) and, with leader
+/// election, lease timings that keep client-go's rule (lease > renew > 1.2 x retry).
+fn machine_api_perturbed(scenario: &Scenario) -> impl Strategy<Value = Scenario> + use<> {
+    let base = scenario.clone();
+    let lag = base.cloud.describe_lag_ms;
+    (
+        1u32..=3,
+        lag.lo..=lag.hi.saturating_mul(2).max(lag.lo),
+        60_000u64..=180_000,
+        2u64..=10,
+    )
+        .prop_map(move |(replicas, lag_hi, lease_ms, retry_div)| {
+            let mut s = base.clone();
+            for a in &mut s.workload {
+                if a.action.name == "scale_machine_set" {
+                    a.action.params["replicas"] = replicas.into();
+                }
+            }
+            s.cloud.describe_lag_ms.hi = lag_hi;
+            if let Some(ma) = s.controllers.get_mut::<MachineApiSpec>()
+                && ma.lease.is_some()
+            {
+                let renew = lease_ms * 11 / 12;
+                ma.lease = Some(LeaseSpec {
+                    lease_duration_ms: lease_ms,
+                    renew_deadline_ms: renew,
+                    retry_period_ms: renew / 2 / retry_div.max(1),
+                });
+            }
+            s
+        })
+        .prop_filter("perturbed scenarios validate", |s| s.validate().is_ok())
+}
+
 #[test]
 fn machine_api_with_leader_election_holds_under_perturbed_parameters() {
-    let (_, s) = library::load("machineapi-leader-election").unwrap();
-    let strategy = proptest::strategy::Strategy::prop_flat_map(perturbed(&s), |p| case(&p));
+    let (_, s) = library::load("machineapi-leader-election", &builtin()).unwrap();
+    let strategy = machine_api_perturbed(&s).prop_flat_map(|p| case(&p));
     let mut runner = runner(config());
     if let Err(e) = runner.run(&strategy, |c| holds(&c)) {
         panic!("{e}");
@@ -88,7 +127,7 @@ fn machine_api_with_leader_election_holds_under_perturbed_parameters() {
 
 #[test]
 fn the_buggy_variant_fails_and_the_shrunk_plan_replays() {
-    let (_, s) = library::load("machineapi-no-leader-election").unwrap();
+    let (_, s) = library::load("machineapi-no-leader-election", &builtin()).unwrap();
     let mut runner = runner(Config {
         cases: 64,
         failure_persistence: None,

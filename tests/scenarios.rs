@@ -4,6 +4,7 @@
 //! quick local loop can use 0.1, a nightly run 10). A `violation` scenario must fail on
 //! some seed of its budget; a `clean` one must hold on every seed of it.
 
+use reconsim::families::builtin;
 use reconsim::scenario::fuzz::{Campaign, fuzz};
 use reconsim::scenario::{Expect, Scenario, library};
 
@@ -18,7 +19,8 @@ fn scale() -> f64 {
 }
 
 fn check(name: &str) {
-    let (_, scenario): (_, Scenario) = library::load(name).expect("a shipped scenario loads");
+    let (_, scenario): (_, Scenario) =
+        library::load(name, &builtin()).expect("a shipped scenario loads");
     let seeds = ((scenario.seeds as f64 * scale()).ceil() as u64).max(1);
     let campaign = Campaign {
         start: 0,

@@ -1,12 +1,13 @@
 //! `reconsim shrink`: a smaller plan that still fails the same way, and replays.
 
+use reconsim::families::builtin;
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::shrink::shrink;
 use reconsim::scenario::{library, runner};
 use reconsim::sim::TraceMode;
 
 fn failure(name: &str, seed: u64) -> FailureFile {
-    let (_, scenario) = library::load(name).unwrap();
+    let (_, scenario) = library::load(name, &builtin()).unwrap();
     let (outcome, plan) = runner::run(&scenario, seed);
     FailureFile::new(&scenario, &plan, &outcome).expect("the seed fails")
 }

@@ -6,5 +6,5 @@
 mod podset;
 
 fn main() -> std::process::ExitCode {
-    reconsim::cli::main_with(podset::extensions())
+    reconsim::cli::main_with(reconsim::families::builtin().with(podset::extensions()))
 }

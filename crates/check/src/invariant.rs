@@ -7,18 +7,36 @@
 
 use crate::{View, Violation};
 
-/// An invariant a family registers: its name in scenario files and a fresh checker for
-/// each run.
-#[derive(Clone, Copy, Debug)]
+/// An invariant a family registers: its name in scenario files and what makes a fresh
+/// checker for each run (a function or a closure; shared, so cheap to clone).
+#[derive(Clone)]
 pub struct NamedCheck {
-    pub name: &'static str,
-    pub make: fn() -> Box<dyn Check>,
+    pub name: String,
+    make: std::sync::Arc<dyn Fn() -> Box<dyn Check> + Send + Sync>,
 }
 
 impl NamedCheck {
+    pub fn new(
+        name: impl Into<String>,
+        make: impl Fn() -> Box<dyn Check> + Send + Sync + 'static,
+    ) -> Self {
+        NamedCheck {
+            name: name.into(),
+            make: std::sync::Arc::new(make),
+        }
+    }
+
     /// A fresh checker for one run, under this name.
     pub fn checker(&self) -> Checker {
-        Checker::new(self.name, (self.make)())
+        Checker::new(&self.name, (self.make)())
+    }
+}
+
+impl std::fmt::Debug for NamedCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamedCheck")
+            .field("name", &self.name)
+            .finish()
     }
 }
 

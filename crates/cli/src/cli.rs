@@ -1,11 +1,12 @@
 //! The `reconsim` command line as a library: parse, call the scenario crate, print.
 //!
-//! [`main`] is the `reconsim` binary. [`main_with`] is the same command line with a
-//! user's [`Extensions`]: a binary of three lines gets list, run, fuzz, merge, shrink,
+//! [`main`] is the `reconsim` binary, with the builtin families. [`main_with`] is the same
+//! command line with a user's registry of [`Families`] (the builtin ones and the user's,
+//! registered the same way): a binary of three lines gets list, run, fuzz, merge, shrink,
 //! explain and replay for its own controllers and invariants (examples/podset/main.rs,
 //! docs/guide/writing-a-reconciler.md). The registry reaches every command through the
-//! scenarios and failure files it loads (`Scenario::load_with`,
-//! `FailureFile::load_with`); nothing is global.
+//! scenarios and failure files it loads (`Scenario::load`, `FailureFile::load`);
+//! nothing is global.
 //!
 //! Exit codes: 0 every invariant held, 1 a violation was found (or a replay did not
 //! reproduce), 2 bad usage or bad input. `--json` prints exactly one JSON document on
@@ -14,7 +15,7 @@
 //! replays it, named after the running binary (`reconsim`, or a user's binary's file
 //! name), since only a binary that registers a scenario's controllers can replay it.
 
-use crate::scenario::extension::Extensions;
+use crate::scenario::Families;
 use crate::scenario::failure::FailureFile;
 use crate::scenario::fuzz::Campaign;
 use crate::scenario::{Scenario, library, runner};
@@ -124,14 +125,15 @@ impl<E: std::fmt::Display> From<E> for UsageError {
     }
 }
 
-/// The `reconsim` binary: the builtin controllers and invariants only.
+/// The `reconsim` binary: the builtin families only.
 pub fn main() -> ExitCode {
-    run_cli(&Extensions::default(), None)
+    run_cli(&crate::families::builtin(), None)
 }
 
-/// The command line with the controllers and invariants of `extensions` (a user's
-/// binary). Commands print this binary's file name in the replay lines they show.
-pub fn main_with(extensions: Extensions) -> ExitCode {
+/// The command line with the families of `families` (a user's binary:
+/// `reconsim::families::builtin().with(mine)`). Commands print this binary's file name
+/// in the replay lines they show.
+pub fn main_with(families: Families) -> ExitCode {
     let program = std::env::args_os()
         .next()
         .and_then(|a| {
@@ -140,12 +142,12 @@ pub fn main_with(extensions: Extensions) -> ExitCode {
                 .map(|s| s.to_string_lossy().into_owned())
         })
         .filter(|s| !s.is_empty());
-    run_cli(&extensions, program)
+    run_cli(&families, program)
 }
 
 /// What every command needs: the registry and the program name for replay lines.
 struct App<'a> {
-    ext: &'a Extensions,
+    families: &'a Families,
     program: &'a str,
 }
 
@@ -156,14 +158,14 @@ impl App<'_> {
         let path = library::resolve(arg);
         if !path.exists() {
             // The library's own error: the file, and where names are looked up.
-            library::load(arg)?;
+            library::load(arg, self.families)?;
         }
-        let s = Scenario::load_with(&path, self.ext)?;
+        let s = Scenario::load(&path, self.families)?;
         Ok((path, s))
     }
 
     fn load_failure(&self, path: &Path) -> Result<FailureFile, UsageError> {
-        Ok(FailureFile::load_with(path, self.ext)?)
+        Ok(FailureFile::load(path, self.families)?)
     }
 
     /// The command that replays a failure file, for people.
@@ -172,7 +174,7 @@ impl App<'_> {
     }
 }
 
-fn run_cli(ext: &Extensions, program: Option<String>) -> ExitCode {
+fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
     // A closed pipe (`reconsim fuzz ... | head`) ends the process quietly, as for any
     // Unix filter, instead of a panic in println!.
     #[cfg(unix)]
@@ -198,7 +200,7 @@ fn run_cli(ext: &Extensions, program: Option<String>) -> ExitCode {
         }
     };
     let app = App {
-        ext,
+        families,
         program: program.as_deref().unwrap_or("reconsim"),
     };
     let app = &app;
@@ -268,7 +270,7 @@ fn run_cli(ext: &Extensions, program: Option<String>) -> ExitCode {
 fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
     let mut rows = Vec::new();
     for path in library::files()? {
-        let s = Scenario::load_with(&path, app.ext)?;
+        let s = Scenario::load(&path, app.families)?;
         rows.push((path, s));
     }
     if json {

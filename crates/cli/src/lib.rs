@@ -6,16 +6,19 @@
 //!   nodes, kubelets, the controller host and the component interface.
 //! - [`families`]: the builtin families (machine-api, Cluster API, MCO and the cloud
 //!   they share): kinds, components, controllers with their buggy and fixed variants,
-//!   invariants.
+//!   invariants, and their registry ([`families::builtin`]).
 //! - [`check`]: invariants and convergence checks.
+//! - [`family`]: the family interface every family implements, builtin or a user's.
 //! - [`scenario`]: scenario files, the runner, fuzzing, replay and shrinking; users'
-//!   own controllers and invariants register in [`scenario::extension::Extensions`].
+//!   controllers and invariants as closures register in
+//!   [`scenario::extension::Extensions`], itself a family.
 //! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
 //!   user's binary with its own controllers ([`cli::main_with`]).
 
 pub mod cli;
 
 pub use reconsim_check as check;
+pub use reconsim_family as family;
 pub use reconsim_scenario as scenario;
 pub use reconsim_sim as sim;
 pub use reconsim_world as world;
@@ -27,4 +30,16 @@ pub mod families {
     pub use reconsim_cloud as cloud;
     pub use reconsim_machineapi as machineapi;
     pub use reconsim_mco as mco;
+
+    use reconsim_family::Families;
+
+    /// The builtin families, in the order their processes spawn (machine-api, MCO,
+    /// KubeadmControlPlane): the `reconsim` binary's registry, and the start of a user's
+    /// (`builtin().with(mine)`).
+    pub fn builtin() -> Families {
+        Families::new()
+            .with(machineapi::MachineApi)
+            .with(mco::Mco)
+            .with(capi::Kcp)
+    }
 }

@@ -4,12 +4,12 @@
 //! Layout: the API server on host `api`; the node lifecycle controller and the workloads
 //! controller (Deployments and the scheduler) on `controller-manager`; the cloud on
 //! `cloud`; the user's scripted client on `user`; a kubelet per node. Each family's
-//! section ([`crate::family::FamilySection`]) then adds its objects, its pods' images
-//! and its processes, in the order of [`Scenario::families`].
+//! section ([`reconsim_family::FamilySection`]) then adds its objects, its pods' images
+//! and its processes, in the registry's order ([`Scenario::sections`]).
 
-use crate::family::Services;
 use crate::format::{Plan, Scenario};
 use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy};
+use reconsim_family::Services;
 use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
@@ -47,12 +47,11 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
     };
     let cloud = ProcId(1);
     let services = Services { endpoints, cloud };
-    let families = scenario.families();
     let mut server = ApiServer::new(Default::default());
     let mut images = Images::default();
-    for family in &families {
-        family.seed(&mut server);
-        images = family.images(images, &services);
+    for section in scenario.sections() {
+        section.seed(&mut server);
+        images = section.images(images, &services);
     }
     let apiserver = sim.spawn(host(&sim, "api"), "apiserver", Proc::ApiServer(server));
     let c = &scenario.cloud;
@@ -111,21 +110,15 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
             Proc::Kubelet(Kubelet::new(config, endpoints, images.clone())),
         );
     }
-    for family in &families {
-        family.spawn(&mut sim, &services);
+    for section in scenario.sections() {
+        section.spawn(&mut sim, &services);
     }
+    let ops = scenario.workload_ops().expect("validated workload");
     let steps = scenario
         .workload
         .iter()
-        .enumerate()
-        .map(|(i, a)| Step {
-            at_ms: a.at_ms,
-            op: families
-                .iter()
-                .find_map(|f| f.action(scenario, i))
-                .expect("validated: a family takes every action")
-                .expect("validated action"),
-        })
+        .zip(ops)
+        .map(|(a, op)| Step { at_ms: a.at_ms, op })
         .collect();
     sim.spawn(
         host(&sim, "user"),

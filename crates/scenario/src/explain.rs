@@ -50,7 +50,7 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
         .collect();
     if names.is_empty() {
         // A convergence failure names its objects in its message ("Node x ...").
-        names = names_in(&v.message);
+        names = names_in(&v.message, &known_names(&world));
     }
     let at = v.time;
     let faults = failure
@@ -196,26 +196,40 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
     })
 }
 
-/// Object names a message mentions as `<Kind> <name>` (or `instance <id>`).
-fn names_in(message: &str) -> Vec<&str> {
-    const KINDS: [&str; 9] = [
-        "Node",
-        "Machine",
-        "MachineSet",
-        "Pod",
-        "instance",
-        "KubeadmControlPlane",
-        "MachineConfig",
-        "MachineConfigPool",
-        "machine",
-    ];
+/// Every name a message can mention: the objects the API server stored during the run,
+/// the processes and the hosts.
+fn known_names(world: &crate::build::World) -> std::collections::BTreeSet<String> {
+    let mut known = std::collections::BTreeSet::new();
+    for r in world.sim.trace().records() {
+        if let RecordKind::Note { proc, text } = &r.kind
+            && *proc == world.apiserver
+            && let Some(key) = text.strip_prefix("stored ")
+            && let Some((key, _)) = key.rsplit_once(" rv ")
+            && let Some((_kind, name)) = key.split_once(' ')
+        {
+            let name = name.rsplit_once('/').map_or(name, |(_, n)| n);
+            known.insert(name.to_string());
+        }
+    }
+    for p in 0..world.sim.proc_count() {
+        let p = reconsim_sim::ProcId(u32::try_from(p).expect("process ids are u32"));
+        known.insert(world.sim.proc_name(p).to_string());
+        known.insert(world.sim.host_name(world.sim.proc_host(p)).to_string());
+    }
+    known
+}
+
+/// Object names a message mentions as `<word> <name>`: a name the run knows (an object,
+/// a process, a host) or an `instance <id>` of the cloud.
+fn names_in<'m>(message: &'m str, known: &std::collections::BTreeSet<String>) -> Vec<&'m str> {
     let words: Vec<&str> = message.split_whitespace().collect();
     let mut names: Vec<&str> = words
         .windows(2)
-        .filter(|w| KINDS.contains(&w[0]))
-        .map(|w| w[1].trim_end_matches([':', ',', '.', ';', ')']))
+        .map(|w| (w[0], w[1].trim_end_matches([':', ',', '.', ';', ')'])))
         // Object names carry a dash or a digit; plain words ("Node was left") do not.
-        .filter(|n| n.contains(|c: char| c == '-' || c.is_ascii_digit()))
+        .filter(|(_, n)| n.contains(|c: char| c == '-' || c.is_ascii_digit()))
+        .filter(|(word, n)| *word == "instance" || known.contains(*n))
+        .map(|(_, n)| n)
         .collect();
     names.dedup();
     names

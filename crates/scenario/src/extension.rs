@@ -1,8 +1,9 @@
-//! Users' own controllers and invariants: a registry a binary builds once and hands to
-//! the library or to the CLI (`reconsim::cli::main_with`), so a reconciler that is not
-//! one of ours runs, fuzzes, shrinks, replays and explains like the seed ones.
+//! Users' own controllers and invariants as closures: a family built by registration, for
+//! a controller that needs no kind or component of its own beyond what closures give.
 //!
-//! An [`Extensions`] maps names to closures:
+//! An [`Extensions`] is a [`Family`] like the builtin ones (its section is
+//! `controllers.custom`, a list of entries; its action is `custom`), registered the
+//! same way: `reconsim::families::builtin().with(extensions)`. It maps names to closures:
 //! - [`Extensions::controller`]: the reconcilers of one manager process, made from the
 //!   scenario entry's `params` (each run makes fresh ones; state never leaks between
 //!   runs). Optional hooks for the same name: [`Extensions::objects`] (the objects the
@@ -12,36 +13,34 @@
 //!   heal, like the builtin families' convergence checks);
 //! - [`Extensions::invariant`]: a checker ([`Check`]) by invariant name.
 //!
-//! A scenario names them: `controllers.custom` entries ([`CustomSpec`]) and invariant
-//! names besides the builtin ones ([`InvariantName`]). The registry travels with the
-//! scenario it was loaded with ([`Scenario::load_with`] stores it in
-//! [`Scenario::extensions`], which serde skips), so building, running, fuzzing,
-//! shrinking, replaying, explaining and the proptest strategies all see it with no
-//! global state and no change to their signatures; a scenario loaded without it (the
-//! builtin CLI, [`Scenario::load`]) fails validation on any name it does not know, with
-//! the file, the field path and the known names.
+//! A family of its own (a type implementing [`Family`] and [`FamilySection`], with typed
+//! parameters, its own kinds and components) is the other way to bring a controller;
+//! tests/open_world.rs shows one. The scenario keeps the registry it was loaded with, so
+//! building, running, fuzzing, shrinking, replaying, explaining and the proptest
+//! strategies all see it with no global state; a scenario loaded without it fails
+//! validation on any name it does not know, with the file, the field path and the known
+//! names.
 //!
 //! Determinism: the registry is plain data (a `BTreeMap` by name); the closures must be
 //! pure functions of their arguments, and reconcilers draw randomness only from
 //! `ReconcileCtx::rng`, as every component does (docs/determinism.md).
 //!
-//! Kinds are open: a user's resource is a kind of its own (a type implementing
-//! `reconsim_world::object::Resource`, as the PodSet example's is). Limits users meet:
-//! the controller runs as a plain process on its node (not as a pod), so a `crash`
-//! fault restarts it cold and a kubelet stop does not touch it. docs/guide/writing-a-reconciler.md walks through all of it.
+//! Limits users meet: the controller runs as a plain process on its node (not as a pod),
+//! so a `crash` fault restarts it cold and a kubelet stop does not touch it.
+//! docs/guide/writing-a-reconciler.md walks through all of it.
 
 use crate::build::PAUSE_IMAGE;
-use crate::family::{FamilySection, Services};
-use crate::format::{LeaseSpec, Scenario};
-use reconsim_check::{Check, Checker, View};
+use reconsim_check::{Check, NamedCheck, View};
+use reconsim_family::{
+    Context, Family, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction,
+};
 use reconsim_sim::Sim;
+use reconsim_world::Proc;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Container, Images};
-use reconsim_world::leader::LeaderConfig;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::Object;
-use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,8 +53,6 @@ pub type ControllerFn = dyn Fn(&Value) -> Result<Vec<Box<dyn Reconciler>>, Strin
 pub type ObjectsFn = dyn Fn(&Value) -> Result<Vec<Object>, String> + Send + Sync;
 /// A `custom` workload action as one API call: (the entry's params, the action's params).
 pub type ActionFn = dyn Fn(&Value, &Value) -> Result<ApiOp, String> + Send + Sync;
-/// A fresh checker for one run.
-pub type CheckFn = dyn Fn() -> Box<dyn Check> + Send + Sync;
 /// The controller's desired state: `Err` says what is missing.
 pub type ConvergenceFn = dyn Fn(&View<'_>) -> Result<(), String> + Send + Sync;
 
@@ -70,12 +67,12 @@ struct Registered {
     convergence: Option<Arc<ConvergenceFn>>,
 }
 
-/// The controllers and invariants a binary adds to the builtin ones. Empty for the
-/// `reconsim` binary; cheap to clone (closures are shared).
+/// The controllers and invariants a binary registers by closures: the `custom` family.
+/// Cheap to clone (closures are shared).
 #[derive(Clone, Default)]
 pub struct Extensions {
     controllers: BTreeMap<String, Registered>,
-    invariants: BTreeMap<String, Arc<CheckFn>>,
+    invariants: Vec<NamedCheck>,
 }
 
 impl Extensions {
@@ -156,21 +153,21 @@ impl Extensions {
     }
 
     /// Register invariant `name`: scenarios list it in `invariants` like a builtin one,
-    /// and each run checks a fresh `make()`. Violations carry `name`.
+    /// and each run checks a fresh `make()`. Violations carry `name`. (Registering the
+    /// extensions in a registry panics if another family has an invariant of the name.)
     ///
     /// # Panics
-    /// If `name` is registered already or is a builtin invariant's name.
+    /// If `name` is registered here already.
     pub fn invariant(
         mut self,
         name: &str,
         make: impl Fn() -> Box<dyn Check> + Send + Sync + 'static,
     ) -> Self {
         assert!(
-            crate::builtin::invariant(name).is_none(),
-            "invariant `{name}` is a builtin one"
+            !self.invariants.iter().any(|c| c.name == name),
+            "invariant `{name}` is registered twice"
         );
-        let old = self.invariants.insert(name.to_string(), Arc::new(make));
-        assert!(old.is_none(), "invariant `{name}` is registered twice");
+        self.invariants.push(NamedCheck::new(name, make));
         self
     }
 
@@ -179,9 +176,9 @@ impl Extensions {
         self.controllers.keys().map(String::as_str).collect()
     }
 
-    /// The registered invariant names, sorted.
+    /// The registered invariant names, in registration order.
     pub fn invariant_names(&self) -> Vec<&str> {
-        self.invariants.keys().map(String::as_str).collect()
+        self.invariants.iter().map(|c| c.name.as_str()).collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -207,23 +204,6 @@ impl Extensions {
         }
     }
 
-    /// A fresh checker of `invariant`.
-    pub fn checker(&self, invariant: &InvariantName) -> Checker {
-        match invariant {
-            InvariantName::Builtin(name) => crate::builtin::invariant(name)
-                .expect("a builtin name")
-                .checker(),
-            InvariantName::Custom(name) => {
-                Checker::new(
-                    name,
-                    (self.invariants.get(name).unwrap_or_else(|| {
-                        panic!("invariant `{name}` was validated as registered")
-                    }))(),
-                )
-            }
-        }
-    }
-
     /// The convergence check of a custom entry (always met without a hook).
     pub fn converged(&self, spec: &CustomSpec, view: &View<'_>) -> Result<(), String> {
         match &self.registered(&spec.name).convergence {
@@ -242,15 +222,27 @@ impl fmt::Debug for Extensions {
     }
 }
 
-/// The registry is not part of a scenario's value: two scenarios with the same fields
-/// are equal whatever they were loaded with.
-impl PartialEq for Extensions {
-    fn eq(&self, _: &Self) -> bool {
-        true
+/// The `custom` family: its section is the list of entries.
+impl Family for Extensions {
+    fn name(&self) -> &str {
+        "custom"
+    }
+
+    fn parse(&self, section: &Value) -> Result<Box<dyn FamilySection>, ParamError> {
+        Ok(Box::new(Custom {
+            entries: reconsim_family::params::parse(section)?,
+            extensions: self.clone(),
+        }))
+    }
+
+    fn actions(&self) -> &[&str] {
+        &["custom"]
+    }
+
+    fn invariants(&self) -> Vec<NamedCheck> {
+        self.invariants.clone()
     }
 }
-
-impl Eq for Extensions {}
 
 /// One entry of `controllers.custom`: a registered controller, run as one manager
 /// process on `node`'s host.
@@ -280,52 +272,13 @@ impl CustomSpec {
     }
 }
 
-/// An invariant a scenario names: a builtin one or one the binary registers. Written as
-/// a plain string in scenario files; a name that is not builtin is `Custom` and must be
-/// registered (checked by validation).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum InvariantName {
-    /// One of [`crate::builtin::invariants`].
-    Builtin(&'static str),
-    Custom(String),
-}
-
-impl InvariantName {
-    pub fn name(&self) -> &str {
-        match self {
-            InvariantName::Builtin(name) => name,
-            InvariantName::Custom(n) => n,
-        }
-    }
-}
-
-impl InvariantName {
-    /// The invariant called `name`: builtin if a builtin family registers it.
-    pub fn named(name: &str) -> Self {
-        match crate::builtin::invariant(name) {
-            Some(i) => InvariantName::Builtin(i.name),
-            None => InvariantName::Custom(name.to_string()),
-        }
-    }
-}
-
-impl fmt::Display for InvariantName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl Serialize for InvariantName {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl<'de> Deserialize<'de> for InvariantName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        Ok(InvariantName::named(&name))
-    }
+/// A `custom` workload action's params.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CustomAction {
+    controller: String,
+    #[serde(default)]
+    params: Value,
 }
 
 /// Parse a controller's `params` into its own type (derive `Deserialize`, with
@@ -333,20 +286,15 @@ impl<'de> Deserialize<'de> for InvariantName {
 /// path inside `params` (`at .variant: unknown variant ...`), which validation appends
 /// to the entry's path.
 pub fn params<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." || path.is_empty() {
-            ".".to_string()
-        } else {
-            format!(".{path}")
-        };
-        format!("at {at}: {}", e.inner())
+    reconsim_family::params::parse(value).map_err(|e| {
+        let at = if e.path.is_empty() { "." } else { &e.path };
+        format!("at {at}: {}", e.message)
     })
 }
 
-/// `(path, message)` of a closure's error at `path`: a message `at .x: ...` (from
-/// [`params`]) moves its sub-path into the path.
-fn nested(path: &str, message: String) -> (String, String) {
+/// The error of a closure at `path`: a message `at .x: ...` (from [`params`]) moves its
+/// sub-path into the path.
+fn nested(path: &str, message: String) -> ParamError {
     if let Some(rest) = message.strip_prefix("at .")
         && let Some((sub, msg)) = rest.split_once(": ")
     {
@@ -355,9 +303,9 @@ fn nested(path: &str, message: String) -> (String, String) {
         } else {
             format!(".{sub}")
         };
-        return (format!("{path}{sub}"), msg.to_string());
+        return ParamError::at(format!("{path}{sub}"), msg);
     }
-    (path.to_string(), message)
+    ParamError::at(path, message)
 }
 
 fn known(names: &[&str]) -> String {
@@ -368,159 +316,90 @@ fn known(names: &[&str]) -> String {
     }
 }
 
-/// Checks of the custom entries (their family section's validation).
-fn validate(s: &Scenario) -> Result<(), (String, String)> {
-    let ext = &s.extensions;
-    let err = |path: String, msg: String| Err((path, msg));
-    // `processes()` lists the custom entries' processes last.
-    let all = s.processes();
-    let builtin_processes = &all[..all.len() - s.controllers.custom.len()];
-    let mut processes = BTreeSet::new();
-    let mut keys = BTreeSet::new();
-    for (i, c) in s.controllers.custom.iter().enumerate() {
-        let at = |field: &str| format!(".controllers.custom[{i}].{field}");
-        if !ext.controllers.contains_key(&c.name) {
-            return err(
-                at("name"),
-                format!(
-                    "a controller this binary registers (known: {}), not `{}`; a scenario with custom controllers runs with the binary that registers them (docs/guide/writing-a-reconciler.md)",
-                    known(&ext.controller_names()),
-                    c.name
-                ),
-            );
+/// `controllers.custom`: the entries, one manager process each on its node's host, with
+/// the objects and convergence their hooks give.
+#[derive(Clone, Debug)]
+pub struct Custom {
+    pub entries: Vec<CustomSpec>,
+    extensions: Extensions,
+}
+
+/// Written as its entries.
+impl Serialize for Custom {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.entries.serialize(s)
+    }
+}
+
+impl FamilySection for Custom {
+    fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
+        let ext = &self.extensions;
+        let mut processes = BTreeSet::new();
+        let mut keys = BTreeSet::new();
+        if self.entries.is_empty() {
+            return Err(ParamError::at("", "at least one entry"));
         }
-        if !s.nodes().any(|n| *n == c.node) {
-            return err(
-                at("node"),
-                format!("one of the topology's nodes, not `{}`", c.node),
-            );
-        }
-        let process = c.process_name();
-        if process.is_empty()
-            || builtin_processes.iter().any(|p| p == process)
-            || !processes.insert(process)
-        {
-            return err(
-                at("process"),
-                format!(
-                    "a unique process name, not `{process}` (set `process` to tell two entries apart)"
-                ),
-            );
-        }
-        if let Some(l) = c.leader_election
-            && !(l.lease_duration_ms > l.renew_deadline_ms
-                && l.renew_deadline_ms * 10 > l.retry_period_ms * 12)
-        {
-            return err(
-                at("leader_election"),
-                "lease_duration_ms > renew_deadline_ms > 1.2 * retry_period_ms (client-go's rule)"
-                    .into(),
-            );
-        }
-        let bad = |m: String| nested(&at("params"), m);
-        match ext.reconcilers(c) {
-            Err(m) => return Err(bad(m)),
-            Ok(r) if r.is_empty() => {
-                return Err(bad("params that make at least one reconciler".into()));
+        for (i, c) in self.entries.iter().enumerate() {
+            let at = |field: &str| format!("[{i}].{field}");
+            if !ext.controllers.contains_key(&c.name) {
+                return Err(ParamError::at(
+                    at("name"),
+                    format!(
+                        "a controller this binary registers (known: {}), not `{}`",
+                        known(&ext.controller_names()),
+                        c.name
+                    ),
+                ));
             }
-            Ok(_) => {}
-        }
-        for o in ext.seed_objects(c).map_err(bad)? {
-            if o.meta.name.is_empty() || !keys.insert(o.key()) {
-                return Err(bad(format!(
-                    "objects with unique, non-empty names; `{}` is not",
-                    o.key()
-                )));
+            context.node(&at("node"), &c.node)?;
+            let process = c.process_name();
+            if process.is_empty()
+                || context.processes.iter().any(|p| p == process)
+                || !processes.insert(process)
+            {
+                return Err(ParamError::at(
+                    at("process"),
+                    format!(
+                        "a unique process name, not `{process}` (set `process` to tell two entries apart)"
+                    ),
+                ));
+            }
+            if let Some(l) = c.leader_election {
+                l.check(&at("leader_election"))?;
+            }
+            let bad = |m: String| nested(&at("params"), m);
+            match ext.reconcilers(c) {
+                Err(m) => return Err(bad(m)),
+                Ok(r) if r.is_empty() => {
+                    return Err(bad("params that make at least one reconciler".into()));
+                }
+                Ok(_) => {}
+            }
+            for o in ext.seed_objects(c).map_err(bad)? {
+                if o.meta.name.is_empty() || !keys.insert(o.key()) {
+                    return Err(bad(format!(
+                        "objects with unique, non-empty names; `{}` is not",
+                        o.key()
+                    )));
+                }
             }
         }
-    }
-    Ok(())
-}
-
-/// Checks of the invariant names: builtin or registered (part of [`Scenario::validate`]).
-pub(crate) fn validate_invariants(s: &Scenario) -> Result<(), (String, String)> {
-    let ext = &s.extensions;
-    let err = |path: String, msg: String| Err((path, msg));
-    for (i, name) in s.invariants.iter().enumerate() {
-        if let InvariantName::Custom(n) = name
-            && !ext.invariants.contains_key(n)
-        {
-            let builtin: Vec<&str> = crate::builtin::invariants()
-                .iter()
-                .map(|i| i.name)
-                .collect();
-            return err(
-                format!(".invariants[{i}]"),
-                format!(
-                    "a builtin invariant ({}) or one this binary registers ({}), not `{n}`",
-                    builtin.join(", "),
-                    known(&ext.invariant_names())
-                ),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Workload action `index`, a `custom` one, checked and as its API call.
-fn validate_action(
-    s: &Scenario,
-    index: usize,
-    controller: &str,
-    params: &Value,
-) -> Result<ApiOp, (String, String)> {
-    let at = |field: &str| format!(".workload[{index}].action.custom.{field}");
-    let Some(spec) = s.controllers.custom.iter().find(|c| c.name == controller) else {
-        return Err((
-            at("controller"),
-            format!("the name of a controllers.custom entry, not `{controller}`"),
-        ));
-    };
-    if s.extensions.registered(&spec.name).action.is_none() {
-        return Err((
-            at("controller"),
-            format!("a controller with an action hook; `{controller}` has none"),
-        ));
-    }
-    action_op(s, controller, params).map_err(|m| nested(&at("params"), m))
-}
-
-/// The API call of a `custom` action of `controller` (its first entry's params).
-fn action_op(s: &Scenario, controller: &str, params: &Value) -> Result<ApiOp, String> {
-    let spec = s
-        .controllers
-        .custom
-        .iter()
-        .find(|c| c.name == controller)
-        .expect("validated: the action names a custom entry");
-    let make = s
-        .extensions
-        .registered(controller)
-        .action
-        .as_ref()
-        .expect("validated: the controller has an action hook");
-    make(&spec.params, params)
-}
-
-/// The custom entries of a scenario as one family section: one manager process per
-/// entry on its node's host, the objects and convergence their hooks give.
-pub struct Custom<'a>(pub &'a Scenario);
-
-impl FamilySection for Custom<'_> {
-    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
-        validate(scenario)
+        Ok(())
     }
 
     fn processes(&self) -> Vec<String> {
-        let custom = &self.0.controllers.custom;
-        custom
+        self.entries
             .iter()
             .map(|c| c.process_name().to_string())
             .collect()
     }
 
     fn seed(&self, server: &mut ApiServer) {
-        seed(self.0, server)
+        for c in &self.entries {
+            for o in self.extensions.seed_objects(c).expect("validated params") {
+                server.seed_object(o);
+            }
+        }
     }
 
     /// The idling container users' pods run.
@@ -528,86 +407,68 @@ impl FamilySection for Custom<'_> {
         images.with(PAUSE_IMAGE, Container::image(None))
     }
 
+    /// One manager process per entry on its node's host.
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
-        spawn(self.0, sim, services.endpoints)
+        for c in &self.entries {
+            let host = sim.host_by_name(&c.node).expect("validated node");
+            let process = c.process_name();
+            let leader = c
+                .leader_election
+                .map(|l| l.leader(LEASE_NAMESPACE, &c.name));
+            let reconcilers = self.extensions.reconcilers(c).expect("validated params");
+            sim.spawn(
+                host,
+                process,
+                Proc::Manager(Manager::new(
+                    ManagerConfig {
+                        identity: process.to_string(),
+                        leader,
+                        kubelet: None,
+                        pod: None,
+                    },
+                    services.endpoints,
+                    reconcilers,
+                )),
+            );
+        }
     }
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
-        for c in &self.0.controllers.custom {
-            self.0.extensions.converged(c, view)?;
+        for c in &self.entries {
+            self.extensions.converged(c, view)?;
         }
         Ok(())
     }
 
-    /// `custom`: the API call the entry's action hook makes.
-    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
-        let crate::format::Action::Custom { controller, params } = &scenario.workload[index].action
-        else {
-            return None;
-        };
-        Some(validate_action(scenario, index, controller, params))
-    }
-}
-
-/// Seed the custom entries' objects.
-fn seed(s: &Scenario, server: &mut ApiServer) {
-    for c in &s.controllers.custom {
-        for o in s.extensions.seed_objects(c).expect("validated params") {
-            server.seed_object(o);
-        }
-    }
-}
-
-/// Spawn one manager process per custom entry on its node's host.
-fn spawn(s: &Scenario, sim: &mut Sim<Proc>, endpoints: Endpoints) {
-    for c in &s.controllers.custom {
-        let host = sim.host_by_name(&c.node).expect("validated node");
-        let process = c.process_name();
-        let leader = c.leader_election.map(|l| {
-            LeaderConfig::new(
-                LEASE_NAMESPACE,
-                &c.name,
-                l.lease_duration_ms,
-                l.renew_deadline_ms,
-                l.retry_period_ms,
-            )
-        });
-        let reconcilers = s.extensions.reconcilers(c).expect("validated params");
-        sim.spawn(
-            host,
-            process,
-            Proc::Manager(Manager::new(
-                ManagerConfig {
-                    identity: process.to_string(),
-                    leader,
-                    kubelet: None,
-                    pod: None,
-                },
-                endpoints,
-                reconcilers,
-            )),
-        );
+    /// `custom`: the API call the entry's action hook makes (its first entry's params).
+    fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
+        actions
+            .iter()
+            .map(|a| {
+                let CustomAction { controller, params } = a.params()?;
+                let Some(spec) = self.entries.iter().find(|c| c.name == controller) else {
+                    return Err(ParamError::at(
+                        a.path(".controller"),
+                        format!("the name of a controllers.custom entry, not `{controller}`"),
+                    ));
+                };
+                let Some(make) = &self.extensions.registered(&spec.name).action else {
+                    return Err(ParamError::at(
+                        a.path(".controller"),
+                        format!("a controller with an action hook; `{controller}` has none"),
+                    ));
+                };
+                make(&spec.params, &params).map_err(|m| nested(&a.path(".params"), m))
+            })
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Scenario;
     use reconsim_world::object::{Lease, Resource};
-
-    #[test]
-    fn builtin_names_parse_as_builtin_and_others_as_custom() {
-        for i in crate::builtin::invariants() {
-            let v = Value::String(i.name.into());
-            let n: InvariantName = serde_json::from_value(v.clone()).unwrap();
-            assert_eq!(n, InvariantName::Builtin(i.name));
-            assert_eq!(serde_json::to_value(&n).unwrap(), v, "round trip");
-        }
-        assert_eq!(crate::builtin::invariants().len(), 10);
-        let n: InvariantName = serde_json::from_str("\"podset_max_pods\"").unwrap();
-        assert_eq!(n, InvariantName::Custom("podset_max_pods".into()));
-        assert_eq!(serde_json::to_string(&n).unwrap(), "\"podset_max_pods\"");
-    }
 
     #[test]
     fn a_params_error_moves_its_path_into_the_field_path() {
@@ -619,13 +480,13 @@ mod tests {
         }
         let e = params::<P>(&serde_json::json!({"replicas": -1})).unwrap_err();
         assert_eq!(
-            nested(".controllers.custom[0].params", e).0,
+            nested(".controllers.custom[0].params", e).path,
             ".controllers.custom[0].params.replicas"
         );
         let e = params::<P>(&serde_json::json!({})).unwrap_err();
-        let (path, msg) = nested(".controllers.custom[0].params", e);
-        assert_eq!(path, ".controllers.custom[0].params");
-        assert!(msg.contains("missing field `replicas`"), "{msg}");
+        let e = nested(".controllers.custom[0].params", e);
+        assert_eq!(e.path, ".controllers.custom[0].params");
+        assert!(e.message.contains("missing field `replicas`"), "{e}");
     }
 
     /// A reconciler that watches nothing and does nothing.
@@ -664,11 +525,24 @@ mod tests {
         }
     }
 
-    fn ext() -> Extensions {
-        Extensions::new()
-            .controller("idle", |_| Ok(vec![Box::new(Idle) as Box<dyn Reconciler>]))
-            .convergence("idle", |_| Err("never converges".into()))
-            .invariant("always", || Box::new(Always))
+    /// Never reports a violation.
+    #[derive(Clone, Debug)]
+    struct Never;
+
+    impl Check for Never {
+        fn check(&mut self, _: &View<'_>) -> Option<reconsim_check::Violation> {
+            None
+        }
+    }
+
+    fn ext() -> reconsim_family::Families {
+        reconsim_family::Families::new().with(
+            Extensions::new()
+                .controller("idle", |_| Ok(vec![Box::new(Idle) as Box<dyn Reconciler>]))
+                .convergence("idle", |_| Err("never converges".into()))
+                .invariant("always", || Box::new(Always))
+                .invariant("never", || Box::new(Never)),
+        )
     }
 
     fn scenario(custom: &str, invariants: &str) -> String {
@@ -681,19 +555,14 @@ mod tests {
     }
 
     fn error(custom: &str) -> (String, String) {
-        let e = Scenario::parse_with(
-            "x.json",
-            &scenario(custom, r#""no_leaked_instances""#),
-            &ext(),
-        )
-        .unwrap_err();
+        let e = Scenario::parse("x.json", &scenario(custom, r#""never""#), &ext()).unwrap_err();
         (e.path, e.message)
     }
 
     #[test]
     fn custom_entries_are_validated_with_their_paths() {
         let ok = r#"{"name": "idle", "node": "m"}"#;
-        assert!(Scenario::parse_with("x.json", &scenario(ok, r#""always""#), &ext()).is_ok());
+        assert!(Scenario::parse("x.json", &scenario(ok, r#""always""#), &ext()).is_ok());
         let (path, msg) = error(r#"{"name": "nope", "node": "m"}"#);
         assert_eq!(path, ".controllers.custom[0].name");
         assert!(
@@ -714,23 +583,24 @@ mod tests {
             r#"{{"name": "idle", "node": "m", "leader_election": {lease}}}"#
         ));
         assert_eq!(path, ".controllers.custom[0].leader_election");
-        // Without the registry: the name is unknown, and so is the invariant.
-        let e = Scenario::parse("x.json", &scenario(ok, r#""no_leaked_instances""#)).unwrap_err();
-        assert!(e.message.contains("known: none"), "{e}");
-        let e = Scenario::parse_with(
+        // Without the family: its section is unknown.
+        let e = Scenario::parse(
             "x.json",
-            &scenario(ok, r#""no_leaked_instances", "nope""#),
-            &ext(),
+            &scenario(ok, r#""never""#),
+            &reconsim_family::Families::new(),
         )
         .unwrap_err();
+        assert_eq!(e.path, ".controllers.custom");
+        assert!(e.message.contains("registers (none)"), "{e}");
+        let e = Scenario::parse("x.json", &scenario(ok, r#""never", "nope""#), &ext()).unwrap_err();
         assert_eq!(e.path, ".invariants[1]");
-        assert!(e.message.contains("registers (always)"), "{e}");
+        assert!(e.message.contains("(always, never), not `nope`"), "{e}");
     }
 
     #[test]
     fn a_custom_checker_reports_under_its_registered_name() {
         let ok = r#"{"name": "idle", "node": "m"}"#;
-        let s = Scenario::parse_with("x.json", &scenario(ok, r#""always""#), &ext()).unwrap();
+        let s = Scenario::parse("x.json", &scenario(ok, r#""always""#), &ext()).unwrap();
         let (outcome, _) = crate::runner::run(&s, 0);
         let v = outcome.violation.expect("the checker fires");
         assert_eq!(v.invariant, "always");
@@ -739,8 +609,7 @@ mod tests {
     #[test]
     fn a_custom_convergence_check_is_judged() {
         let ok = r#"{"name": "idle", "node": "m"}"#;
-        let s = Scenario::parse_with("x.json", &scenario(ok, r#""no_leaked_instances""#), &ext())
-            .unwrap();
+        let s = Scenario::parse("x.json", &scenario(ok, r#""never""#), &ext()).unwrap();
         let (outcome, _) = crate::runner::run(&s, 0);
         let v = outcome.violation.expect("convergence fails");
         assert_eq!(v.invariant, crate::runner::CONVERGENCE);
@@ -760,12 +629,7 @@ mod tests {
     fn a_custom_entry_with_leader_election_leads_on_its_lease() {
         let entry = r#"{"name": "idle", "node": "m", "process": "idle-0", "leader_election":
             {"lease_duration_ms": 15000, "renew_deadline_ms": 10000, "retry_period_ms": 2000}}"#;
-        let s = Scenario::parse_with(
-            "x.json",
-            &scenario(entry, r#""no_leaked_instances""#),
-            &ext(),
-        )
-        .unwrap();
+        let s = Scenario::parse("x.json", &scenario(entry, r#""never""#), &ext()).unwrap();
         let mut world = crate::build::build(
             &s,
             0,
@@ -802,15 +666,20 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "is a builtin one")]
-    fn a_builtin_invariant_name_cannot_be_registered() {
-        #[derive(Clone, Debug)]
-        struct C;
-        impl Check for C {
-            fn check(&mut self, _: &View<'_>) -> Option<reconsim_check::Violation> {
-                None
+    #[should_panic(expected = "invariant `never` of family `other` is registered twice")]
+    fn an_invariant_name_is_registered_once_across_families() {
+        struct Other;
+        impl Family for Other {
+            fn name(&self) -> &str {
+                "other"
+            }
+            fn parse(&self, _: &Value) -> Result<Box<dyn FamilySection>, ParamError> {
+                Err(ParamError::at("", "nothing"))
+            }
+            fn invariants(&self) -> Vec<NamedCheck> {
+                vec![NamedCheck::new("never", || Box::new(Never))]
             }
         }
-        let _ = Extensions::new().invariant("no_leaked_instances", || Box::new(C));
+        let _ = ext().with(Other);
     }
 }

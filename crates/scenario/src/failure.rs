@@ -7,6 +7,7 @@
 
 use crate::format::{LoadError, Plan, Scenario};
 use crate::runner::{Outcome, run_world};
+use reconsim_family::Families;
 use reconsim_sim::TraceMode;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -14,8 +15,7 @@ use std::path::Path;
 /// The version written into failure files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FailureFile {
     pub reconsim_version: String,
     pub scenario: Scenario,
@@ -44,24 +44,21 @@ impl FailureFile {
         })
     }
 
-    pub fn load(path: &Path) -> Result<FailureFile, LoadError> {
-        Self::load_with(path, &crate::extension::Extensions::default())
-    }
-
-    /// Load a failure whose scenario may name the controllers and invariants
-    /// `extensions` registers (replay it through the binary that registers them).
-    pub fn load_with(
-        path: &Path,
-        extensions: &crate::extension::Extensions,
-    ) -> Result<FailureFile, LoadError> {
-        let mut f: FailureFile = crate::format::read_json(path)?;
-        f.scenario.extensions = extensions.clone();
-        f.scenario.validate().map_err(|(p, message)| LoadError {
-            file: path.display().to_string(),
-            path: format!(".scenario{p}"),
-            message,
-        })?;
-        Ok(f)
+    /// Load a failure file; its scenario's sections are parsed by `families` (replay a
+    /// failure through a binary that registers its scenario's families).
+    pub fn load(path: &Path, families: &Families) -> Result<FailureFile, LoadError> {
+        let file = path.display().to_string();
+        let raw: RawFailureFile = crate::format::read_json(path)?;
+        Ok(FailureFile {
+            reconsim_version: raw.reconsim_version,
+            scenario: Scenario::from_value(&file, ".scenario", &raw.scenario, families)?,
+            seed: raw.seed,
+            plan: raw.plan,
+            trace_hash: raw.trace_hash,
+            invariant: raw.invariant,
+            time_ms: raw.time_ms,
+            message: raw.message,
+        })
     }
 
     /// Write atomically: a temporary file in the same directory, then a rename.
@@ -82,6 +79,20 @@ impl FailureFile {
     pub fn replay_command(path: &Path) -> String {
         format!("reconsim replay {}", path.display())
     }
+}
+
+/// A failure file as serde reads it, before its scenario's families parse it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFailureFile {
+    reconsim_version: String,
+    scenario: serde_json::Value,
+    seed: u64,
+    plan: Plan,
+    trace_hash: String,
+    invariant: String,
+    time_ms: u64,
+    message: String,
 }
 
 /// What a replay found.

@@ -5,12 +5,24 @@
 //! and what was expected, and [`Scenario::validate`] checks what serde cannot (ranges,
 //! names that must exist, a convergence bound that fits in the run). A scenario is also
 //! embedded verbatim in every failure file, so it round-trips through serde.
+//!
+//! One grammar for every family: a scenario is loaded with a registry
+//! ([`reconsim_family::Families`]); each key of `controllers` names a registered family,
+//! which parses its section into its own type, and each workload action
+//! `{"<name>": params}` is made by the family that declares `name`. The cluster's own
+//! parts (topology, network, cloud, faults) are this file's.
 
-use crate::family::FamilySection;
+use crate::controllers::Controllers;
+use indexmap::IndexMap;
+use reconsim_family::{Context, Families, FamilySection, ParamError, WorkloadAction};
 use reconsim_world::WorldFault;
+use reconsim_world::api::ApiOp;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::fmt;
 use std::path::Path;
+
+pub use reconsim_family::{LeaseSpec, Range};
 
 /// What a scenario expects of its seed budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,60 +43,109 @@ impl fmt::Display for Expect {
     }
 }
 
-/// An inclusive range `[lo, hi]` drawn uniformly.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "[u64; 2]", into = "[u64; 2]")]
-pub struct Range {
-    pub lo: u64,
-    pub hi: u64,
-}
-
-impl From<[u64; 2]> for Range {
-    fn from([lo, hi]: [u64; 2]) -> Self {
-        Range { lo, hi }
-    }
-}
-
-impl From<Range> for [u64; 2] {
-    fn from(r: Range) -> Self {
-        [r.lo, r.hi]
-    }
-}
-
-impl Range {
-    pub const fn fixed(v: u64) -> Self {
-        Range { lo: v, hi: v }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A loaded scenario: validated, its families' sections parsed, and the registry it was
+/// loaded with kept for its runs ([`Scenario::families`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Scenario {
     pub name: String,
-    #[serde(default)]
     pub description: String,
     pub expect: Expect,
     /// The seed budget: seeds `0..seeds` are the scenario's contract.
     pub seeds: u64,
     pub duration_ms: u64,
-    #[serde(default)]
     pub net: NetSpec,
     pub topology: Topology,
-    #[serde(default)]
     pub cloud: CloudSpec,
     pub controllers: Controllers,
-    #[serde(default)]
     pub workload: Vec<TimedAction>,
-    #[serde(default)]
     pub faults: Vec<FaultGen>,
-    /// Builtin invariant names, or names the binary registers (`extension`).
-    pub invariants: Vec<InvariantName>,
-    #[serde(default)]
+    /// Names of invariants the registry knows (any family's).
+    pub invariants: Vec<String>,
     pub convergence: Option<ConvergenceSpec>,
-    /// The users' controllers and invariants the scenario was loaded with
-    /// ([`Scenario::load_with`]); not part of the file, empty for builtin loads.
+    /// The families the scenario was loaded with; not part of the file.
     #[serde(skip)]
-    pub extensions: crate::extension::Extensions,
+    families: Families,
+}
+
+/// A scenario file as serde reads it, before its families parse their sections.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    expect: Expect,
+    seeds: u64,
+    duration_ms: u64,
+    #[serde(default)]
+    net: NetSpec,
+    topology: Topology,
+    #[serde(default)]
+    cloud: CloudSpec,
+    controllers: IndexMap<String, Value>,
+    #[serde(default)]
+    workload: Vec<TimedAction>,
+    #[serde(default)]
+    faults: Vec<FaultGen>,
+    invariants: Vec<String>,
+    #[serde(default)]
+    convergence: Option<ConvergenceSpec>,
+}
+
+impl ScenarioFile {
+    /// Each section parsed by its family, in the registry's order.
+    fn into_scenario(self, families: &Families) -> Result<Scenario, ParamError> {
+        let mut sections = Vec::with_capacity(self.controllers.len());
+        for (name, value) in &self.controllers {
+            // A family not run: files written before 0.4.0 wrote every builtin one,
+            // `null` when absent.
+            if value.is_null() {
+                continue;
+            }
+            let at = format!(".controllers.{name}");
+            let Some((position, family)) = families.get(name) else {
+                return Err(ParamError::at(
+                    at,
+                    format!(
+                        "a family this binary registers ({}), not `{name}`; a scenario with families of its own runs with the binary that registers them (docs/guide/writing-a-reconciler.md)",
+                        known(&families.names())
+                    ),
+                ));
+            };
+            let section = family.parse(value).map_err(|e| e.under(&at))?;
+            sections.push((position, name.clone(), section));
+        }
+        sections.sort_by_key(|(position, _, _)| *position);
+        Ok(Scenario {
+            name: self.name,
+            description: self.description,
+            expect: self.expect,
+            seeds: self.seeds,
+            duration_ms: self.duration_ms,
+            net: self.net,
+            topology: self.topology,
+            cloud: self.cloud,
+            controllers: Controllers::new(
+                sections
+                    .into_iter()
+                    .map(|(_, name, section)| (name, section))
+                    .collect(),
+            ),
+            workload: self.workload,
+            faults: self.faults,
+            invariants: self.invariants,
+            convergence: self.convergence,
+            families: families.clone(),
+        })
+    }
+}
+
+fn known(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,74 +213,6 @@ impl Default for CloudSpec {
     }
 }
 
-/// The controllers under test.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Controllers {
-    #[serde(default)]
-    pub machine_api: Option<MachineApiSpec>,
-    #[serde(default)]
-    pub kcp: Option<crate::kcp::KcpSpec>,
-    #[serde(default)]
-    pub mco: Option<crate::mco::McoSpec>,
-    /// Controllers the binary registers (`extension`), one manager process each.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub custom: Vec<crate::extension::CustomSpec>,
-}
-
-/// OpenShift machine-api (seed incident 1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MachineApiSpec {
-    pub variant: MachineApiVariant,
-    /// Create instances with the Machine's uid as client token (the answer to the
-    /// lease-expiry question).
-    #[serde(default)]
-    pub idempotent_create: bool,
-    /// The node the controllers' pods start on.
-    pub node: String,
-    /// Per-pod exceptions to `node`, by Deployment name (`machineset-controller`,
-    /// `machine-controller`).
-    #[serde(default)]
-    pub pod_nodes: std::collections::BTreeMap<String, String>,
-    /// How long the pods tolerate an unreachable node (machine-api: 120 s).
-    #[serde(default = "default_toleration_seconds")]
-    pub toleration_seconds: u64,
-    /// Lease timings for `leader-election` (default: 120 s / 110 s / 20 s).
-    #[serde(default)]
-    pub lease: Option<LeaseSpec>,
-    pub machine_sets: Vec<MachineSetSpec>,
-}
-
-fn default_toleration_seconds() -> u64 {
-    120
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MachineApiVariant {
-    /// OpenShift 4.5 and earlier.
-    NoLeaderElection,
-    /// OpenShift 4.6: one Lease per controller.
-    LeaderElection,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LeaseSpec {
-    pub lease_duration_ms: u64,
-    pub renew_deadline_ms: u64,
-    pub retry_period_ms: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MachineSetSpec {
-    pub name: String,
-    #[serde(default)]
-    pub replicas: u32,
-}
-
 /// A user action at a time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -228,51 +221,41 @@ pub struct TimedAction {
     pub action: Action,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Action {
-    /// Set a MachineSet's spec.replicas.
-    ScaleMachineSet { machine_set: String, replicas: u32 },
-    /// Set the KubeadmControlPlane's spec.replicas (incident 2).
-    ScaleKcp { replicas: u32 },
-    /// Set the KubeadmControlPlane's spec.version: an upgrade (incident 2).
-    UpgradeKcp { version: String },
-    /// Create a source MachineConfig of a pool: a config change (incident 3).
-    CreateMachineConfig {
-        name: String,
-        pool: String,
-        content: std::collections::BTreeMap<String, String>,
-    },
-    /// An action of a custom controller (`controllers.custom`): the API call its
-    /// registered action hook makes of `params`.
-    Custom {
-        controller: String,
-        #[serde(default)]
-        params: serde_json::Value,
-    },
+/// A workload action as files write it, `{"<name>": params}`: the family that declares
+/// `name` ([`reconsim_family::Family::actions`]) parses `params` and makes the API call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Action {
+    pub name: String,
+    pub params: Value,
 }
 
 impl Action {
-    /// The error for action `index` when the scenario runs no family that takes it.
-    fn no_family(&self, index: usize) -> (String, String) {
-        let at = |f: &str| format!(".workload[{index}].{f}");
-        match self {
-            Action::ScaleMachineSet { machine_set, .. } => (
-                at("machine_set"),
-                format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
-            ),
-            Action::ScaleKcp { .. } | Action::UpgradeKcp { .. } => (
-                at("action"),
-                "controllers.kcp for a KubeadmControlPlane action".into(),
-            ),
-            Action::CreateMachineConfig { .. } => (
-                at("action"),
-                "controllers.mco for a MachineConfig action".into(),
-            ),
-            Action::Custom { controller, .. } => (
-                at("action.custom.controller"),
-                format!("the name of a controllers.custom entry, not `{controller}`"),
-            ),
+    pub fn new(name: &str, params: Value) -> Self {
+        Action {
+            name: name.to_string(),
+            params,
+        }
+    }
+}
+
+impl Serialize for Action {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(&self.name, &self.params)?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = IndexMap::<String, Value>::deserialize(d)?;
+        let mut entries = map.into_iter();
+        match (entries.next(), entries.next()) {
+            (Some((name, params)), None) => Ok(Action { name, params }),
+            _ => Err(serde::de::Error::custom(
+                "an object with one key, the action's name, whose value is its params",
+            )),
         }
     }
 }
@@ -348,8 +331,6 @@ pub enum PartitionChoice {
     Either,
 }
 
-pub use crate::extension::InvariantName;
-
 /// After the last fault heals and the last user action, the desired state must be
 /// reached within `within_ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -374,6 +355,21 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
+
+impl LoadError {
+    /// A field of `file` that is not what was expected.
+    pub fn new(file: &str, e: ParamError) -> Self {
+        LoadError {
+            file: file.to_string(),
+            path: if e.path.is_empty() {
+                ".".into()
+            } else {
+                e.path
+            },
+            message: e.message,
+        }
+    }
+}
 
 /// The world faults a plan can hold (re-exported for plan files).
 pub type Plan = reconsim_sim::FaultPlan<WorldFault>;
@@ -403,46 +399,60 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
 }
 
 impl Scenario {
-    /// Read and validate a scenario file.
-    pub fn load(path: &Path) -> Result<Scenario, LoadError> {
-        Self::load_with(path, &crate::extension::Extensions::default())
-    }
-
-    /// Read and validate a scenario file that may name the controllers and invariants
-    /// `extensions` registers; the scenario keeps them for its runs.
-    pub fn load_with(
-        path: &Path,
-        extensions: &crate::extension::Extensions,
-    ) -> Result<Scenario, LoadError> {
-        let mut scenario: Scenario = read_json(path)?;
-        scenario.extensions = extensions.clone();
-        scenario.validate().map_err(|(p, message)| LoadError {
-            file: path.display().to_string(),
-            path: p,
-            message,
+    /// Read and validate a scenario file whose sections `families` parse.
+    pub fn load(path: &Path, families: &Families) -> Result<Scenario, LoadError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            file: file.clone(),
+            path: ".".into(),
+            message: format!("cannot read: {e}"),
         })?;
-        Ok(scenario)
+        Self::parse(&file, &text, families)
     }
 
     /// Parse and validate scenario JSON; `file` names it in errors.
-    pub fn parse(file: &str, text: &str) -> Result<Scenario, LoadError> {
-        Self::parse_with(file, text, &crate::extension::Extensions::default())
+    pub fn parse(file: &str, text: &str, families: &Families) -> Result<Scenario, LoadError> {
+        let raw: ScenarioFile = parse_json(file, text)?;
+        Self::from_file(raw, families).map_err(|e| LoadError::new(file, e))
     }
 
-    /// [`Scenario::parse`] with the controllers and invariants `extensions` registers.
-    pub fn parse_with(
+    /// A scenario embedded at `at` of a document `file` (a failure file's `.scenario`).
+    pub fn from_value(
         file: &str,
-        text: &str,
-        extensions: &crate::extension::Extensions,
+        at: &str,
+        value: &Value,
+        families: &Families,
     ) -> Result<Scenario, LoadError> {
-        let mut scenario: Scenario = parse_json(file, text)?;
-        scenario.extensions = extensions.clone();
-        scenario.validate().map_err(|(path, message)| LoadError {
-            file: file.to_string(),
-            path,
-            message,
+        let raw: ScenarioFile = serde_path_to_error::deserialize(value).map_err(|e| {
+            let inner = e.path().to_string();
+            LoadError {
+                file: file.to_string(),
+                path: match inner.as_str() {
+                    "" | "." => at.to_string(),
+                    p => format!("{at}.{p}"),
+                },
+                message: e.inner().to_string(),
+            }
         })?;
+        Self::from_file(raw, families).map_err(|e| LoadError::new(file, e.under(at)))
+    }
+
+    fn from_file(raw: ScenarioFile, families: &Families) -> Result<Scenario, ParamError> {
+        let scenario = raw.into_scenario(families)?;
+        scenario
+            .validate()
+            .map_err(|(path, message)| ParamError::at(path, message))?;
         Ok(scenario)
+    }
+
+    /// The families the scenario was loaded with.
+    pub fn families(&self) -> &Families {
+        &self.families
+    }
+
+    /// The sections of the families the scenario runs, in the registry's order.
+    pub fn sections(&self) -> impl Iterator<Item = &dyn FamilySection> {
+        self.controllers.iter().map(|(_, s)| s)
     }
 
     /// Every host name of the world this scenario builds.
@@ -453,8 +463,8 @@ impl Scenario {
         hosts
     }
 
-    /// The names of the processes the scenario starts with (targets of faults).
-    pub fn processes(&self) -> Vec<String> {
+    /// The cluster's own processes, before any family's.
+    fn cluster_processes(&self) -> Vec<String> {
         let mut procs = vec![
             "apiserver".to_string(),
             "cloud".to_string(),
@@ -464,30 +474,16 @@ impl Scenario {
         for n in self.nodes() {
             procs.push(format!("kubelet/{n}"));
         }
-        for family in self.families() {
-            procs.extend(family.processes());
-        }
         procs
     }
 
-    /// The sections of the families the scenario runs, each through the one family
-    /// interface, in a fixed order: machine-api, MCO, KCP, the custom entries.
-    pub fn families(&self) -> Vec<Box<dyn FamilySection + '_>> {
-        let c = &self.controllers;
-        let mut out: Vec<Box<dyn FamilySection + '_>> = Vec::new();
-        if let Some(m) = &c.machine_api {
-            out.push(Box::new(m));
+    /// The names of the processes the scenario starts with (targets of faults).
+    pub fn processes(&self) -> Vec<String> {
+        let mut procs = self.cluster_processes();
+        for section in self.sections() {
+            procs.extend(section.processes());
         }
-        if let Some(m) = &c.mco {
-            out.push(Box::new(m));
-        }
-        if let Some(k) = &c.kcp {
-            out.push(Box::new(k));
-        }
-        if !c.custom.is_empty() {
-            out.push(Box::new(crate::extension::Custom(self)));
-        }
-        out
+        procs
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &String> {
@@ -508,9 +504,82 @@ impl Scenario {
         actions.chain(faults).max().unwrap_or(0)
     }
 
+    /// The workload as API calls from the user's host, in file order: each family
+    /// makes the calls of its own actions.
+    pub fn workload_ops(&self) -> Result<Vec<ApiOp>, ParamError> {
+        let mut ops: Vec<Option<ApiOp>> = self.workload.iter().map(|_| None).collect();
+        for (i, a) in self.workload.iter().enumerate() {
+            let name = &a.action.name;
+            let Some(family) = self.families.by_action(name) else {
+                let known: Vec<String> = self
+                    .families
+                    .action_names()
+                    .iter()
+                    .map(|(a, f)| format!("{a} ({f})"))
+                    .collect();
+                return Err(ParamError::at(
+                    format!(".workload[{i}].action"),
+                    format!(
+                        "an action of a registered family ({}), not `{name}`",
+                        known.join(", ")
+                    ),
+                ));
+            };
+            if self.controllers.section(family.name()).is_none() {
+                return Err(ParamError::at(
+                    format!(".workload[{i}].action.{name}"),
+                    format!(
+                        "a scenario with controllers.{}: `{name}` is that family's action",
+                        family.name()
+                    ),
+                ));
+            }
+        }
+        for (family, section) in self.controllers.iter() {
+            let declared = self
+                .families
+                .get(family)
+                .expect("sections are of registered families")
+                .1
+                .actions();
+            let (indices, actions): (Vec<usize>, Vec<WorkloadAction<'_>>) = self
+                .workload
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| declared.contains(&a.action.name.as_str()))
+                .map(|(index, a)| {
+                    let action = WorkloadAction {
+                        index,
+                        at_ms: a.at_ms,
+                        name: &a.action.name,
+                        params: &a.action.params,
+                    };
+                    (index, action)
+                })
+                .unzip();
+            if actions.is_empty() {
+                continue;
+            }
+            let made = section.workload(&actions)?;
+            assert_eq!(
+                made.len(),
+                actions.len(),
+                "family `{family}` makes one API call per action"
+            );
+            for (index, op) in indices.into_iter().zip(made) {
+                ops[index] = Some(op);
+            }
+        }
+        Ok(ops
+            .into_iter()
+            .map(|op| op.expect("every action's family made its call"))
+            .collect())
+    }
+
     /// Checks serde cannot make: `Err((json path, what was expected))`.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let err = |path: &str, msg: String| Err((path.to_string(), msg));
+        let param = |e: ParamError| (e.path, e.message);
         if self.name.is_empty() {
             return err(".name", "a non-empty name".into());
         }
@@ -552,28 +621,42 @@ impl Scenario {
                 );
             }
         }
-        if self.controllers.machine_api.is_none()
-            && self.controllers.mco.is_none()
-            && self.controllers.kcp.is_none()
-            && self.controllers.custom.is_empty()
-        {
+        if self.controllers.is_empty() {
             return err(
                 ".controllers",
-                "at least one controller (machine_api, kcp, mco or custom)".into(),
+                format!(
+                    "at least one family's section ({})",
+                    known(&self.families.names())
+                ),
             );
         }
-        for family in self.families() {
-            family.validate(self)?;
+        let nodes: Vec<String> = self.nodes().cloned().collect();
+        let mut processes = self.cluster_processes();
+        for (name, section) in self.controllers.iter() {
+            let context = Context {
+                nodes: &nodes,
+                hosts: &hosts,
+                processes: &processes,
+                duration_ms: self.duration_ms,
+            };
+            section
+                .validate(&context)
+                .map_err(|e| param(e.under(&format!(".controllers.{name}"))))?;
+            processes.extend(section.processes());
         }
-        crate::extension::validate_invariants(self)?;
-        let families = self.families();
-        for (i, a) in self.workload.iter().enumerate() {
-            match families.iter().find_map(|f| f.action(self, i)) {
-                Some(r) => {
-                    r?;
-                }
-                None => return Err(a.action.no_family(i)),
+        for (i, name) in self.invariants.iter().enumerate() {
+            if self.families.invariant(name).is_none() {
+                return err(
+                    &format!(".invariants[{i}]"),
+                    format!(
+                        "an invariant a registered family checks ({}), not `{name}`",
+                        known(&self.families.invariant_names())
+                    ),
+                );
             }
+        }
+        self.workload_ops().map_err(param)?;
+        for (i, a) in self.workload.iter().enumerate() {
             if a.at_ms > self.duration_ms {
                 return err(
                     &format!(".workload[{i}].at_ms"),

@@ -2,13 +2,12 @@
 //! runner that checks a world after every event, fuzz campaigns and failure files.
 //!
 //! Table of contents:
-//! - [`format`]: the scenario file and its validation (file, field path, expectation).
+//! - [`format`]: the scenario file and its validation (file, field path, expectation),
+//!   with the families a registry ([`Families`]) knows.
+//! - [`controllers`]: the families' parsed sections of one scenario.
 //! - [`build`]: a world from a scenario: hosts, processes, objects, controllers as pods.
-//! - [`builtin`]: the builtin families' invariants by name.
-//! - [`family`]: the one interface every family's section implements.
-//! - [`machineapi`], [`kcp`], [`mco`]: the machine-api, KubeadmControlPlane and
-//!   machine-config-operator families' sections (incidents 1, 2 and 3).
-//! - [`extension`]: users' own controllers and invariants, registered by name.
+//! - [`extension`]: users' controllers and invariants as closures, a family built by
+//!   registration (`controllers.custom`).
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
@@ -21,19 +20,15 @@
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
-pub mod builtin;
 pub mod chrome;
+pub mod controllers;
 pub mod explain;
 pub mod extension;
 pub mod failure;
-pub mod family;
 pub mod faults;
 pub mod format;
 pub mod fuzz;
-pub mod kcp;
 pub mod library;
-pub mod machineapi;
-pub mod mco;
 pub mod runner;
 pub mod shrink;
 pub mod strategies;
@@ -41,4 +36,5 @@ pub mod timeline;
 
 pub use extension::Extensions;
 pub use format::{Expect, LoadError, Plan, Scenario};
+pub use reconsim_family::{Families, Family, FamilySection};
 pub use runner::{Outcome, run, run_world};

@@ -5,6 +5,7 @@
 //! `scenarios/` directory of the source tree reconsim was built from.
 
 use crate::format::{LoadError, Scenario};
+use reconsim_family::Families;
 use std::path::{Path, PathBuf};
 
 /// The directory of shipped scenarios.
@@ -40,8 +41,8 @@ pub fn resolve(arg: &str) -> PathBuf {
     dir().join(format!("{arg}.json"))
 }
 
-/// Load a scenario by path or name.
-pub fn load(arg: &str) -> Result<(PathBuf, Scenario), LoadError> {
+/// Load a scenario by path or name; `families` parse its sections.
+pub fn load(arg: &str, families: &Families) -> Result<(PathBuf, Scenario), LoadError> {
     let path = resolve(arg);
     if !path.exists() {
         return Err(LoadError {
@@ -53,6 +54,6 @@ pub fn load(arg: &str) -> Result<(PathBuf, Scenario), LoadError> {
             ),
         });
     }
-    let s = Scenario::load(&path)?;
+    let s = Scenario::load(&path, families)?;
     Ok((path, s))
 }

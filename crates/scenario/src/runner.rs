@@ -60,8 +60,8 @@ fn observed(p: &Proc) -> bool {
 /// The desired state of every controller family the scenario runs; `Err` says what
 /// is missing.
 fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
-    for family in scenario.families() {
-        family.converged(view)?;
+    for section in scenario.sections() {
+        section.converged(view)?;
     }
     Ok(())
 }
@@ -87,7 +87,13 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
     let mut checkers: Vec<Checker> = scenario
         .invariants
         .iter()
-        .map(|i| scenario.extensions.checker(i))
+        .map(|name| {
+            scenario
+                .families()
+                .invariant(name)
+                .expect("validated: a registered invariant")
+                .checker()
+        })
         .collect();
     let end = SimTime(scenario.duration_ms);
     let (api, cloud) = (world.apiserver, world.cloud);

@@ -6,16 +6,16 @@
 //!   generator allows. proptest shrinks it the way `reconsim shrink` does: fewer faults
 //!   (vectors shrink by dropping elements), shorter and earlier ones (numbers shrink
 //!   toward the low end of their range), the first target of each list.
-//! - [`perturbed`]: the scenario with its MachineSet scale targets, cloud delays and
-//!   lease timings moved within sensible bounds; every value it produces validates.
+//! - [`perturbed`]: the scenario with the cloud's DescribeInstances lag moved within
+//!   sensible bounds; every value it produces validates. A family's own parameters are
+//!   its to perturb: compose with `prop_map` over `scenario.controllers.get_mut::<T>()`
+//!   (tests/properties.rs does it for machine-api's lease timings).
 //! - [`case`]: a seed, a perturbed scenario and a plan drawn for it, plus
 //!   [`Case::failure`] to turn a failing case into a failure file that `reconsim replay`
 //!   runs.
 
 use crate::failure::FailureFile;
-use crate::format::{
-    Action, FaultGen, FaultKind, LeaseSpec, PartitionChoice, Plan, Range, Scenario,
-};
+use crate::format::{FaultGen, FaultKind, PartitionChoice, Plan, Range, Scenario};
 use crate::runner::{Outcome, run_world};
 use proptest::prelude::*;
 use reconsim_sim::{Fault, PartitionMode, TimedFault, TraceMode};
@@ -134,37 +134,15 @@ pub fn plan(scenario: &Scenario) -> impl Strategy<Value = Plan> + use<> {
     })
 }
 
-/// `scenario` with its parameters moved: MachineSet scale targets (1 to 3 replicas),
-/// the cloud's DescribeInstances lag (up to twice its upper bound) and, with leader
-/// election, lease timings that keep client-go's rule (lease > renew > 1.2 x retry).
+/// `scenario` with the cloud's DescribeInstances lag moved (its upper bound up to twice
+/// what the file says).
 pub fn perturbed(scenario: &Scenario) -> impl Strategy<Value = Scenario> + use<> {
     let base = scenario.clone();
     let lag = base.cloud.describe_lag_ms;
-    (
-        1u32..=3,
-        lag.lo..=lag.hi.saturating_mul(2).max(lag.lo),
-        60_000u64..=180_000,
-        2u64..=10,
-    )
-        .prop_map(move |(replicas, lag_hi, lease_ms, retry_div)| {
+    (lag.lo..=lag.hi.saturating_mul(2).max(lag.lo))
+        .prop_map(move |lag_hi| {
             let mut s = base.clone();
-            for a in &mut s.workload {
-                #[allow(irrefutable_let_patterns)]
-                if let Action::ScaleMachineSet { replicas: r, .. } = &mut a.action {
-                    *r = replicas;
-                }
-            }
             s.cloud.describe_lag_ms.hi = lag_hi;
-            if let Some(ma) = &mut s.controllers.machine_api
-                && ma.lease.is_some()
-            {
-                let renew = lease_ms * 11 / 12;
-                ma.lease = Some(LeaseSpec {
-                    lease_duration_ms: lease_ms,
-                    renew_deadline_ms: renew,
-                    retry_period_ms: renew / 2 / retry_div.max(1),
-                });
-            }
             s
         })
         .prop_filter("perturbed scenarios validate", |s| s.validate().is_ok())

@@ -7,7 +7,6 @@
 
 use crate::build::World;
 use reconsim_cloud::{CloudOp, CloudResult};
-use reconsim_mco::model::MachineConfigPool;
 use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
 use reconsim_world::api::{ApiOp, PatchOp};
@@ -80,8 +79,9 @@ fn interesting(kind: Kind) -> bool {
     ![Lease::KIND, Node::KIND, Deployment::KIND].contains(&kind)
 }
 
-/// Incident 3: a patch that sets or clears annotations (node configs, hand-out records);
-/// incident 2: kubeadm's control-plane label.
+/// A patch that sets or clears a Node's annotations or labels: what families record on
+/// Nodes (a node's current config, a hand-out, a role label) is shown although Nodes'
+/// other writes (heartbeats, conditions) are not.
 fn annotates(ops: &[PatchOp]) -> bool {
     ops.iter()
         .any(|o| matches!(o, PatchOp::SetAnnotation(..) | PatchOp::SetLabel(..)))
@@ -102,22 +102,15 @@ fn describe(msg: &Msg) -> Option<String> {
             ApiOp::Create(o) if o.kind() == Node::KIND => {
                 Some(format!("create Node {}", o.meta.name))
             }
-            ApiOp::Update { object, .. } if object.kind() == MachineConfigPool::KIND => {
-                let p = object.typed::<MachineConfigPool>().expect("a pool");
-                Some(format!(
-                    "update MachineConfigPool {}: status.configuration={} updated={}/{}",
-                    object.meta.name,
-                    p.status.configuration.as_deref().unwrap_or("-"),
-                    p.status.updated_machine_count,
-                    p.status.machine_count
-                ))
-            }
             ApiOp::Patch { key, ops, .. } if key.kind == Node::KIND && annotates(ops) => {
                 let what: Vec<String> = ops.iter().map(patch_summary).collect();
                 Some(format!("patch Node {}: {}", key.name, what.join(", ")))
             }
             ApiOp::Update { object, .. } if interesting(object.kind()) => {
-                Some(format!("update {} {}", object.kind(), object.meta.name))
+                Some(match object.body.summary() {
+                    Some(s) => format!("update {} {}: {s}", object.kind(), object.meta.name),
+                    None => format!("update {} {}", object.kind(), object.meta.name),
+                })
             }
             ApiOp::Patch { key, ops, .. } if interesting(key.kind) => {
                 let what: Vec<String> = ops.iter().map(patch_summary).collect();
@@ -177,17 +170,13 @@ fn describe(msg: &Msg) -> Option<String> {
 fn patch_summary(op: &PatchOp) -> String {
     match op {
         PatchOp::Merge(patch) => patch.summary(),
-        PatchOp::Spec(b) => match b.typed::<reconsim_machineapi::MachineSet>() {
-            Some(ms) => format!("replicas={}", ms.spec.replicas),
-            None => "spec".into(),
-        },
+        PatchOp::Spec(b) => b.summary().unwrap_or_else(|| "spec".into()),
         PatchOp::Status(_) => "status".into(),
         PatchOp::AddFinalizer(f) => format!("+finalizer {f}"),
         PatchOp::RemoveFinalizer(f) => format!("-finalizer {f}"),
         PatchOp::SetAnnotation(k, v) => {
-            let k = k
-                .strip_prefix("machineconfiguration.openshift.io/")
-                .unwrap_or(k);
+            // `prefix/name`: the name alone (the prefix is the owner's DNS domain).
+            let k = k.split_once('/').map_or(k.as_str(), |(_, name)| name);
             match v {
                 Some(v) => format!("{k}={v}"),
                 None => format!("-{k}"),

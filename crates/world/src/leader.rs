@@ -120,12 +120,6 @@ impl LeaderConfig {
         Self::new(namespace, name, 15_000, 10_000, 2_000)
     }
 
-    /// 120 s / 110 s / 20 s: the machine-api controllers' fix in OpenShift 4.5/4.6
-    /// (machine-api-operator PR #571; /work/shared/SEED-FACTS.md section 1).
-    pub fn machine_api_4_6(namespace: &str, name: &str) -> Self {
-        Self::new(namespace, name, 120_000, 110_000, 20_000)
-    }
-
     /// 137 s / 107 s / 26 s: library-go's later defaults for HA OpenShift operators (1.11).
     pub fn library_go_ha(namespace: &str, name: &str) -> Self {
         Self::new(namespace, name, 137_000, 107_000, 26_000)

@@ -220,6 +220,12 @@ pub trait Resource: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + '
     fn set_status_from(&mut self, _other: &Self) -> bool {
         false
     }
+
+    /// What a timeline shows of a write of this body, in a few words (`replicas=3`);
+    /// `None`: the kind and name alone.
+    fn summary(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The [`Resource`] methods of a kind whose body has `spec` and `status` fields and a
@@ -254,6 +260,7 @@ trait DynBody: Send + Sync + fmt::Debug + 'static {
     fn set_spec_from_dyn(&mut self, other: &dyn DynBody) -> bool;
     fn set_status_from_dyn(&mut self, other: &dyn DynBody) -> bool;
     fn as_serialize(&self) -> &dyn erased_serde::Serialize;
+    fn summary(&self) -> Option<String>;
 }
 
 impl<T: Resource> DynBody for T {
@@ -296,6 +303,9 @@ impl<T: Resource> DynBody for T {
             None => false,
         }
     }
+    fn summary(&self) -> Option<String> {
+        Resource::summary(self)
+    }
     fn as_serialize(&self) -> &dyn erased_serde::Serialize {
         self
     }
@@ -333,6 +343,11 @@ impl Body {
     /// The body as `T`, if it is one.
     pub fn typed<T: Resource>(&self) -> Option<&T> {
         self.0.value.as_any().downcast_ref::<T>()
+    }
+
+    /// Its kind's [`Resource::summary`].
+    pub fn summary(&self) -> Option<String> {
+        self.0.value.summary()
     }
 
     /// The body as `T` to write, if it is one (copied first if shared).

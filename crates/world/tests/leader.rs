@@ -301,8 +301,9 @@ fn paused_leader_loses_the_lease_and_believes_until_its_renew_check() {
 }
 
 #[test]
-fn paused_leader_with_machine_api_timings() {
-    let config = LeaderConfig::machine_api_4_6(NS, LOCK);
+fn paused_leader_with_long_timings() {
+    // 120 s / 110 s / 20 s: the machine-api controllers' timings in OpenShift 4.6.
+    let config = LeaderConfig::new(NS, LOCK, 120_000, 110_000, 20_000);
     assert_eq!(config.validate(), Ok(()));
     paused_leader_case(config, 300_000, 240_000);
 }

@@ -405,33 +405,27 @@ impl reconsim_check::Check for EtcdChecker {
 /// The family's invariants, by name.
 pub fn invariants() -> Vec<NamedCheck> {
     vec![
-        NamedCheck {
-            name: NewMachines::NO_CREATE_WHILE_DELETING,
-            make: || Box::new(NewMachines::no_create_while_deleting()),
-        },
-        NamedCheck {
-            name: NewMachines::MAX_SURGE,
-            make: || Box::new(NewMachines::max_surge()),
-        },
-        NamedCheck {
-            name: NewMachines::NO_NEEDLESS_CREATE,
-            make: || Box::new(NewMachines::no_needless_create()),
-        },
-        NamedCheck {
-            name: EtcdChecker::REMOVAL_KEEPS_TWO_NODES,
-            make: || Box::new(EtcdChecker::new(EtcdRule::RemovalKeepsTwoNodes)),
-        },
-        NamedCheck {
-            name: EtcdChecker::QUORUM,
-            make: || Box::new(EtcdChecker::new(EtcdRule::Quorum)),
-        },
-        NamedCheck {
-            name: EtcdChecker::KEEPS_JOINING_MEMBERS,
-            make: || Box::new(EtcdChecker::new(EtcdRule::KeepsJoiningMembers)),
-        },
-        NamedCheck {
-            name: EtcdChecker::LEADER_CANDIDATE_HAS_NODE_REF,
-            make: || Box::new(EtcdChecker::new(EtcdRule::LeaderCandidateHasNodeRef)),
-        },
+        NamedCheck::new(NewMachines::NO_CREATE_WHILE_DELETING, || {
+            Box::new(NewMachines::no_create_while_deleting())
+        }),
+        NamedCheck::new(
+            NewMachines::MAX_SURGE,
+            || Box::new(NewMachines::max_surge()),
+        ),
+        NamedCheck::new(NewMachines::NO_NEEDLESS_CREATE, || {
+            Box::new(NewMachines::no_needless_create())
+        }),
+        NamedCheck::new(EtcdChecker::REMOVAL_KEEPS_TWO_NODES, || {
+            Box::new(EtcdChecker::new(EtcdRule::RemovalKeepsTwoNodes))
+        }),
+        NamedCheck::new(EtcdChecker::QUORUM, || {
+            Box::new(EtcdChecker::new(EtcdRule::Quorum))
+        }),
+        NamedCheck::new(EtcdChecker::KEEPS_JOINING_MEMBERS, || {
+            Box::new(EtcdChecker::new(EtcdRule::KeepsJoiningMembers))
+        }),
+        NamedCheck::new(EtcdChecker::LEADER_CANDIDATE_HAS_NODE_REF, || {
+            Box::new(EtcdChecker::new(EtcdRule::LeaderCandidateHasNodeRef))
+        }),
     ]
 }

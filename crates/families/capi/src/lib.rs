@@ -12,6 +12,9 @@
 //!   v0.3.3 / v0.3.4 switches.
 //! - [`invariants`]: the KubeadmControlPlane and etcd invariants and the convergence
 //!   check.
+//! - [`section`]: the family in scenario files ([`Kcp`], `controllers.kcp`): the
+//!   variants, the KubeadmControlPlane at t = 0, the processes, the `scale_kcp` and
+//!   `upgrade_kcp` actions.
 //!
 //! The cloud its Machine controller and its etcd model call is the [`reconsim_cloud`]
 //! family's.
@@ -21,7 +24,9 @@ pub mod invariants;
 pub mod kcp;
 pub mod kinds;
 pub mod machine;
+pub mod section;
 
 pub use kcp::{KcpController, KcpOptions};
 pub use kinds::KubeadmControlPlane;
 pub use machine::{CapiMachineController, CapiMachineOptions};
+pub use section::{Kcp, KcpSpec, KcpVariant};

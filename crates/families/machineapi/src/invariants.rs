@@ -261,13 +261,11 @@ impl reconsim_check::Check for NoLeakedInstances {
 /// The family's invariants, by name.
 pub fn invariants() -> Vec<NamedCheck> {
     vec![
-        NamedCheck {
-            name: NoLeakedInstances::NAME,
-            make: || Box::new(NoLeakedInstances::new(0)),
-        },
-        NamedCheck {
-            name: NoDuplicateMachines::NAME,
-            make: || Box::new(NoDuplicateMachines::default()),
-        },
+        NamedCheck::new(NoLeakedInstances::NAME, || {
+            Box::new(NoLeakedInstances::new(0))
+        }),
+        NamedCheck::new(NoDuplicateMachines::NAME, || {
+            Box::new(NoDuplicateMachines::default())
+        }),
     ]
 }

@@ -123,4 +123,8 @@ impl Resource for MachineSet {
         "machinesets",
     ));
     reconsim_world::status_subresource!();
+
+    fn summary(&self) -> Option<String> {
+        Some(format!("replicas={}", self.spec.replicas))
+    }
 }

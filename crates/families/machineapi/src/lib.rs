@@ -10,6 +10,8 @@
 //!   idempotent-create variant.
 //! - [`invariants`]: `no_leaked_instances`, `no_duplicate_machines` and the machine-api
 //!   convergence check.
+//! - [`section`]: the family in scenario files ([`MachineApi`], `controllers.machine_api`):
+//!   its MachineSets, its controllers as pods, the `scale_machine_set` action.
 //!
 //! The cloud its Machine controller calls is the [`reconsim_cloud`] family's.
 
@@ -17,7 +19,9 @@ pub mod invariants;
 pub mod kinds;
 pub mod machine;
 pub mod machineset;
+pub mod section;
 
 pub use kinds::{Machine, MachineFields, MachineSet};
 pub use machine::{MachineController, MachineOptions};
 pub use machineset::MachineSetController;
+pub use section::{MachineApi, MachineApiSpec};

@@ -183,8 +183,7 @@ impl reconsim_check::Check for NoMissingReferencedConfig {
 
 /// The family's invariants, by name.
 pub fn invariants() -> Vec<NamedCheck> {
-    vec![NamedCheck {
-        name: NoMissingReferencedConfig::NAME,
-        make: || Box::new(NoMissingReferencedConfig::default()),
-    }]
+    vec![NamedCheck::new(NoMissingReferencedConfig::NAME, || {
+        Box::new(NoMissingReferencedConfig::default())
+    })]
 }

@@ -9,9 +9,13 @@
 //!   controller.
 //! - [`invariants`]: `no_missing_referenced_config` and the machine-config convergence
 //!   check.
+//! - [`section`]: the family in scenario files ([`Mco`], `controllers.mco`): pools,
+//!   sources, machines, the controller's GC policy, the `create_machine_config` action.
 
 pub mod controllers;
 pub mod invariants;
 pub mod model;
+pub mod section;
 
 pub use model::{MachineConfig, MachineConfigPool};
+pub use section::{Mco, McoSpec};

@@ -138,6 +138,16 @@ impl Resource for MachineConfigPool {
         "machineconfigpools",
     ));
     reconsim_world::status_subresource!();
+
+    /// What the incident turns on: the pool's rendered config and its machines' progress.
+    fn summary(&self) -> Option<String> {
+        Some(format!(
+            "status.configuration={} updated={}/{}",
+            self.status.configuration.as_deref().unwrap_or("-"),
+            self.status.updated_machine_count,
+            self.status.machine_count
+        ))
+    }
 }
 
 impl MachineConfigPool {

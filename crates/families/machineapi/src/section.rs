@@ -1,13 +1,15 @@
-//! The machine-api family's section of a scenario (seed incident 1): its MachineSets, and
-//! the MachineSet and Machine controllers as pods of Deployments, seeded already bound
-//! to the scenario's node, so a stopped kubelet leaves them running while their
-//! replacements start elsewhere, as in the incident.
+//! The machine-api family's section of a scenario (`controllers.machine_api`): its
+//! MachineSets, and the MachineSet and Machine controllers as pods of Deployments,
+//! seeded already bound to the scenario's node, so a stopped kubelet leaves them running
+//! while their replacements start elsewhere, as in the incident. Its one workload action,
+//! `scale_machine_set`, patches a MachineSet's replicas.
 
-use crate::family::{FamilySection, Services};
-use crate::format::{Action, MachineApiSpec, MachineApiVariant, Scenario};
-use reconsim_check::View;
-use reconsim_machineapi::kinds::{MachineSet, MachineSetSpec};
-use reconsim_machineapi::{MachineController, MachineOptions, MachineSetController};
+use crate::kinds::{MachineSet, MachineSetSpec};
+use crate::{MachineController, MachineOptions, MachineSetController};
+use reconsim_check::{NamedCheck, View};
+use reconsim_family::{
+    Context, Family, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction,
+};
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::Proc;
 use reconsim_world::api::{ApiOp, PatchOp};
@@ -19,6 +21,7 @@ use reconsim_world::object::{
     Body, Deployment, DeploymentSpec, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodSpec,
     PodTemplate, Resource, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
 };
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The namespace of machine-api objects.
@@ -28,46 +31,114 @@ pub const MACHINE_API_PODS: [&str; 2] = ["machineset-controller", "machine-contr
 /// The label that ties Machines to their MachineSet.
 pub const MACHINESET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
 
+/// 120 s / 110 s / 20 s: the machine-api controllers' fix in OpenShift 4.5/4.6
+/// (machine-api-operator PR #571; /work/shared/SEED-FACTS.md section 1).
+pub const MACHINE_API_4_6_LEASE: LeaseSpec = LeaseSpec {
+    lease_duration_ms: 120_000,
+    renew_deadline_ms: 110_000,
+    retry_period_ms: 20_000,
+};
+
+/// The family, for a binary's registry.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MachineApi;
+
+impl Family for MachineApi {
+    fn name(&self) -> &str {
+        "machine_api"
+    }
+
+    fn parse(&self, section: &serde_json::Value) -> Result<Box<dyn FamilySection>, ParamError> {
+        Ok(Box::new(reconsim_family::params::parse::<MachineApiSpec>(
+            section,
+        )?))
+    }
+
+    fn actions(&self) -> &[&str] {
+        &["scale_machine_set"]
+    }
+
+    fn invariants(&self) -> Vec<NamedCheck> {
+        crate::invariants::invariants()
+    }
+}
+
+/// `controllers.machine_api`: OpenShift machine-api (seed incident 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineApiSpec {
+    pub variant: MachineApiVariant,
+    /// Create instances with the Machine's uid as client token (the answer to the
+    /// lease-expiry question).
+    #[serde(default)]
+    pub idempotent_create: bool,
+    /// The node the controllers' pods start on.
+    pub node: String,
+    /// Per-pod exceptions to `node`, by Deployment name (`machineset-controller`,
+    /// `machine-controller`).
+    #[serde(default)]
+    pub pod_nodes: BTreeMap<String, String>,
+    /// How long the pods tolerate an unreachable node (machine-api: 120 s).
+    #[serde(default = "default_toleration_seconds")]
+    pub toleration_seconds: u64,
+    /// Lease timings for `leader-election` (default: 120 s / 110 s / 20 s).
+    #[serde(default)]
+    pub lease: Option<LeaseSpec>,
+    pub machine_sets: Vec<MachineSetEntry>,
+}
+
+fn default_toleration_seconds() -> u64 {
+    120
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MachineApiVariant {
+    /// OpenShift 4.5 and earlier.
+    NoLeaderElection,
+    /// OpenShift 4.6: one Lease per controller.
+    LeaderElection,
+}
+
+/// A MachineSet at t = 0.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSetEntry {
+    pub name: String,
+    #[serde(default)]
+    pub replicas: u32,
+}
+
+/// `scale_machine_set`: set a MachineSet's spec.replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleMachineSet {
+    pub machine_set: String,
+    pub replicas: u32,
+}
+
 impl FamilySection for MachineApiSpec {
-    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
-        let err = |path: &str, msg: String| Err((path.to_string(), msg));
-        if !scenario.nodes().any(|n| *n == self.node) {
-            return err(
-                ".controllers.machine_api.node",
-                format!("one of the topology's nodes, not `{}`", self.node),
-            );
-        }
+    fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
+        context.node(".node", &self.node)?;
         for (pod, node) in &self.pod_nodes {
             if !MACHINE_API_PODS.contains(&pod.as_str()) {
-                return err(
-                    ".controllers.machine_api.pod_nodes",
-                    format!("keys among {:?}, not `{pod}`", MACHINE_API_PODS),
-                );
+                return Err(ParamError::at(
+                    ".pod_nodes",
+                    format!("keys among {MACHINE_API_PODS:?}, not `{pod}`"),
+                ));
             }
-            if !scenario.nodes().any(|n| n == node) {
-                return err(
-                    &format!(".controllers.machine_api.pod_nodes.{pod}"),
-                    format!("one of the topology's nodes, not `{node}`"),
-                );
-            }
+            context.node(&format!(".pod_nodes.{pod}"), node)?;
         }
-        if let Some(l) = self.lease
-            && !(l.lease_duration_ms > l.renew_deadline_ms
-                && l.renew_deadline_ms * 10 > l.retry_period_ms * 12)
-        {
-            return err(
-                ".controllers.machine_api.lease",
-                "lease_duration_ms > renew_deadline_ms > 1.2 * retry_period_ms (client-go's rule)"
-                    .into(),
-            );
+        if let Some(l) = self.lease {
+            l.check(".lease")?;
         }
         let mut names = std::collections::BTreeSet::new();
         for (i, ms) in self.machine_sets.iter().enumerate() {
             if ms.name.is_empty() || !names.insert(&ms.name) {
-                return err(
-                    &format!(".controllers.machine_api.machine_sets[{i}].name"),
-                    "a unique, non-empty MachineSet name".into(),
-                );
+                return Err(ParamError::at(
+                    format!(".machine_sets[{i}].name"),
+                    "a unique, non-empty MachineSet name",
+                ));
             }
         }
         Ok(())
@@ -89,32 +160,34 @@ impl FamilySection for MachineApiSpec {
     fn spawn(&self, _: &mut Sim<Proc>, _: &Services) {}
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
-        reconsim_machineapi::invariants::converged(view)
+        crate::invariants::converged(view)
     }
 
     /// `scale_machine_set`: a patch of the MachineSet's spec.
-    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
-        let Action::ScaleMachineSet {
-            machine_set,
-            replicas,
-        } = &scenario.workload[index].action
-        else {
-            return None;
-        };
-        if !self.machine_sets.iter().any(|m| &m.name == machine_set) {
-            return Some(Err((
-                format!(".workload[{index}].machine_set"),
-                format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
-            )));
-        }
-        Some(Ok(ApiOp::Patch {
-            key: ObjectKey::new(MachineSet::KIND, MACHINE_API_NAMESPACE, machine_set),
-            ops: vec![PatchOp::Spec(Body::new(MachineSet {
-                spec: machine_set_spec(machine_set, *replicas),
-                status: Default::default(),
-            }))],
-            resource_version: None,
-        }))
+    fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
+        actions
+            .iter()
+            .map(|a| {
+                let ScaleMachineSet {
+                    machine_set,
+                    replicas,
+                } = a.params()?;
+                if !self.machine_sets.iter().any(|m| m.name == machine_set) {
+                    return Err(ParamError::at(
+                        a.path(".machine_set"),
+                        format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
+                    ));
+                }
+                Ok(ApiOp::Patch {
+                    key: ObjectKey::new(MachineSet::KIND, MACHINE_API_NAMESPACE, &machine_set),
+                    ops: vec![PatchOp::Spec(Body::new(MachineSet {
+                        spec: machine_set_spec(&machine_set, replicas),
+                        status: Default::default(),
+                    }))],
+                    resource_version: None,
+                })
+            })
+            .collect()
     }
 }
 
@@ -199,14 +272,8 @@ fn images(images: Images, ma: &MachineApiSpec, cloud: ProcId) -> Images {
         match ma.variant {
             MachineApiVariant::NoLeaderElection => None,
             MachineApiVariant::LeaderElection => Some(match ma.lease {
-                Some(l) => LeaderConfig::new(
-                    MACHINE_API_NAMESPACE,
-                    lease_name,
-                    l.lease_duration_ms,
-                    l.renew_deadline_ms,
-                    l.retry_period_ms,
-                ),
-                None => LeaderConfig::machine_api_4_6(MACHINE_API_NAMESPACE, lease_name),
+                Some(l) => l.leader(MACHINE_API_NAMESPACE, lease_name),
+                None => MACHINE_API_4_6_LEASE.leader(MACHINE_API_NAMESPACE, lease_name),
             }),
         }
     };

@@ -1,5 +1,6 @@
-//! The Cluster API KubeadmControlPlane (seed incident 2) part of a scenario: its settings,
-//! validation, the objects and processes it adds to a world, and its user actions.
+//! The Cluster API KubeadmControlPlane family in scenario files (`controllers.kcp`, seed
+//! incident 2): its settings, validation, the objects and processes it adds to a world,
+//! and its workload actions (`scale_kcp`, `upgrade_kcp`).
 //!
 //! The world: the KubeadmControlPlane `default/controlplane` (replicas, version, failure
 //! domains) is seeded in the API server; the KCP controller and the Cluster API Machine
@@ -9,21 +10,59 @@
 //! host. The management cluster is the workload cluster: the machines' instances join as
 //! Nodes of the one API server (docs/seeds/kcp.md).
 
-use crate::family::{FamilySection, Services};
-use crate::format::{Action, Range, Scenario};
-use reconsim_capi::etcd::{Etcd, EtcdConfig};
-use reconsim_capi::kinds::{KubeadmControlPlane, KubeadmControlPlaneSpec};
-use reconsim_capi::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
-use reconsim_check::View;
+use crate::etcd::{Etcd, EtcdConfig};
+use crate::kinds::{KubeadmControlPlane, KubeadmControlPlaneSpec};
+use crate::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
+use reconsim_check::{NamedCheck, View};
+use reconsim_family::{
+    Context, Family, FamilySection, ParamError, Range, Services, WorkloadAction,
+};
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
-use reconsim_world::kubelet::Images;
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::Resource;
 use reconsim_world::object::{Body, Object, ObjectKey, ObjectMeta};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
+
+/// The family, for a binary's registry.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Kcp;
+
+impl Family for Kcp {
+    fn name(&self) -> &str {
+        "kcp"
+    }
+
+    fn parse(&self, section: &serde_json::Value) -> Result<Box<dyn FamilySection>, ParamError> {
+        Ok(Box::new(reconsim_family::params::parse::<KcpSpec>(
+            section,
+        )?))
+    }
+
+    fn actions(&self) -> &[&str] {
+        &["scale_kcp", "upgrade_kcp"]
+    }
+
+    fn invariants(&self) -> Vec<NamedCheck> {
+        crate::invariants::invariants()
+    }
+}
+
+/// `scale_kcp`: set the KubeadmControlPlane's spec.replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleKcp {
+    pub replicas: u32,
+}
+
+/// `upgrade_kcp`: set the KubeadmControlPlane's spec.version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpgradeKcp {
+    pub version: String,
+}
 
 /// Where the KubeadmControlPlane lives.
 pub const KCP_NAMESPACE: &str = "default";
@@ -123,47 +162,17 @@ fn no_delay() -> Range {
 }
 
 impl FamilySection for KcpSpec {
-    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
-        let err = |path: &str, msg: String| Err((path.to_string(), msg));
-        if !scenario.nodes().any(|n| *n == self.node) {
-            return err(
-                ".controllers.kcp.node",
-                format!("one of the topology's nodes, not `{}`", self.node),
-            );
-        }
+    fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
+        context.node(".node", &self.node)?;
         if self.version.is_empty() {
-            return err(".controllers.kcp.version", "a non-empty version".into());
+            return Err(ParamError::at(".version", "a non-empty version"));
         }
         if self.etcd.poll_ms == 0 {
-            return err(".controllers.kcp.etcd.poll_ms", "a positive period".into());
+            return Err(ParamError::at(".etcd.poll_ms", "a positive period"));
         }
-        if self.workload_client_ms.lo > self.workload_client_ms.hi {
-            return err(
-                ".controllers.kcp.workload_client_ms",
-                format!(
-                    "[lo, hi] with lo <= hi, not [{}, {}]",
-                    self.workload_client_ms.lo, self.workload_client_ms.hi
-                ),
-            );
-        }
-        if self.etcd.mark_ms.lo > self.etcd.mark_ms.hi {
-            return err(
-                ".controllers.kcp.etcd.mark_ms",
-                format!(
-                    "[lo, hi] with lo <= hi, not [{}, {}]",
-                    self.etcd.mark_ms.lo, self.etcd.mark_ms.hi
-                ),
-            );
-        }
-        if self.etcd.call_ms.lo > self.etcd.call_ms.hi {
-            return err(
-                ".controllers.kcp.etcd.call_ms",
-                format!(
-                    "[lo, hi] with lo <= hi, not [{}, {}]",
-                    self.etcd.call_ms.lo, self.etcd.call_ms.hi
-                ),
-            );
-        }
+        self.workload_client_ms.check(".workload_client_ms")?;
+        self.etcd.mark_ms.check(".etcd.mark_ms")?;
+        self.etcd.call_ms.check(".etcd.call_ms")?;
         Ok(())
     }
 
@@ -182,45 +191,47 @@ impl FamilySection for KcpSpec {
         ));
     }
 
-    /// None: its controllers are processes, not pods.
-    fn images(&self, images: Images, _: &Services) -> Images {
-        images
-    }
-
     /// The etcd model, then the two controllers on `node`.
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
         self.spawn_on(sim, services.endpoints, services.cloud)
     }
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
-        reconsim_capi::invariants::converged(view)
+        crate::invariants::converged(view)
     }
 
     /// `scale_kcp` and `upgrade_kcp`, in time order: each a patch of the spec the earlier
     /// ones left.
-    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
-        let a = &scenario.workload[index];
-        if !matches!(
-            a.action,
-            Action::ScaleKcp { .. } | Action::UpgradeKcp { .. }
-        ) {
-            return None;
+    fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
+        let mut spec = self.spec();
+        let mut ops = Vec::with_capacity(actions.len());
+        for (i, a) in actions.iter().enumerate() {
+            if i > 0 && actions[i - 1].at_ms > a.at_ms {
+                return Err(ParamError::at(
+                    a.at_ms_path(),
+                    "KubeadmControlPlane actions in time order",
+                ));
+            }
+            match a.name {
+                "scale_kcp" => spec.replicas = a.params::<ScaleKcp>()?.replicas,
+                _ => {
+                    let UpgradeKcp { version } = a.params()?;
+                    if version.is_empty() {
+                        return Err(ParamError::at(a.path(".version"), "a non-empty version"));
+                    }
+                    spec.version = version;
+                }
+            }
+            ops.push(ApiOp::Patch {
+                key: ObjectKey::new(KubeadmControlPlane::KIND, KCP_NAMESPACE, KCP_NAME),
+                ops: vec![PatchOp::Spec(Body::new(KubeadmControlPlane {
+                    spec: spec.clone(),
+                    status: Default::default(),
+                }))],
+                resource_version: None,
+            });
         }
-        if index > 0 && scenario.workload[index - 1].at_ms > a.at_ms {
-            return Some(Err((
-                format!(".workload[{index}].at_ms"),
-                "KubeadmControlPlane actions in time order".into(),
-            )));
-        }
-        if let Action::UpgradeKcp { version } = &a.action
-            && version.is_empty()
-        {
-            return Some(Err((
-                format!(".workload[{index}].action.upgrade_kcp.version"),
-                "a non-empty version".into(),
-            )));
-        }
-        Some(Ok(self.action_op(scenario, index)))
+        Ok(ops)
     }
 }
 
@@ -277,31 +288,5 @@ impl KcpSpec {
             "capi-machine-controller",
             manager("capi-machine-controller", Box::new(machines)),
         );
-    }
-
-    /// The spec once the user actions up to and including `workload[index]` applied.
-    fn spec_after(&self, scenario: &Scenario, index: usize) -> KubeadmControlPlaneSpec {
-        let mut spec = self.spec();
-        for a in scenario.workload.iter().take(index + 1) {
-            match &a.action {
-                Action::ScaleKcp { replicas } => spec.replicas = *replicas,
-                Action::UpgradeKcp { version } => spec.version = version.clone(),
-                _ => {}
-            }
-        }
-        spec
-    }
-
-    /// The API call of user action `workload[index]` (a KCP action): a spec patch that
-    /// keeps what earlier actions set.
-    fn action_op(&self, scenario: &Scenario, index: usize) -> ApiOp {
-        ApiOp::Patch {
-            key: ObjectKey::new(KubeadmControlPlane::KIND, KCP_NAMESPACE, KCP_NAME),
-            ops: vec![PatchOp::Spec(Body::new(KubeadmControlPlane {
-                spec: self.spec_after(scenario, index),
-                status: Default::default(),
-            }))],
-            resource_version: None,
-        }
     }
 }

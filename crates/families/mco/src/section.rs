@@ -1,5 +1,6 @@
-//! The machine-config-operator (seed incident 3) part of a scenario: its settings,
-//! validation and the objects and processes it adds to a world.
+//! The machine-config-operator family in scenario files (`controllers.mco`, seed incident
+//! 3): its settings, validation, the objects and processes it adds to a world, and its
+//! workload action (`create_machine_config`).
 //!
 //! A world of this family (docs/seeds/mco.md):
 //! - the pools (`master`, `worker`, ...) seeded at t = 0 with the real selectors: nodes by
@@ -18,23 +19,56 @@
 //!   `bootstrap: true` (set osimageurl's to false for the bug of #301, true for PR #355);
 //! - one process per machine, on its own host, named as the machine (and its Node).
 
-use crate::family::{FamilySection, Services};
-use crate::format::{Action, Range, Scenario};
-use reconsim_check::View;
-use reconsim_mco::controllers::{GcPolicy, NodeController, RenderController};
-use reconsim_mco::model::{
+use crate::controllers::{GcPolicy, NodeController, RenderController};
+use crate::model::{
     MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming, McoMachine, ServerMode,
     merge, pool_object, rendered_name, source_object,
+};
+use reconsim_check::{NamedCheck, View};
+use reconsim_family::{
+    Context, Family, FamilySection, ParamError, Range, Services, WorkloadAction,
 };
 use reconsim_sim::Sim;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
-use reconsim_world::kubelet::Images;
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The family, for a binary's registry.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mco;
+
+impl Family for Mco {
+    fn name(&self) -> &str {
+        "mco"
+    }
+
+    fn parse(&self, section: &serde_json::Value) -> Result<Box<dyn FamilySection>, ParamError> {
+        Ok(Box::new(reconsim_family::params::parse::<McoSpec>(
+            section,
+        )?))
+    }
+
+    fn actions(&self) -> &[&str] {
+        &["create_machine_config"]
+    }
+
+    fn invariants(&self) -> Vec<NamedCheck> {
+        crate::invariants::invariants()
+    }
+}
+
+/// `create_machine_config`: a new source MachineConfig of a pool (a config change).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateMachineConfig {
+    pub name: String,
+    pub pool: String,
+    pub content: BTreeMap<String, String>,
+}
 
 /// The controller process.
 pub const CONTROLLER: &str = "machine-config-controller";
@@ -121,51 +155,46 @@ impl Default for TimingSpec {
 }
 
 impl FamilySection for McoSpec {
-    fn validate(&self, scenario: &Scenario) -> Result<(), (String, String)> {
-        let at = |f: &str| format!(".controllers.mco.{f}");
-        let err = |path: String, msg: String| Err((path, msg));
-        if !scenario.nodes().any(|n| *n == self.node) {
-            return err(
-                at("node"),
-                format!("one of the topology's nodes, not `{}`", self.node),
-            );
-        }
+    fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
+        let err = |path: String, msg: String| Err(ParamError::at(format!(".{path}"), msg));
+        context.node(".node", &self.node)?;
         let mut pools = BTreeSet::new();
         for (i, p) in self.pools.iter().enumerate() {
             if p.is_empty() || !pools.insert(p) {
                 return err(
-                    at(&format!("pools[{i}]")),
+                    format!("pools[{i}]"),
                     "a unique, non-empty pool name".into(),
                 );
             }
         }
         if pools.is_empty() {
-            return err(at("pools"), "at least one pool".into());
+            return err("pools".into(), "at least one pool".into());
         }
         let mut names = BTreeSet::new();
         for (i, s) in self.sources.iter().enumerate() {
             if s.name.is_empty() || !names.insert(&s.name) {
                 return err(
-                    at(&format!("sources[{i}].name")),
+                    format!("sources[{i}].name"),
                     "a unique, non-empty MachineConfig name".into(),
                 );
             }
             if !pools.contains(&s.pool) {
                 return err(
-                    at(&format!("sources[{i}].pool")),
+                    format!("sources[{i}].pool"),
                     format!("one of {:?}, not `{}`", self.pools, s.pool),
                 );
             }
-            if s.at_ms > scenario.duration_ms {
+            if s.at_ms > context.duration_ms {
                 return err(
-                    at(&format!("sources[{i}].at_ms")),
+                    format!("sources[{i}].at_ms"),
                     "a time within duration_ms".into(),
                 );
             }
         }
-        let taken: BTreeSet<String> = scenario
-            .hosts()
-            .into_iter()
+        let taken: BTreeSet<String> = context
+            .hosts
+            .iter()
+            .cloned()
             .chain([BOOTSTRAP_HOST.to_string()])
             .chain(self.fixed_processes())
             .collect();
@@ -173,24 +202,21 @@ impl FamilySection for McoSpec {
         for (i, g) in self.machines.iter().enumerate() {
             if !pools.contains(&g.pool) {
                 return err(
-                    at(&format!("machines[{i}].pool")),
+                    format!("machines[{i}].pool"),
                     format!("one of {:?}, not `{}`", self.pools, g.pool),
                 );
             }
-            check(&at(&format!("machines[{i}].boot_at_ms")), g.boot_at_ms)?;
+            g.boot_at_ms.check(&format!(".machines[{i}].boot_at_ms"))?;
             if let Some(j) = g.join_ms {
-                check(&at(&format!("machines[{i}].join_ms")), j)?;
+                j.check(&format!(".machines[{i}].join_ms"))?;
             }
             if g.names.is_empty() {
-                return err(
-                    at(&format!("machines[{i}].names")),
-                    "a non-empty list".into(),
-                );
+                return err(format!("machines[{i}].names"), "a non-empty list".into());
             }
             for (j, n) in g.names.iter().enumerate() {
                 if n.is_empty() || taken.contains(n) || !machines.insert(n) {
                     return err(
-                        at(&format!("machines[{i}].names[{j}]")),
+                        format!("machines[{i}].names[{j}]"),
                         format!(
                             "a unique machine name clashing with no host or process, not `{n}`"
                         ),
@@ -199,10 +225,10 @@ impl FamilySection for McoSpec {
             }
         }
         let t = &self.timing;
-        check(&at("timing.reboot_ms"), t.reboot_ms)?;
-        check(&at("timing.join_ms"), t.join_ms)?;
-        check(&at("timing.daemon_start_ms"), t.daemon_start_ms)?;
-        check(&at("timing.update_ms"), t.update_ms)?;
+        t.reboot_ms.check(".timing.reboot_ms")?;
+        t.join_ms.check(".timing.join_ms")?;
+        t.daemon_start_ms.check(".timing.daemon_start_ms")?;
+        t.update_ms.check(".timing.update_ms")?;
         Ok(())
     }
 
@@ -221,45 +247,41 @@ impl FamilySection for McoSpec {
         }
     }
 
-    /// None: its processes are not pods.
-    fn images(&self, images: Images, _: &Services) -> Images {
-        images
-    }
-
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
         self.spawn_on(sim, services.endpoints)
     }
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
-        reconsim_mco::invariants::converged(view)
+        crate::invariants::converged(view)
     }
 
     /// `create_machine_config`: a new source config of a pool (a config change).
-    fn action(&self, scenario: &Scenario, index: usize) -> Option<Result<ApiOp, (String, String)>> {
-        let Action::CreateMachineConfig {
-            name,
-            pool,
-            content,
-        } = &scenario.workload[index].action
-        else {
-            return None;
-        };
-        let at = |f: &str| format!(".workload[{index}].action.create_machine_config.{f}");
-        if !self.pools.contains(pool) {
-            return Some(Err((
-                at("pool"),
-                format!("one of {:?}, not `{pool}`", self.pools),
-            )));
-        }
-        if name.is_empty() || self.sources.iter().any(|s| &s.name == name) {
-            return Some(Err((
-                at("name"),
-                "a non-empty name no source config has".into(),
-            )));
-        }
-        Some(Ok(ApiOp::Create(Box::new(
-            reconsim_mco::model::source_object(name, pool, content.clone()),
-        ))))
+    fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
+        actions
+            .iter()
+            .map(|a| {
+                let CreateMachineConfig {
+                    name,
+                    pool,
+                    content,
+                } = a.params()?;
+                if !self.pools.contains(&pool) {
+                    return Err(ParamError::at(
+                        a.path(".pool"),
+                        format!("one of {:?}, not `{pool}`", self.pools),
+                    ));
+                }
+                if name.is_empty() || self.sources.iter().any(|s| s.name == name) {
+                    return Err(ParamError::at(
+                        a.path(".name"),
+                        "a non-empty name no source config has",
+                    ));
+                }
+                Ok(ApiOp::Create(Box::new(source_object(
+                    &name, &pool, content,
+                ))))
+            })
+            .collect()
     }
 }
 
@@ -386,14 +408,4 @@ impl McoSpec {
             }
         }
     }
-}
-
-fn check(path: &str, r: Range) -> Result<(), (String, String)> {
-    if r.lo > r.hi {
-        return Err((
-            path.to_string(),
-            format!("[lo, hi] with lo <= hi, not [{}, {}]", r.lo, r.hi),
-        ));
-    }
-    Ok(())
 }
