@@ -3,21 +3,49 @@
 //!
 //! `cargo bench -p reconsim-world --bench watch`
 //!
-//! A Script patches a label of one Machine every 10 ms of simulated time; N processes
-//! each run an informer on Machines. Every write is one request, one response and N
-//! watch events, each handled by its receiver. The wall clock is read here, between
-//! runs, never inside one.
+//! A Script patches a label of one Widget (a small custom kind defined here) every 10 ms
+//! of simulated time; N processes each run an informer on Widgets. Every write is one
+//! request, one response and N watch events, each handled by its receiver. The wall
+//! clock is read here, between runs, never inside one.
 
-use reconsim_machineapi::kinds::Machine;
 use reconsim_sim::{FaultPlan, Sim, SimConfig, SimTime, TraceMode};
 use reconsim_world::Proc;
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::informer::{Informer, Watcher};
-use reconsim_world::object::Resource;
 use reconsim_world::object::{Body, Object, ObjectKey, ObjectMeta};
+use reconsim_world::object::{Kind, KindInfo, Resource};
 use reconsim_world::script::{Script, Step};
+use serde::Serialize;
 use std::time::Instant;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+struct WidgetSpec {
+    provider_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+struct WidgetStatus {
+    phase: Option<String>,
+    instance_id: Option<String>,
+}
+
+/// The written object: a custom kind with a status subresource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+struct Widget {
+    spec: WidgetSpec,
+    status: WidgetStatus,
+}
+
+impl Resource for Widget {
+    const KIND: Kind = Kind::new(&KindInfo::namespaced(
+        "bench.reconsim.dev",
+        "v1",
+        "Widget",
+        "widgets",
+    ));
+    reconsim_world::status_subresource!();
+}
 
 const WRITES: u64 = 20_000;
 const WRITE_EVERY_MS: u64 = 10;
@@ -30,19 +58,19 @@ fn run(informers: usize, seed: u64) -> (u64, f64, u64) {
     let mut server = ApiServer::new(Default::default());
     server.seed_object(Object::new(
         ObjectMeta::named("ns", "m"),
-        Body::new(Machine::default()),
+        Body::new(Widget::default()),
     ));
     let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
     for i in 0..informers {
         let host = sim.add_host(&format!("node-{i}"));
-        let informer = Informer::new(0, &[Machine::KIND], api);
+        let informer = Informer::new(0, &[Widget::KIND], api);
         sim.spawn(
             host,
             &format!("watcher-{i}"),
             Proc::Informer(Watcher::new(informer)),
         );
     }
-    let key = ObjectKey::new(Machine::KIND, "ns", "m");
+    let key = ObjectKey::new(Widget::KIND, "ns", "m");
     let steps = (1..=WRITES)
         .map(|i| Step {
             at_ms: 1_000 + i * WRITE_EVERY_MS,

@@ -5,8 +5,6 @@
 //! request shortly after "now", runs the simulation until the answer is surely back and
 //! returns it. Watches are opened by long-lived scripts whose `events` the tests read.
 
-use reconsim_machineapi::kinds::MachineFields;
-use reconsim_machineapi::kinds::{Machine, MachineSet, MachineStatus};
 use reconsim_sim::{Fault, FaultPlan, ProcId, Sim, SimConfig, SimTime, TimedFault, TraceMode};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig, POD_GRACE_PERIOD_SECONDS_DEFAULT};
@@ -19,7 +17,10 @@ use reconsim_world::{Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-const NS: &str = "openshift-machine-api";
+mod common;
+use common::{Widget, WidgetFields, WidgetSet, WidgetStatus};
+
+const NS: &str = "reconsim-test";
 /// Longer than any network round trip (latency is 1-5 ms each way).
 const ROUND_TRIP_MS: u64 = 50;
 
@@ -130,23 +131,20 @@ impl World {
     }
 }
 
-fn machine(name: &str) -> Object {
-    Object::new(ObjectMeta::named(NS, name), Body::new(Machine::default()))
+fn widget(name: &str) -> Object {
+    Object::new(ObjectMeta::named(NS, name), Body::new(Widget::default()))
 }
 
-fn machine_set(name: &str) -> Object {
-    Object::new(
-        ObjectMeta::named(NS, name),
-        Body::new(MachineSet::default()),
-    )
+fn widget_set(name: &str) -> Object {
+    Object::new(ObjectMeta::named(NS, name), Body::new(WidgetSet::default()))
 }
 
 fn key(kind: Kind, name: &str) -> ObjectKey {
     ObjectKey::new(kind, NS, name)
 }
 
-fn mkey(name: &str) -> ObjectKey {
-    key(Machine::KIND, name)
+fn wkey(name: &str) -> ObjectKey {
+    key(Widget::KIND, name)
 }
 
 fn owner(o: &Object) -> OwnerReference {
@@ -174,18 +172,18 @@ fn delete(key: &ObjectKey) -> ApiOp {
     }
 }
 
-fn machine_status(phase: &str) -> Body {
-    Body::new(Machine {
+fn widget_status(phase: &str) -> Body {
+    Body::new(Widget {
         spec: Default::default(),
-        status: MachineStatus {
+        status: WidgetStatus {
             phase: Some(phase.into()),
             ..Default::default()
         },
     })
 }
 
-fn machine_spec(provider_id: &str) -> Body {
-    let mut m = Machine::default();
+fn widget_spec(provider_id: &str) -> Body {
+    let mut m = Widget::default();
     m.spec.provider_id = Some(provider_id.into());
     Body::new(m)
 }
@@ -195,10 +193,10 @@ fn machine_spec(provider_id: &str) -> Body {
 #[test]
 fn uids_are_unique_and_a_recreated_name_gets_a_new_uid() {
     let mut w = World::new(Default::default());
-    let a1 = w.obj(ApiOp::Create(Box::new(machine("a"))));
-    let b = w.obj(ApiOp::Create(Box::new(machine("b"))));
-    assert_eq!(w.call(delete(&mkey("a"))), Ok(ApiOk::Deleted));
-    let a2 = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let a1 = w.obj(ApiOp::Create(Box::new(widget("a"))));
+    let b = w.obj(ApiOp::Create(Box::new(widget("b"))));
+    assert_eq!(w.call(delete(&wkey("a"))), Ok(ApiOk::Deleted));
+    let a2 = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let uids: BTreeSet<Uid> = [a1.meta.uid, b.meta.uid, a2.meta.uid].into();
     assert_eq!(uids.len(), 3, "uids must be unique: {uids:?}");
     assert!(!uids.contains(&Uid(0)));
@@ -213,7 +211,7 @@ fn uids_are_unique_and_a_recreated_name_gets_a_new_uid() {
 #[test]
 fn client_supplied_server_metadata_is_ignored_on_create() {
     let mut w = World::new(Default::default());
-    let mut m = machine("a");
+    let mut m = widget("a");
     m.meta.uid = Uid(999);
     m.meta.resource_version = 999;
     m.meta.generation = 7;
@@ -232,15 +230,15 @@ fn resource_version_is_one_global_increasing_counter() {
     let mut w = World::new(Default::default());
     let label = |name: &str| {
         patch(
-            &mkey(name),
+            &wkey(name),
             vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
         )
     };
     let ops = [
-        ApiOp::Create(Box::new(machine("a"))),
-        ApiOp::Create(Box::new(machine("b"))),
+        ApiOp::Create(Box::new(widget("a"))),
+        ApiOp::Create(Box::new(widget("b"))),
         label("a"),
-        ApiOp::Create(Box::new(machine_set("s"))),
+        ApiOp::Create(Box::new(widget_set("s"))),
         label("b"),
     ];
     let rvs: Vec<u64> = ops
@@ -248,9 +246,9 @@ fn resource_version_is_one_global_increasing_counter() {
         .map(|op| w.obj(op).meta.resource_version)
         .collect();
     // A delete is a write too.
-    assert_eq!(w.call(delete(&mkey("a"))), Ok(ApiOk::Deleted));
+    assert_eq!(w.call(delete(&wkey("a"))), Ok(ApiOk::Deleted));
     let after_delete = w
-        .obj(ApiOp::Create(Box::new(machine("c"))))
+        .obj(ApiOp::Create(Box::new(widget("c"))))
         .meta
         .resource_version;
     for pair in rvs.windows(2) {
@@ -268,7 +266,7 @@ fn resource_version_is_one_global_increasing_counter() {
     assert_eq!(w.server().resource_version(), after_delete);
     // A list reports the store-wide resourceVersion.
     match w.call(ApiOp::List {
-        kind: Machine::KIND,
+        kind: Widget::KIND,
         namespace: None,
     }) {
         Ok(ApiOk::List {
@@ -286,12 +284,12 @@ fn resource_version_is_one_global_increasing_counter() {
 #[test]
 fn generation_bumps_on_spec_changes_only() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     assert_eq!(a.meta.generation, 1);
     let s = w.obj(patch(
         &k,
-        vec![PatchOp::Status(machine_status("Provisioning"))],
+        vec![PatchOp::Status(widget_status("Provisioning"))],
     ));
     assert_eq!(s.meta.generation, 1, "a status-only patch keeps generation");
     assert!(s.meta.resource_version > a.meta.resource_version);
@@ -306,24 +304,22 @@ fn generation_bumps_on_spec_changes_only() {
     assert_eq!(l.meta.generation, 1, "metadata changes keep generation");
     let i = w.obj(patch(
         &k,
-        vec![PatchOp::from(MachineFields {
+        vec![PatchOp::from(WidgetFields {
             provider_id: None,
             instance_id: Some("i-1".into()),
             phase: None,
-            error_message: None,
-            last_updated: None,
         })],
     ));
     assert_eq!(i.meta.generation, 1, "instanceId is status");
-    let p = w.obj(patch(&k, vec![PatchOp::Spec(machine_spec("aws:///z/i-1"))]));
+    let p = w.obj(patch(&k, vec![PatchOp::Spec(widget_spec("aws:///z/i-1"))]));
     assert_eq!(p.meta.generation, 2, "a spec change bumps generation");
     assert_eq!(
-        p.typed::<Machine>().unwrap().status.phase.as_deref(),
+        p.typed::<Widget>().unwrap().status.phase.as_deref(),
         Some("Provisioning")
     );
     // A full update that changes only status keeps it too.
     let mut upd = (*p).clone();
-    upd.typed_mut::<Machine>().unwrap().status.phase = Some("Running".into());
+    upd.typed_mut::<Widget>().unwrap().status.phase = Some("Running".into());
     let u = w.obj(ApiOp::Update {
         object: Box::new(upd.clone()),
         precondition: true,
@@ -332,7 +328,7 @@ fn generation_bumps_on_spec_changes_only() {
     // ... and a client cannot set generation itself.
     let mut upd = (*u).clone();
     upd.meta.generation = 40;
-    upd.typed_mut::<Machine>().unwrap().spec.provider_id = Some("aws:///z/i-2".into());
+    upd.typed_mut::<Widget>().unwrap().spec.provider_id = Some("aws:///z/i-2".into());
     let u2 = w.obj(ApiOp::Update {
         object: Box::new(upd),
         precondition: true,
@@ -354,7 +350,7 @@ fn creation_timestamp_is_the_server_clock() {
     let mut w = World::with_plan(1, Default::default(), plan);
     w.run_to(2_000);
     let sent_at = w.t + 1;
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let t = a.meta.creation_timestamp.as_ms();
     assert!(
         (1_000_000 + sent_at..1_000_000 + sent_at + ROUND_TRIP_MS).contains(&t),
@@ -376,25 +372,25 @@ fn creation_timestamp_is_the_server_clock() {
 #[test]
 fn create_of_a_taken_name_is_already_exists() {
     let mut w = World::new(Default::default());
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     assert_eq!(
-        w.call(ApiOp::Create(Box::new(machine("a")))),
+        w.call(ApiOp::Create(Box::new(widget("a")))),
         Err(ApiError::AlreadyExists)
     );
     // Same name in another kind or namespace is another object.
-    w.obj(ApiOp::Create(Box::new(machine_set("a"))));
+    w.obj(ApiOp::Create(Box::new(widget_set("a"))));
     w.obj(ApiOp::Create(Box::new(Object::new(
         ObjectMeta::named("other", "a"),
-        Body::new(Machine::default()),
+        Body::new(Widget::default()),
     ))));
     // A deleting object still holds its name.
-    w.obj(patch(&mkey("a"), vec![PatchOp::AddFinalizer("f".into())]));
-    w.obj(delete(&mkey("a")));
+    w.obj(patch(&wkey("a"), vec![PatchOp::AddFinalizer("f".into())]));
+    w.obj(delete(&wkey("a")));
     assert_eq!(
-        w.call(ApiOp::Create(Box::new(machine("a")))),
+        w.call(ApiOp::Create(Box::new(widget("a")))),
         Err(ApiError::AlreadyExists)
     );
-    assert_eq!(w.stored(&mkey("a")).unwrap().meta.uid, a.meta.uid);
+    assert_eq!(w.stored(&wkey("a")).unwrap().meta.uid, a.meta.uid);
 }
 
 #[test]
@@ -403,7 +399,7 @@ fn generate_name_gives_unique_names_from_the_real_alphabet() {
     let mut w = World::new(Default::default());
     let mut names = BTreeSet::new();
     for _ in 0..60 {
-        let mut m = machine("");
+        let mut m = widget("");
         m.meta.generate_name = Some("worker-".into());
         let o = w.obj(ApiOp::Create(Box::new(m)));
         let name = o.meta.name.clone();
@@ -420,7 +416,7 @@ fn generate_name_gives_unique_names_from_the_real_alphabet() {
     let chars: BTreeSet<char> = names.iter().flat_map(|n| n[7..].chars()).collect();
     assert!(chars.len() > 15, "{chars:?}");
     // A long prefix is cut to 58 characters (63 with the suffix).
-    let mut m = machine("");
+    let mut m = widget("");
     m.meta.generate_name = Some("p".repeat(80));
     let o = w.obj(ApiOp::Create(Box::new(m)));
     assert_eq!(o.meta.name.len(), 63);
@@ -431,11 +427,11 @@ fn generate_name_gives_unique_names_from_the_real_alphabet() {
 fn create_without_name_or_generate_name_is_invalid() {
     let mut w = World::new(Default::default());
     assert!(matches!(
-        w.call(ApiOp::Create(Box::new(machine("")))),
+        w.call(ApiOp::Create(Box::new(widget("")))),
         Err(ApiError::Invalid(_))
     ));
     // Namespaced kinds need a namespace; cluster-scoped ones must not have one.
-    let no_ns = Object::new(ObjectMeta::named("", "m"), Body::new(Machine::default()));
+    let no_ns = Object::new(ObjectMeta::named("", "m"), Body::new(Widget::default()));
     assert!(matches!(
         w.call(ApiOp::Create(Box::new(no_ns))),
         Err(ApiError::Invalid(_))
@@ -460,7 +456,7 @@ fn create_without_name_or_generate_name_is_invalid() {
 #[test]
 fn update_with_a_stale_resource_version_is_a_conflict() {
     let mut w = World::new(Default::default());
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let mut first = (*a).clone();
     first.meta.labels.insert("writer".into(), "first".into());
     let mut second = (*a).clone();
@@ -477,7 +473,7 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
         }),
         Err(ApiError::Conflict)
     );
-    assert_eq!(w.stored(&mkey("a")).unwrap(), f);
+    assert_eq!(w.stored(&wkey("a")).unwrap(), f);
     // GET and retry succeeds.
     second.meta.resource_version = f.meta.resource_version;
     let s = w.obj(ApiOp::Update {
@@ -491,7 +487,7 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
 #[test]
 fn update_without_precondition_last_writer_wins() {
     let mut w = World::new(Default::default());
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let mut first = (*a).clone();
     first.meta.labels.insert("writer".into(), "first".into());
     let mut second = (*a).clone();
@@ -510,15 +506,15 @@ fn update_without_precondition_last_writer_wins() {
     // A PUT replaces the whole object: the first writer's label is gone.
     assert!(s.meta.labels.is_empty());
     assert_eq!(s.meta.annotations["writer"], "second");
-    assert_eq!(w.stored(&mkey("a")).unwrap(), s);
+    assert_eq!(w.stored(&wkey("a")).unwrap(), s);
 }
 
 #[test]
 fn update_of_a_recreated_object_is_a_conflict_by_uid() {
     let mut w = World::new(Default::default());
-    let old = w.obj(ApiOp::Create(Box::new(machine("a"))));
-    w.call(delete(&mkey("a"))).unwrap();
-    let new = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let old = w.obj(ApiOp::Create(Box::new(widget("a"))));
+    w.call(delete(&wkey("a"))).unwrap();
+    let new = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let mut stale = (*old).clone();
     stale.meta.labels.insert("x".into(), "y".into());
     assert_eq!(
@@ -528,11 +524,11 @@ fn update_of_a_recreated_object_is_a_conflict_by_uid() {
         }),
         Err(ApiError::Conflict)
     );
-    assert_eq!(w.stored(&mkey("a")).unwrap(), new);
+    assert_eq!(w.stored(&wkey("a")).unwrap(), new);
     // Update of a missing object is NotFound.
     assert_eq!(
         w.call(ApiOp::Update {
-            object: Box::new(machine("zz")),
+            object: Box::new(widget("zz")),
             precondition: false,
         }),
         Err(ApiError::NotFound)
@@ -542,10 +538,10 @@ fn update_of_a_recreated_object_is_a_conflict_by_uid() {
 #[test]
 fn patch_ops_change_only_their_fields() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
-    let other = w.obj(ApiOp::Create(Box::new(machine_set("t"))));
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    let set = w.obj(ApiOp::Create(Box::new(widget_set("s"))));
+    let other = w.obj(ApiOp::Create(Box::new(widget_set("t"))));
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
 
     let o = w.obj(patch(
         &k,
@@ -594,13 +590,13 @@ fn patch_ops_change_only_their_fields() {
     let o = w.obj(patch(&k, vec![PatchOp::RemoveOwnerReference(set.meta.uid)]));
     assert_eq!(o.meta.owner_references, [owner(&other)]);
 
-    let o = w.obj(patch(&k, vec![PatchOp::Status(machine_status("Running"))]));
+    let o = w.obj(patch(&k, vec![PatchOp::Status(widget_status("Running"))]));
     assert_eq!(
-        o.typed::<Machine>().unwrap().status.phase.as_deref(),
+        o.typed::<Widget>().unwrap().status.phase.as_deref(),
         Some("Running")
     );
-    let o = w.obj(patch(&k, vec![PatchOp::Spec(machine_spec("aws:///z/i-9"))]));
-    let m = o.typed::<Machine>().unwrap();
+    let o = w.obj(patch(&k, vec![PatchOp::Spec(widget_spec("aws:///z/i-9"))]));
+    let m = o.typed::<Widget>().unwrap();
     assert_eq!(m.spec.provider_id.as_deref(), Some("aws:///z/i-9"));
     assert_eq!(
         m.status.phase.as_deref(),
@@ -608,18 +604,16 @@ fn patch_ops_change_only_their_fields() {
         "a spec patch keeps status"
     );
 
-    // machine-api's provider patch sets only what it carries.
+    // A typed merge patch sets only what it carries.
     let o = w.obj(patch(
         &k,
-        vec![PatchOp::from(MachineFields {
+        vec![PatchOp::from(WidgetFields {
             provider_id: None,
             instance_id: Some("i-9".into()),
             phase: None,
-            error_message: None,
-            last_updated: None,
         })],
     ));
-    let m = o.typed::<Machine>().unwrap();
+    let m = o.typed::<Widget>().unwrap();
     assert_eq!(m.spec.provider_id.as_deref(), Some("aws:///z/i-9"));
     assert_eq!(m.status.instance_id.as_deref(), Some("i-9"));
     assert_eq!(m.status.phase.as_deref(), Some("Running"));
@@ -627,13 +621,11 @@ fn patch_ops_change_only_their_fields() {
     let r = w.call(patch(&k, vec![PatchOp::Status(Body::new(Pod::default()))]));
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");
     let r = w.call(patch(
-        &key(MachineSet::KIND, "s"),
-        vec![PatchOp::from(MachineFields {
+        &key(WidgetSet::KIND, "s"),
+        vec![PatchOp::from(WidgetFields {
             provider_id: Some("p".into()),
             instance_id: None,
             phase: None,
-            error_message: None,
-            last_updated: None,
         })],
     ));
     assert!(matches!(r, Err(ApiError::Invalid(_))), "{r:?}");
@@ -648,14 +640,14 @@ fn patch_ops_change_only_their_fields() {
     ));
     assert!(matches!(r, Err(ApiError::Invalid(_))));
     assert_eq!(w.stored(&k).unwrap(), before);
-    assert_eq!(w.call(patch(&mkey("zz"), vec![])), Err(ApiError::NotFound));
+    assert_eq!(w.call(patch(&wkey("zz"), vec![])), Err(ApiError::NotFound));
 }
 
 #[test]
 fn conditional_patch_with_a_stale_resource_version_is_a_conflict() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let b = w.obj(patch(
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
@@ -678,10 +670,10 @@ fn conditional_patch_with_a_stale_resource_version_is_a_conflict() {
 #[test]
 fn a_no_op_write_bumps_nothing_and_emits_no_event() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let watch = w.watcher("watch", 1, vec![Machine::KIND], 0);
+    let k = wkey("a");
+    let watch = w.watcher("watch", 1, vec![Widget::KIND], 0);
     w.run_to(100);
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
     let a = w.obj(patch(
         &k,
         vec![
@@ -707,7 +699,7 @@ fn a_no_op_write_bumps_nothing_and_emits_no_event() {
         )),
         w.obj(patch(
             &k,
-            vec![PatchOp::Status(Body::new(Machine::default()))],
+            vec![PatchOp::Status(Body::new(Widget::default()))],
         )),
         w.obj(ApiOp::Update {
             object: Box::new((*a).clone()),
@@ -728,10 +720,10 @@ fn a_no_op_write_bumps_nothing_and_emits_no_event() {
 #[test]
 fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let watch = w.watcher("watch", 1, vec![Machine::KIND], 0);
+    let k = wkey("a");
+    let watch = w.watcher("watch", 1, vec![Widget::KIND], 0);
     w.run_to(100);
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
     let a = w.obj(patch(
         &k,
         vec![
@@ -813,10 +805,10 @@ fn delete_with_finalizers_marks_then_the_last_finalizer_removes() {
 #[test]
 fn delete_with_a_uid_precondition_spares_a_recreated_object() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let old = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    let old = w.obj(ApiOp::Create(Box::new(widget("a"))));
     w.call(delete(&k)).unwrap();
-    let new = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let new = w.obj(ApiOp::Create(Box::new(widget("a"))));
     let by_old_uid = ApiOp::Delete {
         key: k.clone(),
         uid: Some(old.meta.uid),
@@ -944,18 +936,18 @@ struct Family {
     set: Arc<Object>,
 }
 
-/// A MachineSet owning "plain" (no finalizer) and "guarded" (a finalizer).
+/// A WidgetSet owning "plain" (no finalizer) and "guarded" (a finalizer).
 fn family() -> Family {
     let mut w = World::new(ApiServerConfig {
         gc_delay_ms: 2_000,
         ..Default::default()
     });
-    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
+    let set = w.obj(ApiOp::Create(Box::new(widget_set("s"))));
     for (name, fin) in [
         ("plain", None),
-        ("guarded", Some("machine.openshift.io/machine")),
+        ("guarded", Some("test.reconsim.dev/widget")),
     ] {
-        let mut m = machine(name);
+        let mut m = widget(name);
         m.meta.owner_references.push(owner(&set));
         if let Some(f) = fin {
             m.meta.finalizers.push(f.into());
@@ -971,125 +963,125 @@ fn deleting_an_owner_collects_its_dependents_in_the_background() {
     let Family { mut w, .. } = family();
     let t0 = w.t;
     assert_eq!(
-        w.call(delete(&key(MachineSet::KIND, "s"))),
+        w.call(delete(&key(WidgetSet::KIND, "s"))),
         Ok(ApiOk::Deleted)
     );
     // Background: the owner goes at once, dependents stay until the collector runs.
     w.run_to(t0 + 1_900);
-    assert!(w.stored(&mkey("plain")).is_some());
-    assert!(!w.stored(&mkey("guarded")).unwrap().meta.is_deleting());
+    assert!(w.stored(&wkey("plain")).is_some());
+    assert!(!w.stored(&wkey("guarded")).unwrap().meta.is_deleting());
     w.run_to(t0 + 2_100);
     assert!(
-        w.stored(&mkey("plain")).is_none(),
+        w.stored(&wkey("plain")).is_none(),
         "collected after gc_delay_ms"
     );
-    let g = w.stored(&mkey("guarded")).expect("held by its finalizer");
+    let g = w.stored(&wkey("guarded")).expect("held by its finalizer");
     assert!(
         g.meta.is_deleting(),
         "a dependent with finalizers is marked"
     );
     // Its controller removes the finalizer: gone.
-    let fin = PatchOp::RemoveFinalizer("machine.openshift.io/machine".into());
+    let fin = PatchOp::RemoveFinalizer("test.reconsim.dev/widget".into());
     assert_eq!(
-        w.call(patch(&mkey("guarded"), vec![fin])),
+        w.call(patch(&wkey("guarded"), vec![fin])),
         Ok(ApiOk::Deleted)
     );
-    assert!(w.stored(&mkey("guarded")).is_none());
+    assert!(w.stored(&wkey("guarded")).is_none());
 }
 
 #[test]
 fn collection_cascades_through_generations() {
     let Family { mut w, .. } = family();
-    let plain = w.stored(&mkey("plain")).unwrap();
+    let plain = w.stored(&wkey("plain")).unwrap();
     let mut p = pod("grandchild", None);
     p.meta.owner_references.push(owner(&plain));
     w.obj(ApiOp::Create(Box::new(p)));
-    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
+    w.call(delete(&key(WidgetSet::KIND, "s"))).unwrap();
     w.run_for(10_000);
-    assert!(w.stored(&mkey("plain")).is_none());
+    assert!(w.stored(&wkey("plain")).is_none());
     assert!(w.stored(&key(Pod::KIND, "grandchild")).is_none());
 }
 
 #[test]
 fn an_object_with_two_owners_lives_until_both_are_gone() {
     let Family { mut w, set } = family();
-    let other = w.obj(ApiOp::Create(Box::new(machine_set("t"))));
+    let other = w.obj(ApiOp::Create(Box::new(widget_set("t"))));
     w.obj(patch(
-        &mkey("plain"),
+        &wkey("plain"),
         vec![PatchOp::SetOwnerReferences(vec![
             owner(&set),
             owner(&other),
         ])],
     ));
-    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
+    w.call(delete(&key(WidgetSet::KIND, "s"))).unwrap();
     w.run_for(10_000);
-    assert!(w.stored(&mkey("plain")).is_some(), "one owner is left");
-    assert!(w.stored(&mkey("guarded")).unwrap().meta.is_deleting());
-    w.call(delete(&key(MachineSet::KIND, "t"))).unwrap();
+    assert!(w.stored(&wkey("plain")).is_some(), "one owner is left");
+    assert!(w.stored(&wkey("guarded")).unwrap().meta.is_deleting());
+    w.call(delete(&key(WidgetSet::KIND, "t"))).unwrap();
     w.run_for(10_000);
-    assert!(w.stored(&mkey("plain")).is_none());
+    assert!(w.stored(&wkey("plain")).is_none());
 }
 
 #[test]
 fn an_owner_that_is_only_marked_keeps_its_dependents() {
     let Family { mut w, .. } = family();
-    let s = key(MachineSet::KIND, "s");
+    let s = key(WidgetSet::KIND, "s");
     w.obj(patch(&s, vec![PatchOp::AddFinalizer("hold".into())]));
     w.obj(delete(&s));
     w.run_for(10_000);
     assert!(
-        w.stored(&mkey("plain")).is_some(),
+        w.stored(&wkey("plain")).is_some(),
         "a deleting owner still exists"
     );
     w.obj(patch(
-        &mkey("plain"),
+        &wkey("plain"),
         vec![PatchOp::SetLabel("x".into(), Some("y".into()))],
     ));
     w.call(patch(&s, vec![PatchOp::RemoveFinalizer("hold".into())]))
         .unwrap();
     w.run_for(10_000);
-    assert!(w.stored(&mkey("plain")).is_none());
+    assert!(w.stored(&wkey("plain")).is_none());
 }
 
 #[test]
 fn removing_the_owner_reference_orphans_the_dependent() {
     let Family { mut w, set } = family();
     let o = w.obj(patch(
-        &mkey("plain"),
+        &wkey("plain"),
         vec![PatchOp::RemoveOwnerReference(set.meta.uid)],
     ));
     assert!(o.meta.owner_references.is_empty());
-    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
+    w.call(delete(&key(WidgetSet::KIND, "s"))).unwrap();
     w.run_for(20_000);
     let o = w
-        .stored(&mkey("plain"))
+        .stored(&wkey("plain"))
         .expect("an orphan is never collected");
     assert!(!o.meta.is_deleting());
-    assert!(w.stored(&mkey("guarded")).unwrap().meta.is_deleting());
+    assert!(w.stored(&wkey("guarded")).unwrap().meta.is_deleting());
 }
 
 #[test]
 fn an_object_created_with_only_dangling_owners_is_collected() {
     // A controller acting on a stale cache creates a child of an owner already gone.
     let Family { mut w, set } = family();
-    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
+    w.call(delete(&key(WidgetSet::KIND, "s"))).unwrap();
     w.run_for(10_000);
-    let mut late = machine("late");
+    let mut late = widget("late");
     late.meta.owner_references.push(owner(&set));
     w.obj(ApiOp::Create(Box::new(late)));
     w.run_for(10_000);
     assert!(
-        w.stored(&mkey("late")).is_none(),
+        w.stored(&wkey("late")).is_none(),
         "its owner is gone: collected"
     );
     // A dependent of a re-created owner (same name, new uid) is collected too.
-    let new_set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
+    let new_set = w.obj(ApiOp::Create(Box::new(widget_set("s"))));
     assert_ne!(new_set.meta.uid, set.meta.uid);
-    let mut stale = machine("stale");
+    let mut stale = widget("stale");
     stale.meta.owner_references.push(owner(&set));
     w.obj(ApiOp::Create(Box::new(stale)));
     w.run_for(10_000);
-    assert!(w.stored(&mkey("stale")).is_none());
+    assert!(w.stored(&wkey("stale")).is_none());
 }
 
 #[test]
@@ -1109,18 +1101,18 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
         },
         plan,
     );
-    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
-    let mut m = machine("plain");
+    let set = w.obj(ApiOp::Create(Box::new(widget_set("s"))));
+    let mut m = widget("plain");
     m.meta.owner_references.push(owner(&set));
     w.obj(ApiOp::Create(Box::new(m)));
     w.run_to(10_000);
-    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
+    w.call(delete(&key(WidgetSet::KIND, "s"))).unwrap();
     // The crash (at 10.1 s) kills the sweep armed for ~12 s; the store survives.
     w.run_to(14_000);
-    assert!(w.stored(&mkey("plain")).is_some());
+    assert!(w.stored(&wkey("plain")).is_some());
     w.run_to(30_000);
     assert!(
-        w.stored(&mkey("plain")).is_none(),
+        w.stored(&wkey("plain")).is_none(),
         "collected after the restart"
     );
 }
@@ -1130,25 +1122,25 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
 #[test]
 fn watchers_receive_ordered_numbered_events_over_the_network() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    let w1 = w.watcher("w1", 1, vec![Machine::KIND], 0);
-    let w2 = w.watcher("w2", 2, vec![Machine::KIND], 0);
-    let sets = w.watcher("sets", 3, vec![MachineSet::KIND], 0);
+    let k = wkey("a");
+    let w1 = w.watcher("w1", 1, vec![Widget::KIND], 0);
+    let w2 = w.watcher("w2", 2, vec![Widget::KIND], 0);
+    let sets = w.watcher("sets", 3, vec![WidgetSet::KIND], 0);
     w.run_to(100);
     assert_eq!(w.server().watcher_count(), 3);
     assert!(matches!(
         w.script(w1).response(0).unwrap().result,
         Ok(ApiOk::Watching { .. })
     ));
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
-    w.obj(ApiOp::Create(Box::new(machine_set("s"))));
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
+    w.obj(ApiOp::Create(Box::new(widget_set("s"))));
     for i in 0..20 {
         w.obj(patch(
             &k,
             vec![PatchOp::SetLabel("i".into(), Some(i.to_string()))],
         ));
     }
-    w.obj(ApiOp::Create(Box::new(machine("b"))));
+    w.obj(ApiOp::Create(Box::new(widget("b"))));
     w.call(delete(&k)).unwrap();
     w.run_for(100);
     let e1 = w.events(w1);
@@ -1157,7 +1149,7 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
     for (i, e) in e1.iter().enumerate() {
         assert_eq!(e.seq, i as u64, "seq counts from 0 without gaps");
         assert_eq!(e.watch_id, watch_id);
-        assert_eq!(e.object.kind(), Machine::KIND);
+        assert_eq!(e.object.kind(), Widget::KIND);
     }
     assert!(
         e1.windows(2)
@@ -1179,7 +1171,7 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
     // Kinds filter the stream.
     let es = w.events(sets);
     assert_eq!(es.len(), 1);
-    assert_eq!((es[0].seq, es[0].object.kind()), (0, MachineSet::KIND));
+    assert_eq!((es[0].seq, es[0].object.kind()), (0, WidgetSet::KIND));
     // Events arrive after the write, over the network: never at the write's instant.
     let arrivals = &w.script(w1).events;
     assert!(
@@ -1192,8 +1184,8 @@ fn watchers_receive_ordered_numbered_events_over_the_network() {
 #[test]
 fn a_watch_replays_from_a_resource_version() {
     let mut w = World::new(Default::default());
-    let k = mkey("a");
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
     let mid = w.obj(patch(
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
@@ -1202,12 +1194,12 @@ fn a_watch_replays_from_a_resource_version() {
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("2".into()))],
     ));
-    w.obj(ApiOp::Create(Box::new(machine("b"))));
+    w.obj(ApiOp::Create(Box::new(widget("b"))));
     let from = mid.meta.resource_version;
     let at = w.t + 10;
-    let late = w.watcher("late", at, vec![Machine::KIND], from);
+    let late = w.watcher("late", at, vec![Widget::KIND], from);
     w.run_for(100);
-    w.call(delete(&mkey("b"))).unwrap();
+    w.call(delete(&wkey("b"))).unwrap();
     w.run_for(100);
     let evs = w.events(late);
     let got: Vec<(u64, EventType, u64)> = evs
@@ -1234,15 +1226,15 @@ fn a_watch_from_before_the_history_is_gone() {
         watch_history_max: 1_000,
         gc_delay_ms: 500,
     });
-    let k = mkey("a");
-    let a = w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     w.run_to(5_000);
     w.obj(patch(
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
     ));
     // Within the window: fine.
-    let ok = w.watcher("ok", 6_000, vec![Machine::KIND], a.meta.resource_version);
+    let ok = w.watcher("ok", 6_000, vec![Widget::KIND], a.meta.resource_version);
     w.run_to(6_100);
     assert!(matches!(
         w.script(ok).response(0).unwrap().result,
@@ -1250,11 +1242,11 @@ fn a_watch_from_before_the_history_is_gone() {
     ));
     assert_eq!(w.events(ok).len(), 1);
     // 20 s later, with no write since, the create (and the patch) aged out: 410 Gone.
-    let gone = w.watcher("gone", 26_000, vec![Machine::KIND], a.meta.resource_version);
+    let gone = w.watcher("gone", 26_000, vec![Widget::KIND], a.meta.resource_version);
     let current = w.watcher(
         "cur",
         26_500,
-        vec![Machine::KIND],
+        vec![Widget::KIND],
         w.server().resource_version(),
     );
     w.run_to(27_000);
@@ -1277,8 +1269,8 @@ fn a_watch_beyond_the_bounded_history_is_gone() {
         watch_history_max: 3,
         gc_delay_ms: 500,
     });
-    let k = mkey("a");
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    let k = wkey("a");
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
     for i in 0..5 {
         w.obj(patch(
             &k,
@@ -1287,8 +1279,8 @@ fn a_watch_beyond_the_bounded_history_is_gone() {
     }
     let rv = w.server().resource_version(); // 6; the history holds 4..=6
     let at = w.t + 10;
-    let gone = w.watcher("gone", at, vec![Machine::KIND], rv - 4);
-    let edge = w.watcher("edge", at + 5, vec![Machine::KIND], rv - 3);
+    let gone = w.watcher("gone", at, vec![Widget::KIND], rv - 4);
+    let edge = w.watcher("edge", at + 5, vec![Widget::KIND], rv - 3);
     w.run_for(100);
     assert_eq!(
         w.script(gone).response(0).unwrap().result,
@@ -1308,7 +1300,7 @@ fn unwatch_stops_the_stream() {
     let host = w.sim.host_by_name("client").unwrap();
     let watch = ApiOp::Watch {
         stream: 7,
-        kinds: vec![Machine::KIND],
+        kinds: vec![Widget::KIND],
         from_rv: 0,
     };
     let pid = w.sim.spawn(
@@ -1329,10 +1321,10 @@ fn unwatch_stops_the_stream() {
         )),
     );
     w.run_to(100);
-    w.obj(ApiOp::Create(Box::new(machine("a"))));
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
     w.run_to(2_000);
     assert_eq!(w.server().watcher_count(), 0);
-    w.obj(ApiOp::Create(Box::new(machine("b"))));
+    w.obj(ApiOp::Create(Box::new(widget("b"))));
     w.run_for(100);
     assert_eq!(w.events(pid).len(), 1);
 }
@@ -1341,18 +1333,18 @@ fn unwatch_stops_the_stream() {
 
 fn scenario_hash(seed: u64) -> u64 {
     let mut w = World::with_plan(seed, Default::default(), FaultPlan::default());
-    w.watcher("watch", 1, vec![Machine::KIND, MachineSet::KIND], 0);
-    let set = w.obj(ApiOp::Create(Box::new(machine_set("s"))));
+    w.watcher("watch", 1, vec![Widget::KIND, WidgetSet::KIND], 0);
+    let set = w.obj(ApiOp::Create(Box::new(widget_set("s"))));
     for i in 0..10 {
-        let mut m = machine("");
+        let mut m = widget("");
         m.meta.generate_name = Some("m-".into());
         m.meta.owner_references.push(owner(&set));
         w.obj(ApiOp::Create(Box::new(m)));
         w.run_for(i * 7);
     }
-    w.call(delete(&key(MachineSet::KIND, "s"))).unwrap();
+    w.call(delete(&key(WidgetSet::KIND, "s"))).unwrap();
     w.run_for(5_000);
-    assert!(w.server().list(Machine::KIND).next().is_none());
+    assert!(w.server().list(Widget::KIND).next().is_none());
     w.sim.trace().hash()
 }
 
@@ -1381,19 +1373,19 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
     }]);
     let mut w = World::with_plan(1, Default::default(), plan);
     let host = w.sim.host_by_name("client").unwrap();
-    let k = mkey("a");
+    let k = wkey("a");
     let steps = vec![
         Step {
             at_ms: 1,
             op: ApiOp::Watch {
                 stream: 0,
-                kinds: vec![Machine::KIND],
+                kinds: vec![Widget::KIND],
                 from_rv: 0,
             },
         },
         Step {
             at_ms: 100,
-            op: ApiOp::Create(Box::new(machine("a"))),
+            op: ApiOp::Create(Box::new(widget("a"))),
         },
         Step {
             at_ms: 120,

@@ -1,9 +1,8 @@
 //! Integration tests of the informer (docs/semantics.md sections 3.10 and 4): a
-//! [`Watcher`] process on host "node" caches Machines from the API server on host "api";
+//! [`Watcher`] process on host "node" caches Widgets from the API server on host "api";
 //! a [`Script`] on the API server's host (never partitioned from it) writes at fixed
 //! times. Faults cut or hold the node's link to the API server, or crash the watcher.
 
-use reconsim_machineapi::kinds::Machine;
 use reconsim_sim::{
     Fault, FaultPlan, PartitionMode, ProcId, RecordKind, Sim, SimConfig, SimTime, TimedFault,
     TraceMode,
@@ -19,7 +18,10 @@ use reconsim_world::script::{Script, Step};
 use reconsim_world::{Msg, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeMap;
 
-const NS: &str = "openshift-machine-api";
+mod common;
+use common::Widget;
+
+const NS: &str = "reconsim-test";
 
 struct World {
     sim: Sim<Proc>,
@@ -27,18 +29,18 @@ struct World {
     watcher: ProcId,
 }
 
-fn machine(name: &str) -> Object {
-    Object::new(ObjectMeta::named(NS, name), Body::new(Machine::default()))
+fn widget(name: &str) -> Object {
+    Object::new(ObjectMeta::named(NS, name), Body::new(Widget::default()))
 }
 
-fn mkey(name: &str) -> ObjectKey {
-    ObjectKey::new(Machine::KIND, NS, name)
+fn wkey(name: &str) -> ObjectKey {
+    ObjectKey::new(Widget::KIND, NS, name)
 }
 
 fn create(at_ms: u64, name: &str) -> Step {
     Step {
         at_ms,
-        op: ApiOp::Create(Box::new(machine(name))),
+        op: ApiOp::Create(Box::new(widget(name))),
     }
 }
 
@@ -46,7 +48,7 @@ fn label(at_ms: u64, name: &str, value: &str) -> Step {
     Step {
         at_ms,
         op: ApiOp::Patch {
-            key: mkey(name),
+            key: wkey(name),
             ops: vec![PatchOp::SetLabel("v".into(), Some(value.into()))],
             resource_version: None,
         },
@@ -57,7 +59,7 @@ fn delete(at_ms: u64, name: &str) -> Step {
     Step {
         at_ms,
         op: ApiOp::Delete {
-            key: mkey(name),
+            key: wkey(name),
             uid: None,
             grace_period_seconds: None,
         },
@@ -91,7 +93,7 @@ impl World {
         let h_node = sim.add_host("node");
         let api = sim.spawn(h_api, "apiserver", Proc::ApiServer(ApiServer::new(config)));
         sim.spawn(h_api, "writer", Proc::Script(Script::new(api, steps)));
-        let informer = Informer::new(0, &[Machine::KIND], api);
+        let informer = Informer::new(0, &[Widget::KIND], api);
         let watcher = sim.spawn(h_node, "watcher", Proc::Informer(Watcher::new(informer)));
         World { sim, api, watcher }
     }
@@ -118,19 +120,19 @@ impl World {
         self.sim.run_until(SimTime::from_ms(t_ms));
     }
 
-    /// (name, resourceVersion) of every Machine the server holds.
+    /// (name, resourceVersion) of every Widget the server holds.
     fn server_view(&self) -> BTreeMap<String, u64> {
         self.server()
-            .list(Machine::KIND)
+            .list(Widget::KIND)
             .map(|o| (o.meta.name.clone(), o.meta.resource_version))
             .collect()
     }
 
-    /// (name, resourceVersion) of every Machine in the cache.
+    /// (name, resourceVersion) of every Widget in the cache.
     fn cache_view(&self) -> BTreeMap<String, u64> {
         self.informer()
             .cache()
-            .list(Machine::KIND)
+            .list(Widget::KIND)
             .map(|o| (o.meta.name.clone(), o.meta.resource_version))
             .collect()
     }
@@ -194,7 +196,7 @@ fn the_informer_lists_then_follows_the_watch() {
 fn the_cache_lags_the_server() {
     let steps = vec![create(1_000, "a"), label(2_000, "a", "1")];
     let mut w = World::new(3, Default::default(), steps, vec![]);
-    let key = mkey("a");
+    let key = wkey("a");
     let mut server_first = None;
     let mut cache_first = None;
     let mut server_rv2 = None;
@@ -256,7 +258,7 @@ fn a_dropping_partition_stales_the_cache_then_a_relist_converges() {
     let before = w.cache_view();
     let rv_a_mid = {
         w.run_to(25_000);
-        w.server().get(&mkey("a")).unwrap().meta.resource_version
+        w.server().get(&wkey("a")).unwrap().meta.resource_version
     };
     w.run_to(104_000);
     assert_eq!(
@@ -276,7 +278,7 @@ fn a_dropping_partition_stales_the_cache_then_a_relist_converges() {
     assert!(w.informer().relists() > 0);
     assert_eq!(w.cache_view(), w.server_view(), "converged to the server");
     assert!(
-        w.informer().cache().get(&mkey("b")).is_none(),
+        w.informer().cache().get(&wkey("b")).is_none(),
         "the deletion is seen"
     );
     // Intermediate states were skipped: a's first label, and e entirely.
@@ -465,7 +467,7 @@ fn the_watch_timeout_rewatches_and_recovers_a_lost_last_event() {
     let mut w = World::new(23, config, steps, faults);
     w.run_to(200_000);
     assert!(
-        w.informer().cache().get(&mkey("b")).is_some(),
+        w.informer().cache().get(&wkey("b")).is_some(),
         "stale for now"
     );
     w.run_to(11_000 + 2 * MIN_WATCH_TIMEOUT_MS);

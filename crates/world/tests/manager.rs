@@ -10,7 +10,6 @@
 //! Topology: the API server and a [`Script`] (user actions at fixed times) on host "api";
 //! each manager on its own host "h-<name>", so a partition can cut one manager off.
 
-use reconsim_machineapi::kinds::{Machine, MachineSet, MachineSetSpec};
 use reconsim_sim::{
     Fault, FaultPlan, PartitionMode, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault,
 };
@@ -28,37 +27,37 @@ use reconsim_world::script::{Script, Step as ScriptStep};
 use reconsim_world::{Endpoints, Object, ObjectKey, ObjectMeta, Proc, WorldFault};
 use std::collections::BTreeMap;
 
-const NS: &str = "openshift-machine-api";
+mod common;
+use common::{Widget, WidgetSet, WidgetSetSpec};
+
+const NS: &str = "reconsim-test";
 const LOCK: &str = "manager-lock";
 
 // ----- objects ----------------------------------------------------------------------------
 
-fn machine_set(name: &str, replicas: u32) -> Object {
+fn widget_set(name: &str, replicas: u32) -> Object {
     Object::new(
         ObjectMeta::named(NS, name),
-        Body::new(MachineSet {
-            spec: MachineSetSpec {
-                replicas,
-                ..Default::default()
-            },
+        Body::new(WidgetSet {
+            spec: WidgetSetSpec { replicas },
             ..Default::default()
         }),
     )
 }
 
-fn machine(name: &str) -> Object {
-    Object::new(ObjectMeta::named(NS, name), Body::new(Machine::default()))
+fn widget(name: &str) -> Object {
+    Object::new(ObjectMeta::named(NS, name), Body::new(Widget::default()))
 }
 
-fn ms_key(name: &str) -> ObjectKey {
-    ObjectKey::new(MachineSet::KIND, NS, name)
+fn ws_key(name: &str) -> ObjectKey {
+    ObjectKey::new(WidgetSet::KIND, NS, name)
 }
 
 fn label(at_ms: u64, name: &str, value: u64) -> ScriptStep {
     ScriptStep {
         at_ms,
         op: ApiOp::Patch {
-            key: ms_key(name),
+            key: ws_key(name),
             ops: vec![PatchOp::SetLabel("v".into(), Some(value.to_string()))],
             resource_version: None,
         },
@@ -66,12 +65,12 @@ fn label(at_ms: u64, name: &str, value: u64) -> ScriptStep {
 }
 
 fn scale(at_ms: u64, name: &str, replicas: u32) -> ScriptStep {
-    let ms = machine_set(name, replicas).body;
+    let ws = widget_set(name, replicas).body;
     ScriptStep {
         at_ms,
         op: ApiOp::Patch {
-            key: ms_key(name),
-            ops: vec![PatchOp::Spec(ms)],
+            key: ws_key(name),
+            ops: vec![PatchOp::Spec(ws)],
             resource_version: None,
         },
     }
@@ -197,8 +196,8 @@ impl Recorder {
         }
     }
 
-    fn machine_sets(plans: Vec<Plan>) -> Self {
-        Self::new(&[MachineSet::KIND], plans)
+    fn widget_sets(plans: Vec<Plan>) -> Self {
+        Self::new(&[WidgetSet::KIND], plans)
     }
 
     fn runs_of(&self, key: &ObjectKey) -> Vec<&Run> {
@@ -216,7 +215,7 @@ impl Reconciler for Recorder {
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        if object.kind() == MachineSet::KIND {
+        if object.kind() == WidgetSet::KIND {
             keys.push(object.key());
         }
     }
@@ -274,14 +273,14 @@ impl Reconciler for Recorder {
             }
             Stage::Patch => {
                 run.issued.push(ctx.now);
-                let Some(ms) = ctx.cache.get(ctx.key).and_then(|o| o.typed::<MachineSet>()) else {
-                    panic!("no MachineSet {} in the cache", ctx.key);
+                let Some(ws) = ctx.cache.get(ctx.key).and_then(|o| o.typed::<WidgetSet>()) else {
+                    panic!("no WidgetSet {} in the cache", ctx.key);
                 };
-                let mut ms = ms.clone();
-                ms.status.replicas = ms.spec.replicas;
+                let mut ws = ws.clone();
+                ws.status.replicas = ws.spec.replicas;
                 Step::Call(Call::Api(ApiOp::Patch {
                     key: ctx.key.clone(),
-                    ops: vec![PatchOp::Status(Body::new(ms))],
+                    ops: vec![PatchOp::Status(Body::new(ws))],
                     resource_version: None,
                 }))
             }
@@ -410,7 +409,7 @@ fn observe(w: &mut World, end: SimTime, mut f: impl FnMut(&World)) {
 #[test]
 fn work_queue_dedups_adds_and_serves_in_fifo_order() {
     let mut q = WorkQueue::default();
-    let (a, b, c) = (ms_key("a"), ms_key("b"), ms_key("c"));
+    let (a, b, c) = (ws_key("a"), ws_key("b"), ws_key("c"));
     q.add(b.clone());
     q.add(a.clone());
     q.add(b.clone());
@@ -436,7 +435,7 @@ fn work_queue_dedups_adds_and_serves_in_fifo_order() {
 #[test]
 fn work_queue_key_added_while_processing_runs_once_more_after_done() {
     let mut q = WorkQueue::default();
-    let (a, b) = (ms_key("a"), ms_key("b"));
+    let (a, b) = (ws_key("a"), ws_key("b"));
     q.add(a.clone());
     assert_eq!(q.get(), Some(a.clone()));
     // Many adds while processing: the key is dirty but not queued beside itself.
@@ -457,7 +456,7 @@ fn work_queue_key_added_while_processing_runs_once_more_after_done() {
         "ten adds during processing coalesce into one re-run"
     );
     // Without adds during processing, done does not requeue.
-    q.add(ms_key("c"));
+    q.add(ws_key("c"));
     assert!(q.get().is_some());
     q.done();
     assert_eq!(q.get(), None);
@@ -474,11 +473,11 @@ fn key_is_never_reconciled_concurrently_and_rapid_updates_coalesce() {
     for burst in 0..10u64 {
         for j in 0..20u64 {
             v += 1;
-            script.push(label(5_000 + burst * 3_000 + j, "ms-a", v));
+            script.push(label(5_000 + burst * 3_000 + j, "ws-a", v));
         }
         for j in 0..10u64 {
             v += 1;
-            script.push(label(5_000 + burst * 3_000 + 100 + j * 7, "ms-b", v));
+            script.push(label(5_000 + burst * 3_000 + 100 + j * 7, "ws-b", v));
         }
     }
     let updates = script.len();
@@ -486,17 +485,14 @@ fn key_is_never_reconciled_concurrently_and_rapid_updates_coalesce() {
         let mut w = world(
             seed,
             vec![],
-            vec![machine_set("ms-a", 1), machine_set("ms-b", 2)],
+            vec![widget_set("ws-a", 1), widget_set("ws-b", 2)],
             script.clone(),
-            vec![mgr(
-                "m0",
-                Recorder::machine_sets(vec![Plan::done().gets(3)]),
-            )],
+            vec![mgr("m0", Recorder::widget_sets(vec![Plan::done().gets(3)]))],
         );
         w.sim.run_until(SimTime::from_secs(60));
         let r = rec(&w.sim, w.mgrs[0]);
-        for name in ["ms-a", "ms-b"] {
-            let runs = r.runs_of(&ms_key(name));
+        for name in ["ws-a", "ws-b"] {
+            let runs = r.runs_of(&ws_key(name));
             for pair in runs.windows(2) {
                 let prev_end = pair[0]
                     .end
@@ -515,7 +511,7 @@ fn key_is_never_reconciled_concurrently_and_rapid_updates_coalesce() {
             let last = runs.last().expect("reconciled");
             assert_eq!(
                 last.rv,
-                Some(stored(&w, &ms_key(name)).meta.resource_version),
+                Some(stored(&w, &ws_key(name)).meta.resource_version),
                 "seed {seed}: {name}'s last reconcile saw a stale object"
             );
         }
@@ -534,22 +530,22 @@ fn status_patch_reconciler_converges_and_sees_its_own_write() {
     // The patch's own watch event triggers one more reconcile, which patches again (a
     // no-op write) and so on only while the spec changes: after the last scale the
     // status matches the spec.
-    let script = vec![scale(10_000, "ms-a", 5), scale(10_001, "ms-a", 7)];
+    let script = vec![scale(10_000, "ws-a", 5), scale(10_001, "ws-a", 7)];
     let mut w = world(
         1,
         vec![],
-        vec![machine_set("ms-a", 3)],
+        vec![widget_set("ws-a", 3)],
         script,
         vec![mgr(
             "m0",
-            Recorder::machine_sets(vec![Plan::done().patch_status()]),
+            Recorder::widget_sets(vec![Plan::done().patch_status()]),
         )],
     );
     w.sim.run_until(SimTime::from_secs(30));
-    let o = stored(&w, &ms_key("ms-a"));
-    let ms = o.typed::<MachineSet>().expect("a MachineSet");
-    assert_eq!(ms.spec.replicas, 7);
-    assert_eq!(ms.status.replicas, 7);
+    let o = stored(&w, &ws_key("ws-a"));
+    let ws = o.typed::<WidgetSet>().expect("a WidgetSet");
+    assert_eq!(ws.spec.replicas, 7);
+    assert_eq!(ws.status.replicas, 7);
     let r = rec(&w.sim, w.mgrs[0]);
     assert!(
         r.log
@@ -562,10 +558,10 @@ fn status_patch_reconciler_converges_and_sees_its_own_write() {
 fn controllers_start_after_cache_sync_and_offer_every_cached_object_once() {
     // Two kinds, so two lists that answer at different times: a controller started before
     // both came back would reconcile with part of the cache.
-    let names: Vec<String> = (0..12).map(|i| format!("ms-{i:02}")).collect();
+    let names: Vec<String> = (0..12).map(|i| format!("ws-{i:02}")).collect();
     for seed in 0..16 {
-        let mut seeded: Vec<Object> = names.iter().map(|n| machine_set(n, 1)).collect();
-        seeded.extend((0..8).map(|i| machine(&format!("m-{i}"))));
+        let mut seeded: Vec<Object> = names.iter().map(|n| widget_set(n, 1)).collect();
+        seeded.extend((0..8).map(|i| widget(&format!("w-{i}"))));
         let total = seeded.len();
         let mut w = world(
             seed,
@@ -574,7 +570,7 @@ fn controllers_start_after_cache_sync_and_offer_every_cached_object_once() {
             vec![],
             vec![mgr(
                 "m0",
-                Recorder::new(&[Machine::KIND, MachineSet::KIND], vec![Plan::done()]),
+                Recorder::new(&[Widget::KIND, WidgetSet::KIND], vec![Plan::done()]),
             )],
         );
         let mut started_unsynced = false;
@@ -599,7 +595,7 @@ fn controllers_start_after_cache_sync_and_offer_every_cached_object_once() {
             *counts.entry(run.key.name.clone()).or_default() += 1;
         }
         let want: BTreeMap<String, usize> = names.iter().map(|n| (n.clone(), 1)).collect();
-        assert_eq!(counts, want, "seed {seed}: every cached MachineSet once");
+        assert_eq!(counts, want, "seed {seed}: every cached WidgetSet once");
     }
 }
 
@@ -608,11 +604,11 @@ fn requeue_after_reconciles_again_exactly_after_the_delay() {
     let mut w = world(
         2,
         vec![],
-        vec![machine_set("ms-a", 1)],
+        vec![widget_set("ws-a", 1)],
         vec![],
         vec![mgr(
             "m0",
-            Recorder::machine_sets(vec![Plan::ending(Step::requeue_after(10_000)).gets(1)]),
+            Recorder::widget_sets(vec![Plan::ending(Step::requeue_after(10_000)).gets(1)]),
         )],
     );
     w.sim.run_until(SimTime::from_secs(95));
@@ -633,9 +629,9 @@ fn errors_requeue_with_doubling_backoff_capped_and_success_forgets() {
     let mut w = world(
         3,
         vec![],
-        vec![machine_set("ms-a", 1)],
+        vec![widget_set("ws-a", 1)],
         vec![],
-        vec![mgr("m0", Recorder::machine_sets(plans))],
+        vec![mgr("m0", Recorder::widget_sets(plans))],
     );
     w.sim.run_until(SimTime::from_secs(4 * 3600));
     let r = rec(&w.sim, w.mgrs[0]);
@@ -659,11 +655,11 @@ fn sleep_waits_then_continues_with_woke_and_keeps_the_key() {
     let mut w = world(
         4,
         vec![],
-        vec![machine_set("ms-a", 1)],
-        vec![label(2_000, "ms-a", 1)],
+        vec![widget_set("ws-a", 1)],
+        vec![label(2_000, "ws-a", 1)],
         vec![mgr(
             "m0",
-            Recorder::machine_sets(vec![Plan::done().sleep(7_000).gets(1)]),
+            Recorder::widget_sets(vec![Plan::done().sleep(7_000).gets(1)]),
         )],
     );
     w.sim.run_until(SimTime::from_secs(30));
@@ -695,11 +691,11 @@ fn request_lost_to_a_dropping_partition_times_out() {
     let mut w = world(
         5,
         vec![timed(4_000, Some(120_000), cut)],
-        vec![machine_set("ms-a", 1)],
+        vec![widget_set("ws-a", 1)],
         vec![],
         vec![mgr(
             "m0",
-            Recorder::machine_sets(vec![Plan::done().sleep(5_000).gets(1)]),
+            Recorder::widget_sets(vec![Plan::done().sleep(5_000).gets(1)]),
         )],
     );
     w.sim.run_until(SimTime::from_secs(200));
@@ -728,8 +724,8 @@ fn only_the_leader_reconciles_and_a_paused_leader_overlaps_then_exits() {
     // m0 holds the lease first (seeded); it is paused from 30 s for 30 s, twice the lease
     // duration. m1 takes over; m0 resumes still believing it leads (semantics 1.13),
     // reconciles until its renew deadline passes, then its process exits (1.11).
-    let seeded = vec![machine_set("ms-a", 1), lease_held_by("m0")];
-    let plan = || Recorder::machine_sets(vec![Plan::ending(Step::requeue_after(500)).gets(1)]);
+    let seeded = vec![widget_set("ws-a", 1), lease_held_by("m0")];
+    let plan = || Recorder::widget_sets(vec![Plan::ending(Step::requeue_after(500)).gets(1)]);
     let pause = Fault::Pause {
         process: "m0".into(),
     };
@@ -808,9 +804,9 @@ fn without_the_lease_a_manager_syncs_but_never_reconciles() {
     let mut w = world(
         6,
         vec![],
-        vec![machine_set("ms-a", 1), lease_held_by("other")],
-        vec![label(5_000, "ms-a", 1)],
-        vec![elected("m0", Recorder::machine_sets(vec![Plan::done()]))],
+        vec![widget_set("ws-a", 1), lease_held_by("other")],
+        vec![label(5_000, "ws-a", 1)],
+        vec![elected("m0", Recorder::widget_sets(vec![Plan::done()]))],
     );
     let h = w.sim.add_host("h-other");
     let other = Candidate::new(
@@ -842,7 +838,7 @@ fn without_the_lease_a_manager_syncs_but_never_reconciles() {
 #[test]
 fn crashed_manager_restarts_cold_and_carries_on() {
     // m0 crashes at 10 s in the middle of a reconcile (each sleeps 8 s, does three Gets
-    // and requeues after 3 s; one worker, two keys, so one is always in progress); ms-a
+    // and requeues after 3 s; one worker, two keys, so one is always in progress); ws-a
     // is scaled while it is down; it restarts at 20 s.
     let plan = Plan::ending(Step::requeue_after(3_000))
         .sleep(8_000)
@@ -853,9 +849,9 @@ fn crashed_manager_restarts_cold_and_carries_on() {
     let mut w = world(
         7,
         vec![timed(10_001, Some(10_000), crash)],
-        vec![machine_set("ms-a", 1), machine_set("ms-b", 1)],
-        vec![scale(15_000, "ms-a", 4)],
-        vec![mgr("m0", Recorder::machine_sets(vec![plan]))],
+        vec![widget_set("ws-a", 1), widget_set("ws-b", 1)],
+        vec![scale(15_000, "ws-a", 4)],
+        vec![mgr("m0", Recorder::widget_sets(vec![plan]))],
     );
     let m0 = w.mgrs[0];
     let mut checked_down = false;
@@ -892,17 +888,17 @@ fn crashed_manager_restarts_cold_and_carries_on() {
         .iter()
         .filter(|run| run.start >= SimTime::from_secs(20))
         .collect();
-    for name in ["ms-a", "ms-b"] {
+    for name in ["ws-a", "ws-b"] {
         assert!(
-            after.iter().any(|run| run.key == ms_key(name)),
+            after.iter().any(|run| run.key == ws_key(name)),
             "{name} not reconciled after the restart"
         );
     }
-    let ms_a_rv = stored(&w, &ms_key("ms-a")).meta.resource_version;
-    let first_a = after.iter().find(|run| run.key == ms_key("ms-a")).unwrap();
+    let ws_a_rv = stored(&w, &ws_key("ws-a")).meta.resource_version;
+    let first_a = after.iter().find(|run| run.key == ws_key("ws-a")).unwrap();
     assert_eq!(
         first_a.rv,
-        Some(ms_a_rv),
+        Some(ws_a_rv),
         "the re-synced cache has the scale"
     );
     assert_eq!(first_a.cache_len, 2);
@@ -927,11 +923,11 @@ fn requeue_survives_a_clock_skew_that_reverts() {
     let mut w = world(
         8,
         vec![timed(5_000, Some(27_000), skew)],
-        vec![machine_set("ms-a", 1)],
+        vec![widget_set("ws-a", 1)],
         vec![],
         vec![mgr(
             "m0",
-            Recorder::machine_sets(vec![Plan::ending(Step::requeue_after(10_000))]),
+            Recorder::widget_sets(vec![Plan::ending(Step::requeue_after(10_000))]),
         )],
     );
     w.sim.run_until(SimTime::from_secs(300));
@@ -950,14 +946,14 @@ fn a_large_initial_cache_is_offered_without_deep_recursion() {
     // once per queued key (a test thread has a 2 MiB stack).
     let n = 20_000;
     let seeded: Vec<Object> = (0..n)
-        .map(|i| machine_set(&format!("ms-{i:05}"), 1))
+        .map(|i| widget_set(&format!("ws-{i:05}"), 1))
         .collect();
     let mut w = world(
         9,
         vec![],
         seeded,
         vec![],
-        vec![mgr("m0", Recorder::machine_sets(vec![Plan::done()]))],
+        vec![mgr("m0", Recorder::widget_sets(vec![Plan::done()]))],
     );
     w.sim.run_until(SimTime::from_secs(10));
     assert_eq!(rec(&w.sim, w.mgrs[0]).log.len(), n);
@@ -972,16 +968,16 @@ fn same_seed_gives_the_same_trace_hash() {
         let mut w = world(
             seed,
             vec![timed(20_000, Some(20_000), pause)],
-            vec![machine_set("ms-a", 1), machine_set("ms-b", 3)],
-            (0..20).map(|i| label(1_000 + i * 400, "ms-a", i)).collect(),
+            vec![widget_set("ws-a", 1), widget_set("ws-b", 3)],
+            (0..20).map(|i| label(1_000 + i * 400, "ws-a", i)).collect(),
             vec![
                 elected(
                     "m0",
-                    Recorder::machine_sets(vec![Plan::done().gets(2).patch_status()]),
+                    Recorder::widget_sets(vec![Plan::done().gets(2).patch_status()]),
                 ),
                 elected(
                     "m1",
-                    Recorder::machine_sets(vec![
+                    Recorder::widget_sets(vec![
                         Plan::ending(Step::Error("x".into())).gets(1),
                         Plan::ending(Step::requeue_after(700)).sleep(300),
                     ]),
