@@ -8,7 +8,7 @@
 //! properties`). A failing case prints the `reconsim replay` command of a failure file
 //! it saved; proptest keeps failing inputs in proptest-regressions/.
 
-use proptest::strategy::Strategy;
+use proptest::strategy::{Just, Strategy};
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
@@ -16,7 +16,7 @@ use reconsim::families::builtin;
 use reconsim::families::machineapi::MachineApiSpec;
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::format::LeaseSpec;
-use reconsim::scenario::strategies::{Case, case};
+use reconsim::scenario::strategies::{Case, case, perturbed};
 use reconsim::scenario::{Expect, Scenario, library};
 use reconsim::sim::TraceMode;
 
@@ -80,26 +80,19 @@ fn clean_scenarios_hold_for_any_plan_in_their_profile() {
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 
-/// `scenario` with its parameters moved: MachineSet scale targets (1 to 3 replicas),
-/// the cloud's DescribeInstances lag (up to twice its upper bound) and, with leader
-/// election, lease timings that keep client-go's rule (lease > renew > 1.2 x retry).
+/// `scenario` with its parameters moved: the cloud's DescribeInstances lag (the
+/// library's [`perturbed`]), then the family's own: MachineSet scale targets (1 to 3
+/// replicas) and, with leader election, lease timings that keep client-go's rule
+/// (lease > renew > 1.2 x retry).
 fn machine_api_perturbed(scenario: &Scenario) -> impl Strategy<Value = Scenario> + use<> {
-    let base = scenario.clone();
-    let lag = base.cloud.describe_lag_ms;
-    (
-        1u32..=3,
-        lag.lo..=lag.hi.saturating_mul(2).max(lag.lo),
-        60_000u64..=180_000,
-        2u64..=10,
-    )
-        .prop_map(move |(replicas, lag_hi, lease_ms, retry_div)| {
-            let mut s = base.clone();
+    perturbed(scenario)
+        .prop_flat_map(|s| (Just(s), 1u32..=3, 60_000u64..=180_000, 2u64..=10))
+        .prop_map(|(mut s, replicas, lease_ms, retry_div)| {
             for a in &mut s.workload {
                 if a.action.name == "scale_machine_set" {
                     a.action.params["replicas"] = replicas.into();
                 }
             }
-            s.cloud.describe_lag_ms.hi = lag_hi;
             if let Some(ma) = s.controllers.get_mut::<MachineApiSpec>()
                 && ma.lease.is_some()
             {
