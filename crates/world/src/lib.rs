@@ -17,6 +17,8 @@
 //! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
 //! - [`component`]: families' own processes, messages and timers (open components).
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
+//! - [`runtime`]: reconcilers in kube-runtime's shape (async `reconcile`, `error_policy`,
+//!   `Api<K>`, `Store`), polled by the manager over its step machine.
 //! - [`script`]: a scripted client for user actions and tests.
 //! - [`fault`]: world faults injected by the kernel.
 //! - [`msg`]: the message and timer enums (the core's own, and payload envelopes).
@@ -34,6 +36,7 @@ pub mod manager;
 pub mod msg;
 pub mod object;
 pub mod proc;
+pub mod runtime;
 pub mod script;
 pub mod workloads;
 

@@ -112,8 +112,15 @@ pub enum Step {
     /// The reconcile ended; with `requeue_after_ms`, reconcile this key again later
     /// (controller-runtime's `Result{RequeueAfter}`).
     Done { requeue_after_ms: Option<u64> },
-    /// The reconcile failed: requeue with backoff (the error policy).
+    /// The reconcile failed: requeue with backoff (controller-runtime's rate limiter).
     Error(String),
+    /// The reconcile failed and its error policy said when to retry (kube-runtime's
+    /// `error_policy`, [`crate::runtime`]): noted as an error, requeued after
+    /// `requeue_after_ms` if set.
+    Failed {
+        reason: String,
+        requeue_after_ms: Option<u64>,
+    },
     /// Wait this long inside the reconcile (a poll of the cache, as `PollImmediate`
     /// loops do), then continue with [`Reply::Woke`]. The key stays in processing.
     Sleep { ms: u64 },
@@ -693,6 +700,21 @@ impl Manager {
                 let delay = c.queue.fail(&key);
                 c.queue.done();
                 self.add_after(i, key, delay, ctx);
+            }
+            Step::Failed {
+                reason,
+                requeue_after_ms,
+            } => {
+                ctx.note(|| {
+                    format!(
+                        "{} reconcile of {key} ends in error: {reason}",
+                        c.reconciler.name()
+                    )
+                });
+                c.queue.done();
+                if let Some(ms) = requeue_after_ms {
+                    self.add_after(i, key, ms, ctx);
+                }
             }
         }
     }
