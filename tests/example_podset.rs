@@ -441,13 +441,13 @@ fn the_guide_quotes_the_example_verbatim() {
 /// Drive one reconcile of `key` to its end, answering every create as the API server
 /// would; returns how many Pods it created and how it ended.
 fn reconcile_once(
-    c: &mut podset::PodSetController,
+    c: &mut dyn reconsim::world::manager::Reconciler,
     cache: &reconsim::world::informer::Cache,
     key: &reconsim::world::ObjectKey,
     now_ms: u64,
 ) -> (u32, reconsim::world::manager::Step) {
     use reconsim::world::api::{ApiOk, ApiOp};
-    use reconsim::world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step};
+    use reconsim::world::manager::{Call, ReconcileCtx, Reply, Step};
     let mut rng = reconsim::sim::Streams::new(1).stream("unit");
     let mut reply = None;
     let mut created = 0;
@@ -491,10 +491,10 @@ fn the_bug_in_miniature_a_second_reconcile_on_the_same_cache() {
         (podset::Variant::NoExpectations, 2),
         (podset::Variant::Expectations, 0),
     ] {
-        let mut c = podset::PodSetController::new(variant);
-        let (first, _) = reconcile_once(&mut c, &cache, &key, 1_000);
+        let mut c = podset::controller(variant);
+        let (first, _) = reconcile_once(&mut *c, &cache, &key, 1_000);
         assert_eq!(first, 2, "{variant:?}");
-        let (second, end) = reconcile_once(&mut c, &cache, &key, 1_010);
+        let (second, end) = reconcile_once(&mut *c, &cache, &key, 1_010);
         assert_eq!(second, again, "{variant:?} ended with {end:?}");
     }
 }

@@ -20,17 +20,17 @@ use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::{Families, Scenario, runner};
 use reconsim::sim::{ProcId, Sim, TraceMode};
-use reconsim::world::api::{ApiOp, PatchOp};
+use reconsim::world::api::ApiOp;
 use reconsim::world::apiserver::ApiServer;
-use reconsim::world::manager::{
-    Answer, Call, Manager, ManagerConfig, ReconcileCtx, Reconciler, Step, enqueue_for,
-};
+use reconsim::world::manager::{Manager, ManagerConfig};
 use reconsim::world::msg::{Msg, Timer};
-use reconsim::world::object::{Body, Kind, KindInfo, Object, ObjectKey, ObjectMeta, Resource};
+use reconsim::world::object::{Kind, KindInfo, Object, ObjectMeta, Resource};
+use reconsim::world::runtime::{Action, Api, Client, Controller, Error, PatchParams};
 use reconsim::world::{Component, Proc, WorldCtx};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 // ----- the kind ---------------------------------------------------------------------------
 
@@ -135,82 +135,41 @@ impl Component for Storage {
 
 // ----- the controller ---------------------------------------------------------------------
 
-#[derive(Debug, Default)]
-enum Phase {
-    #[default]
-    Idle,
-    Creating,
-    Recording,
+/// The controller's context: its client, where the storage service is, its variant.
+struct BucketCtx {
+    client: Client,
+    storage: ProcId,
+    idempotent: bool,
 }
 
 /// Gives every Bucket a storage bucket and records its id in the status.
-#[derive(Debug)]
-struct BucketController {
-    storage: ProcId,
-    idempotent: bool,
-    phase: Phase,
-    bucket: Option<Arc<Object>>,
+async fn reconcile(bucket: Arc<Object>, ctx: Arc<BucketCtx>) -> Result<Action, Error> {
+    let b = bucket.typed::<Bucket>().expect("a Bucket");
+    if b.status.bucket_id.is_some() {
+        return Ok(Action::await_change());
+    }
+    let token = ctx.idempotent.then(|| bucket.meta.uid.0.to_string());
+    let op = StorageOp::Create {
+        name: bucket.meta.name.clone(),
+        token,
+    };
+    let created: StorageResult = ctx.client.call(ctx.storage, op).await?;
+    let id = created.map_err(Error::Service)?;
+    let buckets: Api<Bucket> = Api::namespaced(ctx.client.clone(), &bucket.meta.namespace);
+    let status = Bucket {
+        status: BucketStatus {
+            bucket_id: Some(id),
+        },
+        ..Default::default()
+    };
+    buckets
+        .patch_status(&bucket.meta.name, &PatchParams::default(), status)
+        .await?;
+    Ok(Action::await_change())
 }
 
-impl Reconciler for BucketController {
-    fn name(&self) -> &str {
-        "bucket-controller"
-    }
-
-    fn watches(&self) -> Vec<Kind> {
-        vec![Bucket::KIND]
-    }
-
-    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, Bucket::KIND, keys);
-    }
-
-    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            let Some(bucket) = ctx.cache.get(ctx.key).cloned() else {
-                return Step::done();
-            };
-            let b = bucket.typed::<Bucket>().expect("a Bucket key");
-            if b.status.bucket_id.is_some() {
-                return Step::done();
-            }
-            let token = self.idempotent.then(|| bucket.meta.uid.0.to_string());
-            let op = StorageOp::Create {
-                name: bucket.meta.name.clone(),
-                token,
-            };
-            self.bucket = Some(bucket);
-            self.phase = Phase::Creating;
-            return Step::Call(Call::service(self.storage, op));
-        };
-        match (
-            std::mem::take(&mut self.phase),
-            reply.answer::<StorageResult>(),
-        ) {
-            (Phase::Creating, Answer::Service(Ok(id))) => {
-                let key = self.bucket.as_ref().expect("set at start").key();
-                let status = Bucket {
-                    spec: BucketSpec::default(),
-                    status: BucketStatus {
-                        bucket_id: Some(id),
-                    },
-                };
-                self.phase = Phase::Recording;
-                Step::Call(Call::Api(ApiOp::Patch {
-                    key,
-                    ops: vec![PatchOp::Status(Body::new(status))],
-                    resource_version: None,
-                }))
-            }
-            (Phase::Recording, Answer::Api(Ok(_))) => Step::done(),
-            (phase, answer) => Step::Error(format!("{phase:?}: {answer:?}")),
-        }
-    }
-
-    fn reset(&mut self) {
-        self.phase = Phase::Idle;
-        self.bucket = None;
-    }
+fn error_policy(_: Arc<Object>, _: &Error, _: Arc<BucketCtx>) -> Action {
+    Action::requeue(Duration::from_secs(1))
 }
 
 // ----- the family ----------------------------------------------------------------------
@@ -280,12 +239,16 @@ impl FamilySection for StorageSection {
             "storage",
             Proc::Component(Box::new(Storage::default())),
         );
-        let controller = BucketController {
-            storage,
-            idempotent: self.variant == Variant::Token,
-            phase: Phase::Idle,
-            bucket: None,
-        };
+        let idempotent = self.variant == Variant::Token;
+        let controller = Controller::new::<Bucket>("bucket-controller").run(
+            reconcile,
+            error_policy,
+            move |client| BucketCtx {
+                client,
+                storage,
+                idempotent,
+            },
+        );
         let node = sim.host_by_name(&self.node).expect("validated");
         sim.spawn(
             node,
@@ -298,7 +261,7 @@ impl FamilySection for StorageSection {
                     pod: None,
                 },
                 services.endpoints,
-                vec![Box::new(controller)],
+                vec![controller],
             )),
         );
     }

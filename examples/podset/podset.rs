@@ -43,17 +43,20 @@ use reconsim::check::{Check, View, Violation};
 use reconsim::scenario::build::PAUSE_IMAGE;
 use reconsim::scenario::extension::{self, Extensions};
 use reconsim::sim::SimTime;
-use reconsim::world::api::{ApiError, ApiOp, PatchOp};
-use reconsim::world::manager::{
-    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
-};
+use reconsim::world::api::{ApiOp, PatchOp};
+use reconsim::world::manager::Reconciler;
 use reconsim::world::object::{
     Body, Kind, KindInfo, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodPhase, PodSpec,
     Resource, Uid,
 };
+use reconsim::world::runtime::{
+    Action, Api, Client, Controller, DeleteParams, PatchParams, PostParams,
+};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The controller's name: its registration, its process, its traces.
 pub const NAME: &str = "podset-controller";
@@ -197,206 +200,36 @@ impl Expectations {
     }
 }
 
-/// Where a reconcile is.
-#[derive(Clone, Debug, Default)]
-enum Phase {
-    #[default]
-    Idle,
-    /// Creating Pods: `left` to go.
-    Creating { left: u32 },
-    /// Deleting `victims[next]`.
-    Deleting {
-        victims: Vec<(ObjectKey, Uid)>,
-        next: usize,
-    },
-    /// Writing status.replicas.
-    Status,
-}
-
-/// The PodSet controller. All of its state is here; [`Reconciler::reset`] is a crash.
-#[derive(Clone, Debug)]
-pub struct PodSetController {
+/// The controller's context: its client and its memory, per PodSet uid. A crash loses
+/// all of it (the manager makes a fresh context).
+pub struct Ctx {
+    client: Client,
     variant: Variant,
-    phase: Phase,
-    /// The PodSet being reconciled, as the cache showed it at the start.
-    podset: Option<Arc<Object>>,
-    /// Active Pods counted at the start.
-    active: u32,
-    /// The error to end the reconcile with once status is written.
-    error: Option<String>,
     /// Per PodSet: its expectations (variant `expectations`).
-    expectations: BTreeMap<ObjectKey, Expectations>,
+    expectations: RefCell<BTreeMap<Uid, Expectations>>,
     /// Per PodSet: the owned Pods the cache showed at the last reconcile, so new ones
     /// count as observed adds.
-    seen: BTreeMap<ObjectKey, BTreeSet<String>>,
+    seen: RefCell<BTreeMap<Uid, BTreeSet<String>>>,
 }
 
-impl PodSetController {
-    pub fn new(variant: Variant) -> Self {
-        PodSetController {
-            variant,
-            phase: Phase::Idle,
-            podset: None,
-            active: 0,
-            error: None,
-            expectations: BTreeMap::new(),
-            seen: BTreeMap::new(),
-        }
-    }
-
-    /// Step 1: read the cache, observe, decide.
-    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        self.phase = Phase::Idle;
-        self.error = None;
-        let Some(podset) = ctx.cache.get(ctx.key).cloned() else {
-            // Deleted: forget it (DeleteExpectations).
-            self.expectations.remove(ctx.key);
-            self.seen.remove(ctx.key);
-            return Step::done();
-        };
-        let pods = owned(ctx.cache.list(Pod::KIND), &podset);
-        let names: BTreeSet<String> = pods.iter().map(|p| p.meta.name.clone()).collect();
-        let seen = self.seen.insert(ctx.key.clone(), names).unwrap_or_default();
-        let active: Vec<&Arc<Object>> = pods.iter().copied().filter(|p| is_active(p)).collect();
-        self.active = active.len() as u32;
-        if self.variant == Variant::Expectations
-            && let Some(e) = self.expectations.get_mut(ctx.key)
-        {
-            // CreationObserved for each Pod the cache shows for the first time;
-            // DeletionObserved for each expected victim now deleting or gone.
-            let new = pods.iter().filter(|p| !seen.contains(&p.meta.name)).count();
-            e.adds = e.adds.saturating_sub(new as u32);
-            e.deletes.retain(|n| {
-                pods.iter()
-                    .any(|p| &p.meta.name == n && !p.meta.is_deleting())
-            });
-            let age_ms = ctx.now.since(e.since);
-            if !e.fulfilled() && age_ms < EXPECTATIONS_TIMEOUT_MS {
-                // SatisfiedExpectations is false: do not act on this cache.
-                return Step::requeue_after(EXPECTATIONS_TIMEOUT_MS - age_ms);
-            }
-            self.expectations.remove(ctx.key);
-        }
-        if podset.meta.is_deleting() {
-            return Step::done();
-        }
-        let want = replicas(&podset);
-        self.podset = Some(podset);
-        if self.active < want {
-            let left = want - self.active;
-            self.expect(ctx, left, BTreeSet::new());
-            self.phase = Phase::Creating { left };
-            return self.create();
-        }
-        if self.active > want {
-            let mut victims = active;
-            // getPodsToDelete, cut down: unscheduled first, then not running, then newest.
-            victims.sort_by_key(|p| {
-                let pod = p.typed::<Pod>().expect("a Pod");
-                (
-                    pod.spec.node_name.is_some(),
-                    pod.status.phase == PodPhase::Running,
-                    std::cmp::Reverse(p.meta.creation_timestamp),
-                    p.meta.name.clone(),
-                )
-            });
-            victims.truncate((self.active - want) as usize);
-            let names = victims.iter().map(|p| p.meta.name.clone()).collect();
-            self.expect(ctx, 0, names);
-            self.phase = Phase::Deleting {
-                victims: victims.iter().map(|p| (p.key(), p.meta.uid)).collect(),
-                next: 0,
-            };
-            return self.delete();
-        }
-        self.status()
-    }
-
+impl Ctx {
     /// ExpectCreations / ExpectDeletions (variant `expectations` only).
-    fn expect(&mut self, ctx: &ReconcileCtx<'_>, adds: u32, deletes: BTreeSet<String>) {
+    fn expect(&self, podset: Uid, adds: u32, deletes: BTreeSet<String>) {
         if self.variant == Variant::Expectations {
-            self.expectations.insert(
-                ctx.key.clone(),
-                Expectations {
-                    adds,
-                    deletes,
-                    since: ctx.now,
-                },
-            );
+            let since = self.client.now();
+            let e = Expectations {
+                adds,
+                deletes,
+                since,
+            };
+            self.expectations.borrow_mut().insert(podset, e);
         }
     }
 
-    fn create(&self) -> Step {
-        let podset = self.podset.as_ref().expect("set at start");
-        let name = &podset.meta.name;
-        let mut meta = ObjectMeta::named(&podset.meta.namespace, "");
-        meta.generate_name = Some(format!("{name}-"));
-        meta.labels = BTreeMap::from([(LABEL.to_string(), name.clone())]);
-        meta.owner_references = vec![OwnerReference {
-            kind: PodSet::KIND,
-            name: name.clone(),
-            uid: podset.meta.uid,
-            controller: true,
-        }];
-        let pod = Pod {
-            spec: PodSpec {
-                node_name: None,
-                image: PAUSE_IMAGE.to_string(),
-                tolerations: Vec::new(),
-            },
-            status: Default::default(),
-        };
-        Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
-            meta,
-            Body::new(pod),
-        )))))
-    }
-
-    fn delete(&self) -> Step {
-        let Phase::Deleting { victims, next } = &self.phase else {
-            unreachable!("deleting")
-        };
-        let (key, uid) = victims[*next].clone();
-        Step::Call(Call::Api(ApiOp::Delete {
-            key,
-            uid: Some(uid),
-            grace_period_seconds: None,
-        }))
-    }
-
-    /// Step 3: status.replicas = active Pods counted at the start.
-    fn status(&mut self) -> Step {
-        let podset = self.podset.as_ref().expect("set at start");
-        let current = podset.typed::<PodSet>().map(|m| m.status.replicas);
-        if current == Some(self.active) {
-            return self.finish();
-        }
-        self.phase = Phase::Status;
-        Step::Call(Call::Api(ApiOp::Patch {
-            key: podset.key(),
-            ops: vec![PatchOp::Status(Body::new(PodSet {
-                spec: Default::default(),
-                status: PodSetStatus {
-                    replicas: self.active,
-                },
-            }))],
-            resource_version: None,
-        }))
-    }
-
-    fn finish(&mut self) -> Step {
-        self.phase = Phase::Idle;
-        match self.error.take() {
-            Some(e) => Step::Error(e),
-            None => Step::done(),
-        }
-    }
-
-    /// A create or delete failed and the informer will not see its effect: lower the
-    /// expectation (CreationObserved / DeletionObserved) and end with an error after the
-    /// status write, as manageReplicas returns its error.
-    fn failed(&mut self, key: &ObjectKey, what: String, victim: Option<&str>) -> Step {
-        if let Some(e) = self.expectations.get_mut(key) {
+    /// CreationObserved / DeletionObserved of a create or delete that failed: the
+    /// informer will not see its effect.
+    fn failed(&self, podset: Uid, victim: Option<&str>) {
+        if let Some(e) = self.expectations.borrow_mut().get_mut(&podset) {
             match victim {
                 None => e.adds = e.adds.saturating_sub(1),
                 Some(name) => {
@@ -404,84 +237,167 @@ impl PodSetController {
                 }
             }
         }
-        self.error = Some(what);
-        self.status()
     }
 }
 
-impl Reconciler for PodSetController {
-    fn name(&self) -> &str {
-        NAME
-    }
+/// A failed reconcile: what failed (its status was written all the same).
+#[derive(Debug)]
+pub struct Failed(String);
 
-    fn watches(&self) -> Vec<Kind> {
-        vec![PodSet::KIND, Pod::KIND]
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
+}
 
-    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        // For(PodSet), Owns(Pod).
-        enqueue_for(object, PodSet::KIND, keys);
-        enqueue_owner(object, PodSet::KIND, keys);
+/// One reconcile of a PodSet: read the cache, observe, decide, act, write status. An
+/// error is returned after the status write, as manageReplicas's is.
+pub async fn reconcile(podset: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, Failed> {
+    let uid = podset.meta.uid;
+    let ns = &podset.meta.namespace;
+    let pods = ctx.client.store::<Pod>().owned_by(ns, uid);
+    let names: BTreeSet<String> = pods.iter().map(|p| p.meta.name.clone()).collect();
+    let seen = ctx.seen.borrow_mut().insert(uid, names).unwrap_or_default();
+    let active: Vec<&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
+    if let Some(wait_ms) = unsatisfied(&ctx, uid, &pods, &seen) {
+        // SatisfiedExpectations is false: do not act on this cache.
+        return Ok(Action::requeue(Duration::from_millis(wait_ms)));
     }
-
-    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            return self.start(ctx);
-        };
-        let key = ctx.key.clone();
-        match std::mem::take(&mut self.phase) {
-            Phase::Idle => Step::Error("a reply without a reconcile in progress".into()),
-            Phase::Creating { left } => {
-                if !matches!(reply, Reply::Api(Ok(_))) {
-                    return self.failed(&key, format!("creating a Pod: {reply:?}"), None);
-                }
-                if left > 1 {
-                    self.phase = Phase::Creating { left: left - 1 };
-                    return self.create();
-                }
-                self.status()
+    if podset.meta.is_deleting() {
+        return Ok(Action::await_change());
+    }
+    let want = replicas(&podset);
+    let count = active.len() as u32;
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let mut error = None;
+    if count < want {
+        ctx.expect(uid, want - count, BTreeSet::new());
+        for _ in count..want {
+            if let Err(e) = api.create(&PostParams::default(), pod_for(&podset)).await {
+                ctx.failed(uid, None);
+                error = Some(format!("creating a Pod: {e}"));
+                break;
             }
-            Phase::Deleting { victims, next } => {
-                let name = victims[next].0.name.clone();
-                let ok = matches!(
-                    reply,
-                    Reply::Api(Ok(_)) | Reply::Api(Err(ApiError::NotFound))
-                );
-                if !ok {
-                    return self.failed(
-                        &key,
-                        format!("deleting Pod {name}: {reply:?}"),
-                        Some(&name),
-                    );
+        }
+    } else if count > want {
+        let victims = victims(active, (count - want) as usize);
+        let names = victims.iter().map(|p| p.meta.name.clone()).collect();
+        ctx.expect(uid, 0, names);
+        for pod in victims {
+            let params = DeleteParams {
+                uid: Some(pod.meta.uid),
+                ..Default::default()
+            };
+            match api.delete(&pod.meta.name, &params).await {
+                Ok(_) => {}
+                Err(e) if e.code() == Some(404) => {}
+                Err(e) => {
+                    ctx.failed(uid, Some(&pod.meta.name));
+                    error = Some(format!("deleting Pod {}: {e}", pod.meta.name));
+                    break;
                 }
-                if next + 1 < victims.len() {
-                    self.phase = Phase::Deleting {
-                        victims,
-                        next: next + 1,
-                    };
-                    return self.delete();
-                }
-                self.status()
-            }
-            Phase::Status => {
-                if let Reply::Api(Err(e)) = &reply {
-                    self.error.get_or_insert(format!("writing status: {e:?}"));
-                }
-                if reply == Reply::TimedOut {
-                    self.error.get_or_insert("writing status: timed out".into());
-                }
-                self.finish()
             }
         }
     }
-
-    fn reset(&mut self) {
-        *self = PodSetController::new(self.variant);
+    // status.replicas = active Pods counted at the start.
+    let current = podset.typed::<PodSet>().map(|m| m.status.replicas);
+    if current != Some(count) {
+        let podsets: Api<PodSet> = Api::namespaced(ctx.client.clone(), ns);
+        let status = PodSet {
+            status: PodSetStatus { replicas: count },
+            ..Default::default()
+        };
+        let params = PatchParams::default();
+        if let Err(e) = podsets
+            .patch_status(&podset.meta.name, &params, status)
+            .await
+        {
+            error.get_or_insert(format!("writing status: {e}"));
+        }
     }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
+    match error {
+        Some(e) => Err(Failed(e)),
+        None => Ok(Action::await_change()),
     }
+}
+
+/// After a failure, retry in 5 s (the status was written).
+pub fn error_policy(_: Arc<Object>, _: &Failed, _: Arc<Ctx>) -> Action {
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// Variant `expectations`: observe the adds and deletes the cache shows; while they are
+/// unmet and younger than 5 minutes, how long to wait.
+fn unsatisfied(ctx: &Ctx, uid: Uid, pods: &[Arc<Object>], seen: &BTreeSet<String>) -> Option<u64> {
+    if ctx.variant != Variant::Expectations {
+        return None;
+    }
+    let mut all = ctx.expectations.borrow_mut();
+    let e = all.get_mut(&uid)?;
+    // CreationObserved for each Pod the cache shows for the first time;
+    // DeletionObserved for each expected victim now deleting or gone.
+    let new = pods.iter().filter(|p| !seen.contains(&p.meta.name)).count();
+    e.adds = e.adds.saturating_sub(new as u32);
+    e.deletes.retain(|n| {
+        pods.iter()
+            .any(|p| &p.meta.name == n && !p.meta.is_deleting())
+    });
+    let age_ms = ctx.client.now().since(e.since);
+    if !e.fulfilled() && age_ms < EXPECTATIONS_TIMEOUT_MS {
+        return Some(EXPECTATIONS_TIMEOUT_MS - age_ms);
+    }
+    all.remove(&uid);
+    None
+}
+
+/// getPodsToDelete, cut down: unscheduled first, then not running, then newest.
+fn victims(mut active: Vec<&Arc<Object>>, n: usize) -> Vec<&Arc<Object>> {
+    active.sort_by_key(|p| {
+        let pod = p.typed::<Pod>().expect("a Pod");
+        (
+            pod.spec.node_name.is_some(),
+            pod.status.phase == PodPhase::Running,
+            std::cmp::Reverse(p.meta.creation_timestamp),
+            p.meta.name.clone(),
+        )
+    });
+    active.truncate(n);
+    active
+}
+
+/// A new Pod of `podset`: generateName `<podset>-`, its label, its controller reference.
+fn pod_for(podset: &Object) -> Object {
+    let name = &podset.meta.name;
+    let mut meta = ObjectMeta::named(&podset.meta.namespace, "");
+    meta.generate_name = Some(format!("{name}-"));
+    meta.labels = BTreeMap::from([(LABEL.to_string(), name.clone())]);
+    meta.owner_references = vec![OwnerReference {
+        kind: PodSet::KIND,
+        name: name.clone(),
+        uid: podset.meta.uid,
+        controller: true,
+    }];
+    let pod = Pod {
+        spec: PodSpec {
+            node_name: None,
+            image: PAUSE_IMAGE.to_string(),
+            tolerations: Vec::new(),
+        },
+        status: Default::default(),
+    };
+    Object::new(meta, pod)
+}
+
+/// The controller: For(PodSet), Owns(Pod), with its variant's context.
+pub fn controller(variant: Variant) -> Box<dyn Reconciler> {
+    Controller::new::<PodSet>(NAME)
+        .owns::<Pod>()
+        .run(reconcile, error_policy, move |client| Ctx {
+            client,
+            variant,
+            expectations: RefCell::default(),
+            seen: RefCell::default(),
+        })
 }
 
 // ----- the invariant and the desired state --------------------------------------------
@@ -562,9 +478,7 @@ pub fn extensions() -> Extensions {
     Extensions::new()
         .controller(NAME, |params| {
             let p: Params = extension::params(params)?;
-            Ok(vec![
-                Box::new(PodSetController::new(p.variant)) as Box<dyn Reconciler>
-            ])
+            Ok(vec![controller(p.variant)])
         })
         .objects(NAME, |params| {
             let p: Params = extension::params(params)?;

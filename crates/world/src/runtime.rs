@@ -16,8 +16,9 @@
 //! fresh one); an unanswered request resolves with [`Error::Timeout`] after the
 //! manager's request timeout.
 //!
-//! What kube-runtime does that this follows (kube-runtime 0.9x `controller/mod.rs`,
-//! `Controller::run`): an object the store no longer has is not reconciled; the
+//! What kube-runtime does that this follows (kube-rs kube-runtime/src/controller/mod.rs
+//! @ac95b19, `applier`): an object the store no longer has is not reconciled
+//! (`Error::ObjectNotFound`, and the reconciler is not called); the
 //! reconcile's `Ok(Action)` schedules its next run (`requeue(d)`, or none:
 //! `await_change()`); its `Err(e)` goes to `error_policy(obj, &e, ctx)`, whose `Action`
 //! schedules the retry. The work queue is the manager's, controller-runtime's (one key
@@ -88,6 +89,9 @@ pub enum Error {
     Timeout,
     /// A service answered with another type than the one asked for.
     UnexpectedAnswer(String),
+    /// A family's service refused the request (its own error, as text), for a
+    /// reconcile to return with `?`.
+    Service(String),
 }
 
 impl Error {
@@ -122,6 +126,7 @@ impl fmt::Display for Error {
             Error::Api(r) => write!(f, "{} ({}): {}", r.reason, r.code, r.message),
             Error::Timeout => f.write_str("timed out"),
             Error::UnexpectedAnswer(m) => write!(f, "unexpected answer: {m}"),
+            Error::Service(m) => write!(f, "the service refused: {m}"),
         }
     }
 }
