@@ -154,6 +154,8 @@ async fn reconcile(bucket: Arc<Object>, ctx: Arc<BucketCtx>) -> Result<Action, E
         token,
     };
     let created: StorageResult = ctx.client.call(ctx.storage, op).await?;
+    // Between the storage create and the status write: where a crash hurts.
+    ctx.client.failpoint("after-create").await?;
     let id = created.map_err(Error::Service)?;
     let buckets: Api<Bucket> = Api::namespaced(ctx.client.clone(), &bucket.meta.namespace);
     let status = Bucket {
@@ -347,6 +349,12 @@ fn families() -> Families {
 /// A scenario file of the family: one Bucket at t = 0, one the user creates at 2 s, and
 /// one crash of the controller within its first 300 ms, for 1 s.
 fn scenario(variant: &str) -> Scenario {
+    let crash = r#"{"count": [1, 1], "at_ms": [0, 300], "duration_ms": [1000, 1000],
+                    "fault": {"crash": {"processes": ["bucket-controller"]}}}"#;
+    scenario_with(variant, crash)
+}
+
+fn scenario_with(variant: &str, faults: &str) -> Scenario {
     let text = format!(
         r#"{{
           "name": "storage-{variant}", "expect": "clean", "seeds": 300,
@@ -354,8 +362,7 @@ fn scenario(variant: &str) -> Scenario {
           "topology": {{"control_plane_nodes": ["node"]}},
           "controllers": {{"storage": {{"variant": "{variant}", "node": "node", "buckets": ["b1"]}}}},
           "workload": [{{"at_ms": 2000, "action": {{"create_bucket": {{"name": "b2"}}}}}}],
-          "faults": [{{"count": [1, 1], "at_ms": [0, 300], "duration_ms": [1000, 1000],
-                      "fault": {{"crash": {{"processes": ["bucket-controller"]}}}}}}],
+          "faults": [{faults}],
           "invariants": ["no_duplicate_buckets"],
           "convergence": {{"within_ms": 5000}}
         }}"#
@@ -431,4 +438,49 @@ fn a_users_family_replays_to_the_same_hash_and_checks_its_fields() {
     let bad = text.replace("\"b2\"", "\"b1\"");
     let err = Scenario::parse("x.json", &bad, &families()).unwrap_err();
     assert_eq!(err.path, ".workload[0].action.create_bucket.name", "{err}");
+}
+
+#[test]
+fn a_failpoint_crash_between_the_create_and_the_status_write_duplicates_without_a_token() {
+    // The failpoint `after-create` armed from t = 0 for 4 s: its 1st or 2nd hit (one per
+    // bucket created) crashes the controller there, for 0.5-2 s.
+    let failpoint = r#"{"count": [1, 1], "at_ms": [0, 0], "duration_ms": [4000, 4000],
+        "fault": {"failpoint": {"processes": ["bucket-controller"], "name": "after-create",
+                                "hit": [1, 2], "action": "crash", "for_ms": [500, 2000]}}}"#;
+    for (variant, duplicates) in [("no-token", true), ("token", false)] {
+        let s = scenario_with(variant, failpoint);
+        for seed in 0..40 {
+            let plan = reconsim::scenario::faults::generate(&s, seed);
+            let (outcome, world) = runner::run_world(&s, seed, plan, TraceMode::Full);
+            let hit = world
+                .sim
+                .trace()
+                .records()
+                .iter()
+                .any(|r| matches!(r.kind, reconsim::sim::RecordKind::Crashed { .. }));
+            assert!(
+                hit,
+                "{variant} seed {seed}: the failpoint is hit in every run"
+            );
+            let invariant = outcome.violation.as_ref().map(|v| v.invariant.as_str());
+            if duplicates {
+                assert_eq!(invariant, Some("no_duplicate_buckets"), "seed {seed}");
+                if seed == 0 {
+                    // explain shows the hit and the crash.
+                    let f = FailureFile::new(&s, world.sim.plan(), &outcome).unwrap();
+                    let e = reconsim::scenario::explain::explain(&f).expect("it fails");
+                    let text = e.lines.join("\n");
+                    assert!(text.contains("failpoint after-create hit #"), "{text}");
+                    assert!(text.contains("crashes at a failpoint"), "{text}");
+                    // It shrinks and replays like any failure.
+                    let (small, _) = reconsim::scenario::shrink::shrink(&f, 100);
+                    assert_eq!(small.invariant, "no_duplicate_buckets");
+                    assert_eq!(small.plan.len(), 1);
+                    assert!(small.replay(TraceMode::Hash).reproduced);
+                }
+            } else {
+                assert_eq!(invariant, None, "seed {seed}: {:?}", outcome.violation);
+            }
+        }
+    }
 }

@@ -173,8 +173,10 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
         let Some(line) = timeline::line(&world, r) else {
             continue;
         };
-        let keep = matches!(r.kind, RecordKind::Fault { .. })
-            || line.contains("leading")
+        let keep = matches!(
+            r.kind,
+            RecordKind::Fault { .. } | RecordKind::Crashed { .. }
+        ) || line.contains("leading")
             || line.contains("lost the lease")
             || names.iter().any(|n| mentions(&line, n));
         if keep {

@@ -6,10 +6,11 @@
 //! same on every machine. The plan is plain data: it is saved in failure files, shrunk
 //! and replayed as is.
 
-use crate::format::{FaultKind, PartitionChoice, Plan, Range, Scenario};
+use crate::format::{FailpointChoice, FaultKind, PartitionChoice, Plan, Range, Scenario};
 use rand::Rng;
 use reconsim_sim::{Fault, PartitionMode, SimRng, Streams, TimedFault};
 use reconsim_world::WorldFault;
+use reconsim_world::fault::FailpointAction;
 
 fn draw(rng: &mut SimRng, r: Range) -> u64 {
     if r.hi <= r.lo {
@@ -102,6 +103,32 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Plan {
                         lag_ms: draw(&mut rng, *lag_ms),
                     },
                 },
+                FaultKind::Failpoint {
+                    processes,
+                    name,
+                    hit,
+                    action,
+                    for_ms,
+                } => {
+                    let process = pick(&mut rng, processes).clone();
+                    let hit = u32::try_from(draw(&mut rng, *hit)).unwrap_or(u32::MAX);
+                    let ms = draw(&mut rng, *for_ms);
+                    let action = match action {
+                        FailpointChoice::Crash => FailpointAction::Crash {
+                            restart_after_ms: ms,
+                        },
+                        FailpointChoice::Error => FailpointAction::Error,
+                        FailpointChoice::Stall => FailpointAction::Stall { ms },
+                    };
+                    Fault::Inject {
+                        process,
+                        fault: WorldFault::Failpoint {
+                            name: name.clone(),
+                            hit,
+                            action,
+                        },
+                    }
+                }
             };
             faults.push(TimedFault {
                 at_ms,

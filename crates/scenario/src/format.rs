@@ -303,6 +303,30 @@ pub enum FaultKind {
     NodeJoinDelay { extra_ms: Range },
     /// The API server's watch events leave this much after the write's response.
     WatchLag { lag_ms: Range },
+    /// Arm failpoint `name` in one of `processes` from the fault's start to its end: its
+    /// hit number `hit` (drawn) crashes the process there (restarting `for_ms` later),
+    /// returns an error, or stalls the reconcile `for_ms`.
+    Failpoint {
+        processes: Vec<String>,
+        name: String,
+        hit: Range,
+        action: FailpointChoice,
+        #[serde(default = "default_failpoint_ms")]
+        for_ms: Range,
+    },
+}
+
+/// What an armed failpoint does at its hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailpointChoice {
+    Crash,
+    Error,
+    Stall,
+}
+
+fn default_failpoint_ms() -> Range {
+    Range::fixed(1_000)
 }
 
 impl FaultKind {
@@ -318,6 +342,7 @@ impl FaultKind {
             FaultKind::CloudDescribeLag { .. } => "cloud_describe_lag",
             FaultKind::NodeJoinDelay { .. } => "node_join_delay",
             FaultKind::WatchLag { .. } => "watch_lag",
+            FaultKind::Failpoint { .. } => "failpoint",
         }
     }
 }
@@ -714,6 +739,23 @@ impl Scenario {
                 FaultKind::CloudDescribeLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
                 FaultKind::NodeJoinDelay { extra_ms } => check_range(&kat("extra_ms"), *extra_ms)?,
                 FaultKind::WatchLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
+                FaultKind::Failpoint {
+                    processes: ps,
+                    name,
+                    hit,
+                    for_ms,
+                    ..
+                } => {
+                    names_in("processes", ps, &processes)?;
+                    if name.is_empty() {
+                        return err(&kat("name"), "a failpoint's name".into());
+                    }
+                    check_range(&kat("hit"), *hit)?;
+                    if hit.lo == 0 {
+                        return err(&kat("hit"), "hits counted from 1".into());
+                    }
+                    check_range(&kat("for_ms"), *for_ms)?;
+                }
             }
         }
         if self.invariants.is_empty() {

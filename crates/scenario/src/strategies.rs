@@ -15,11 +15,12 @@
 //!   runs.
 
 use crate::failure::FailureFile;
-use crate::format::{FaultGen, FaultKind, PartitionChoice, Plan, Range, Scenario};
+use crate::format::{FailpointChoice, FaultGen, FaultKind, PartitionChoice, Plan, Range, Scenario};
 use crate::runner::{Outcome, run_world};
 use proptest::prelude::*;
 use reconsim_sim::{Fault, PartitionMode, TimedFault, TraceMode};
 use reconsim_world::WorldFault;
+use reconsim_world::fault::FailpointAction;
 use std::path::PathBuf;
 
 fn within(r: Range) -> impl Strategy<Value = u64> + Clone + use<> {
@@ -107,11 +108,30 @@ fn generator(g: &FaultGen) -> BoxedStrategy<Vec<TimedFault<WorldFault>>> {
                 fault: WorldFault::WatchLag { lag_ms },
             })
             .boxed(),
-        #[allow(unreachable_patterns)]
-        other => {
-            // A generator kind added later without a strategy yet: draw nothing for it.
-            let _ = other;
-            return Just(Vec::new()).boxed();
+        FaultKind::Failpoint {
+            processes,
+            name,
+            hit,
+            action,
+            for_ms,
+        } => {
+            let (name, action) = (name.clone(), *action);
+            (one_of(processes), within(*hit), within(*for_ms))
+                .prop_map(move |(process, hit, ms)| Fault::Inject {
+                    process,
+                    fault: WorldFault::Failpoint {
+                        name: name.clone(),
+                        hit: u32::try_from(hit).unwrap_or(u32::MAX),
+                        action: match action {
+                            FailpointChoice::Crash => FailpointAction::Crash {
+                                restart_after_ms: ms,
+                            },
+                            FailpointChoice::Error => FailpointAction::Error,
+                            FailpointChoice::Stall => FailpointAction::Stall { ms },
+                        },
+                    },
+                })
+                .boxed()
         }
     };
     let one =

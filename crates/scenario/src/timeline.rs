@@ -49,6 +49,14 @@ pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
                 if *applied { "" } else { " (no such target)" }
             ))
         }
+        RecordKind::Crashed {
+            proc,
+            restart_after_ms,
+        } => Some(format!(
+            "{t:>11}  {} crashes at a failpoint (restarts {} later)",
+            who(world, *proc),
+            SimTime(*restart_after_ms)
+        )),
         RecordKind::Start { proc } if sim.proc_name(*proc).contains("controller") => {
             Some(format!("{t:>11}  {} starts", who(world, *proc)))
         }

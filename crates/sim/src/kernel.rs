@@ -72,6 +72,10 @@ enum Effect<A: Actor> {
         actor: A,
     },
     Stop(ProcId),
+    /// The process crashes itself (a failpoint's crash) and restarts this much later.
+    CrashSelf {
+        restart_after_ms: u64,
+    },
     Note(String),
 }
 
@@ -172,6 +176,13 @@ impl<A: Actor> Ctx<'_, A> {
         self.effects.push(Effect::Stop(proc));
     }
 
+    /// Crash this process once the handler returns (what it sent before is sent), as a
+    /// `Crash` fault would, and restart it cold `restart_after_ms` later: a failpoint's
+    /// crash at a point of the code rather than at a time.
+    pub fn crash_self(&mut self, restart_after_ms: u64) {
+        self.effects.push(Effect::CrashSelf { restart_after_ms });
+    }
+
     /// Whether notes are kept; build expensive notes only when this is true.
     pub fn notes_enabled(&self) -> bool {
         self.notes
@@ -203,12 +214,19 @@ enum Event<M> {
         id: TimerId,
         msg: M,
     },
+    /// Restart the incarnation `inc` crashed by [`Ctx::crash_self`], if it is still down.
+    Restart {
+        proc: ProcId,
+        inc: u32,
+    },
 }
 
 impl<M> Event<M> {
     fn target(&self) -> ProcId {
         match self {
-            Event::Start { proc, .. } | Event::Timer { proc, .. } => *proc,
+            Event::Start { proc, .. } | Event::Timer { proc, .. } | Event::Restart { proc, .. } => {
+                *proc
+            }
             Event::Deliver { to, .. } => *to,
         }
     }
@@ -541,6 +559,13 @@ impl<A: Actor> Sim<A> {
         let slot = &self.procs[target.index()];
         let (inc, state, to_host) = (slot.incarnation, slot.state, slot.host);
         match event {
+            Event::Restart { proc, inc: ev_inc } => {
+                // A fault's restart (or another crash) may have come first.
+                if ev_inc == inc && state == ProcState::Crashed {
+                    self.restart(proc);
+                }
+                None
+            }
             Event::Start { proc, inc: ev_inc } => {
                 if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
                     return None;
@@ -725,6 +750,22 @@ impl<A: Actor> Sim<A> {
                 slot.state = ProcState::Stopped;
                 slot.incarnation += 1;
                 slot.pending.clear();
+            }
+            Effect::CrashSelf { restart_after_ms } => {
+                if self.crash(me) {
+                    self.trace.push(
+                        self.now,
+                        RecordKind::Crashed {
+                            proc: me,
+                            restart_after_ms,
+                        },
+                    );
+                    let inc = self.procs[me.index()].incarnation;
+                    self.enqueue(
+                        self.now.plus_ms(restart_after_ms),
+                        Event::Restart { proc: me, inc },
+                    );
+                }
             }
             Effect::Note(text) => self
                 .trace

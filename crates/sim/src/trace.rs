@@ -65,6 +65,11 @@ pub enum RecordKind<M> {
         active: bool,
         applied: bool,
     },
+    /// A process crashed itself (a failpoint) and restarts `restart_after_ms` later.
+    Crashed {
+        proc: ProcId,
+        restart_after_ms: u64,
+    },
     /// A free-form note from a process (only in full traces; not hashed).
     Note {
         proc: ProcId,
@@ -133,6 +138,10 @@ impl<M: Hash> Trace<M> {
                 let flags = u32::from(*active) | (u32::from(*applied) << 1);
                 self.fold(time, 5, *index as u32, flags, None)
             }
+            RecordKind::Crashed {
+                proc,
+                restart_after_ms,
+            } => self.fold(time, 6, proc.0, *restart_after_ms as u32, None),
             // Notes describe state already hashed through messages; a hash must not
             // change because someone reworded a note.
             RecordKind::Note { .. } => {}

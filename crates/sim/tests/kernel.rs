@@ -29,6 +29,8 @@ enum Msg {
     Label(u64),
     /// A timer: stop that process.
     StopIt(ProcId),
+    /// Crash yourself after answering `Pong(0)`, restarting this many ms later.
+    CrashMe(u64),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +92,12 @@ enum Role {
     /// also a `Clock` child named "ticker" that it stops at `stop_at_ms`, and a
     /// `Recorder` named "remote" on a new host named "new-host".
     Parent { stop_at_ms: u64 },
+    /// At `at_ms`, asks `to` to crash itself for `restart_ms`.
+    Crasher {
+        to: ProcId,
+        at_ms: u64,
+        restart_ms: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -148,6 +156,9 @@ impl Actor for Node {
         });
         match self.role.clone() {
             Role::Recorder | Role::Ponger => {}
+            Role::Crasher { at_ms, .. } => {
+                ctx.set_timer(at_ms, Msg::Label(0));
+            }
             Role::Pinger { peer, .. } => ctx.send(peer, Msg::Ping(0)),
             Role::Ticker { first_ms, .. } => {
                 ctx.set_timer(first_ms, Msg::Tick(self.starts, 0));
@@ -215,6 +226,10 @@ impl Actor for Node {
                 ctx.send(from, Msg::Ping(n + 1));
             }
             (Role::Ponger, Msg::Ping(n)) => ctx.send(from, Msg::Pong(n)),
+            (_, Msg::CrashMe(restart_ms)) => {
+                ctx.send(from, Msg::Pong(0));
+                ctx.crash_self(restart_ms);
+            }
             (Role::Gossip { .. }, Msg::Ping(n)) => {
                 let d = ctx.draw_ms(0, 3);
                 self.draws.push(d);
@@ -231,6 +246,9 @@ impl Actor for Node {
             now: ctx.now().as_ms(),
             msg: msg.clone(),
         });
+        if let (Role::Crasher { to, restart_ms, .. }, Msg::Label(0)) = (&self.role, &msg) {
+            ctx.send(*to, Msg::CrashMe(*restart_ms));
+        }
         match (self.role.clone(), msg) {
             (
                 Role::Ticker {
@@ -913,6 +931,70 @@ fn resume_keeps_link_order_with_messages_due_at_the_resume_instant() {
 }
 
 // ----- crash --------------------------------------------------------------------------
+
+#[test]
+fn a_process_that_crashes_itself_sends_first_then_restarts_cold_later() {
+    // s ticks Seq(i) to c at 5 + 10 i; at 50 ms a third process asks c to crash itself
+    // for 100 ms. What c sent in that handler goes out; what reaches it while down is
+    // dropped; it restarts at the crash + 100 ms as a new incarnation.
+    let mut sim = new_sim(config(7, 1, 1, TraceMode::Full), vec![]);
+    let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
+    let c = sim.spawn(hb, "c", Node::new(Role::Recorder));
+    let s = sim.spawn(
+        ha,
+        "s",
+        Node::new(Role::Ticker {
+            to: vec![c],
+            first_ms: 5,
+            every_ms: 10,
+            count: 30,
+        }),
+    );
+    let k = sim.spawn(
+        ha,
+        "k",
+        Node::new(Role::Crasher {
+            to: c,
+            at_ms: 49,
+            restart_ms: 100,
+        }),
+    );
+    sim.run_until(SimTime::from_secs(1));
+    let a = sim.actor(c);
+    assert_eq!((a.crashes, a.starts), (1, 2));
+    let crashed_at = records(&sim)
+        .iter()
+        .find_map(|r| match r.kind {
+            RecordKind::Crashed {
+                proc,
+                restart_after_ms: 100,
+            } if proc == c => Some(r.time.as_ms()),
+            _ => None,
+        })
+        .expect("a Crashed record");
+    let restarted = a
+        .log
+        .iter()
+        .find_map(|e| match e {
+            Seen::Start { now, inc: 2 } => Some(*now),
+            _ => None,
+        })
+        .expect("a second start");
+    assert_eq!(restarted, crashed_at + 100);
+    // The Pong sent in the crashing handler reached k.
+    assert!(sim.actor(k).log.iter().any(|e| matches!(
+        e,
+        Seen::Msg {
+            msg: Msg::Pong(0),
+            ..
+        }
+    )));
+    // Seqs that arrived while c was down were dropped, the others delivered.
+    let got = seqs_from(&sim, c, s).len();
+    let dropped = drops(&sim, s, c, DropReason::ReceiverDown).len();
+    assert_eq!(got + dropped, 30);
+    assert_eq!(dropped, 10, "Seq(5)..Seq(14) arrive in [51, 151)");
+}
 
 #[test]
 fn crash_loses_memory_messages_and_timers_and_restarts_cold() {

@@ -16,4 +16,37 @@ pub enum WorldFault {
     /// Watch events leave this much later than the write's response (target: the API
     /// server; its watch cache lags etcd).
     WatchLag { lag_ms: u64 },
+    /// Arm the failpoint `name` of a controller host (target: a manager process): its
+    /// `hit`-th hit (from 1, counted from when this fault starts) does `action`. Hits
+    /// after the fault ends do nothing.
+    Failpoint {
+        name: String,
+        hit: u32,
+        action: FailpointAction,
+    },
+}
+
+/// What an armed failpoint does when its hit comes (FoundationDB's BUGGIFY, the fail
+/// crate's actions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FailpointAction {
+    /// The process crashes right there, and restarts cold this much later.
+    Crash { restart_after_ms: u64 },
+    /// The failpoint returns an error to the reconcile.
+    Error,
+    /// The reconcile stalls there this long (a GC pause, a slow disk), then goes on.
+    Stall { ms: u64 },
+}
+
+impl std::fmt::Display for FailpointAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailpointAction::Crash { restart_after_ms } => {
+                write!(f, "crash (restart after {restart_after_ms} ms)")
+            }
+            FailpointAction::Error => f.write_str("error"),
+            FailpointAction::Stall { ms } => write!(f, "stall {ms} ms"),
+        }
+    }
 }

@@ -24,7 +24,7 @@
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
 use crate::component::{Message, Payload};
-use crate::fault::WorldFault;
+use crate::fault::{FailpointAction, WorldFault};
 use crate::informer::Informer;
 use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
@@ -121,6 +121,9 @@ pub enum Step {
         reason: String,
         requeue_after_ms: Option<u64>,
     },
+    /// A failpoint crashes the process here ([`ReconcileCtx::failpoint`]): it dies with
+    /// the reconcile in progress and restarts cold `restart_after_ms` later.
+    Crash { restart_after_ms: u64 },
     /// Wait this long inside the reconcile (a poll of the cache, as `PollImmediate`
     /// loops do), then continue with [`Reply::Woke`]. The key stays in processing.
     Sleep { ms: u64 },
@@ -154,6 +157,8 @@ pub struct ReconcileCtx<'a> {
     /// Notes for full traces (explain, timelines), collected only when traced.
     notes_enabled: bool,
     notes: Vec<String>,
+    /// The process's armed failpoints (none in a context made by [`ReconcileCtx::new`]).
+    failpoints: Option<&'a mut Failpoints>,
 }
 
 impl<'a> ReconcileCtx<'a> {
@@ -177,6 +182,7 @@ impl<'a> ReconcileCtx<'a> {
             identity,
             notes_enabled: true,
             notes: Vec::new(),
+            failpoints: None,
         }
     }
 
@@ -191,6 +197,65 @@ impl<'a> ReconcileCtx<'a> {
     /// The notes taken so far (a context from [`ReconcileCtx::new`] keeps them).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// A hit of the failpoint `name`: what the fault plan armed it to do at this hit, if
+    /// anything (noted for explain). Unarmed, a failpoint costs a lookup and changes no
+    /// history.
+    pub fn failpoint(&mut self, name: &str) -> Option<FailpointAction> {
+        let (n, action) = self.failpoints.as_mut()?.hit(name)?;
+        self.note(|| format!("failpoint {name} hit #{n}: {action}"));
+        Some(action)
+    }
+}
+
+/// The failpoints the fault plan armed in one process (`WorldFault::Failpoint`), with
+/// their hits. Not the process's memory: a crash keeps them, as the plan is outside the
+/// process, so a crash at a failpoint's hit does not come again at the next start.
+#[derive(Clone, Debug, Default)]
+pub struct Failpoints {
+    armed: Vec<Armed>,
+}
+
+#[derive(Clone, Debug)]
+struct Armed {
+    name: String,
+    hit: u32,
+    action: FailpointAction,
+    hits: u32,
+}
+
+impl Failpoints {
+    fn arm(&mut self, name: &str, hit: u32, action: FailpointAction) {
+        self.armed.push(Armed {
+            name: name.to_string(),
+            hit,
+            action,
+            hits: 0,
+        });
+    }
+
+    fn disarm(&mut self, name: &str, hit: u32, action: FailpointAction) {
+        if let Some(i) = self
+            .armed
+            .iter()
+            .position(|a| a.name == name && a.hit == hit && a.action == action)
+        {
+            self.armed.remove(i);
+        }
+    }
+
+    /// Count a hit of `name`; the first armed failpoint whose hit it is fires: (hit
+    /// number, action).
+    fn hit(&mut self, name: &str) -> Option<(u32, FailpointAction)> {
+        let mut fired = None;
+        for a in self.armed.iter_mut().filter(|a| a.name == name) {
+            a.hits += 1;
+            if a.hits == a.hit && fired.is_none() {
+                fired = Some((a.hits, a.action));
+            }
+        }
+        fired
     }
 }
 
@@ -367,6 +432,8 @@ pub struct Manager {
     exited: bool,
     changes: Vec<Arc<Object>>,
     keys: Vec<ObjectKey>,
+    /// Armed by the fault plan; kept across crashes.
+    failpoints: Failpoints,
 }
 
 impl Manager {
@@ -403,6 +470,7 @@ impl Manager {
             exited: false,
             changes: Vec::new(),
             keys: Vec::new(),
+            failpoints: Failpoints::default(),
         }
     }
 
@@ -459,7 +527,16 @@ impl Manager {
         }
     }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    /// A `Failpoint` fault arms (or, at its end, disarms) a failpoint of this process.
+    pub fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+        if let WorldFault::Failpoint { name, hit, action } = f {
+            if active {
+                self.failpoints.arm(name, *hit, *action);
+            } else {
+                self.failpoints.disarm(name, *hit, *action);
+            }
+        }
+    }
 
     pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         if self.exited {
@@ -646,6 +723,7 @@ impl Manager {
                 identity: &self.config.identity,
                 notes_enabled,
                 notes: Vec::new(),
+                failpoints: Some(&mut self.failpoints),
             };
             let step = c.reconciler.reconcile(&mut rctx);
             (step, rctx.notes)
@@ -700,6 +778,15 @@ impl Manager {
                 let delay = c.queue.fail(&key);
                 c.queue.done();
                 self.add_after(i, key, delay, ctx);
+            }
+            Step::Crash { restart_after_ms } => {
+                ctx.note(|| {
+                    format!(
+                        "{} reconcile of {key} crashes the process",
+                        c.reconciler.name()
+                    )
+                });
+                ctx.crash_self(restart_after_ms);
             }
             Step::Failed {
                 reason,

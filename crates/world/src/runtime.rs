@@ -26,6 +26,7 @@
 
 use crate::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use crate::component::Message;
+use crate::fault::FailpointAction;
 use crate::informer::Cache;
 use crate::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner};
 use crate::object::{Body, Kind, Object, ObjectKey, Resource, Uid};
@@ -92,6 +93,8 @@ pub enum Error {
     /// A family's service refused the request (its own error, as text), for a
     /// reconcile to return with `?`.
     Service(String),
+    /// An armed failpoint returned an error ([`Client::failpoint`]).
+    Failpoint(String),
 }
 
 impl Error {
@@ -127,6 +130,7 @@ impl fmt::Display for Error {
             Error::Timeout => f.write_str("timed out"),
             Error::UnexpectedAnswer(m) => write!(f, "unexpected answer: {m}"),
             Error::Service(m) => write!(f, "the service refused: {m}"),
+            Error::Failpoint(name) => write!(f, "failpoint {name}"),
         }
     }
 }
@@ -140,6 +144,8 @@ impl std::error::Error for Error {}
 enum Effect {
     Call(Call),
     Sleep(u64),
+    /// A failpoint crashes the process.
+    Crash(u64),
 }
 
 /// Shared by a controller's [`Client`]s and its adapter: the request the future awaits,
@@ -262,6 +268,31 @@ impl Client {
         }
         .await;
         debug_assert_eq!(reply, Reply::Woke);
+    }
+
+    /// A named point in the code (FoundationDB's BUGGIFY, the fail crate's `fail_point!`):
+    /// `ctx.client.failpoint("after-run-instances").await?`. Unless the fault plan armed
+    /// it in this process, it returns at once and changes nothing, not even the history;
+    /// armed, its chosen hit crashes the process there, returns `Error::Failpoint`, or
+    /// stalls the reconcile for a while (`WorldFault::Failpoint`).
+    pub async fn failpoint(&self, name: &str) -> Result<(), Error> {
+        match self.link.with_ctx(|c| c.failpoint(name)) {
+            None => Ok(()),
+            Some(FailpointAction::Error) => Err(Error::Failpoint(name.to_string())),
+            Some(FailpointAction::Stall { ms }) => {
+                self.sleep(ms).await;
+                Ok(())
+            }
+            Some(FailpointAction::Crash { restart_after_ms }) => {
+                // The process dies here: this request is never answered.
+                Request {
+                    link: self.link.clone(),
+                    effect: Some(Effect::Crash(restart_after_ms)),
+                }
+                .await;
+                unreachable!("a crashed reconcile is never polled again")
+            }
+        }
     }
 
     /// The process's clock.
@@ -689,6 +720,7 @@ where
             Poll::Pending => match self.link.effect.borrow_mut().take() {
                 Some(Effect::Call(call)) => Step::Call(call),
                 Some(Effect::Sleep(ms)) => Step::Sleep { ms },
+                Some(Effect::Crash(restart_after_ms)) => Step::Crash { restart_after_ms },
                 None => {
                     self.running = None;
                     Step::Error(

@@ -475,7 +475,11 @@ impl Cloud {
         let (total, by) = match f {
             WorldFault::CloudDescribeLag { lag_ms } => (&mut self.describe_lag_extra_ms, *lag_ms),
             WorldFault::NodeJoinDelay { extra_ms } => (&mut self.join_extra_ms, *extra_ms),
-            WorldFault::KubeletStop | WorldFault::WatchLag { .. } => return,
+            WorldFault::KubeletStop
+            | WorldFault::WatchLag { .. }
+            | WorldFault::Failpoint { .. } => {
+                return;
+            }
         };
         *total = if active {
             total.saturating_add(by)
