@@ -112,3 +112,51 @@ fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
         .idempotent_create = true;
     assert!(fixed.replay(TraceMode::Hash).outcome.violation.is_none());
 }
+
+/// machineapi-leader-election with one fault only: the Machine controller's failpoint
+/// `after-run-instances` (between RunInstances and the write of the instance's id)
+/// crashes it at its `hit`-th hit, restarting it `for_ms` later (armed from 60 s, once the
+/// controller's pod runs).
+fn with_failpoint(idempotent: bool) -> reconsim::scenario::Scenario {
+    let text = std::fs::read_to_string("scenarios/machineapi-leader-election.json").unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["controllers"]["machine_api"]["idempotent_create"] = idempotent.into();
+    doc["faults"] = serde_json::json!([{
+        "count": [1, 1], "at_ms": [60000, 60000], "duration_ms": [1140000, 1140000],
+        "fault": {"failpoint": {"processes": ["machine-controller-0"],
+                                "name": "after-run-instances", "hit": [1, 2],
+                                "action": "crash", "for_ms": [10, 500]}}
+    }]);
+    reconsim::scenario::Scenario::parse("failpoint.json", &doc.to_string(), &builtin()).unwrap()
+}
+
+#[test]
+fn a_failpoint_crash_after_run_instances_duplicates_without_a_client_token_and_never_with_one() {
+    // After the crash the id is not recorded; the restarted controller looks the Machine's
+    // instance up by tag while DescribeInstances does not show it yet (1-5 s), and
+    // launches another, unless the launch carried the Machine's uid as client token.
+    use reconsim::scenario::{faults, run_world};
+    for idempotent in [false, true] {
+        let s = with_failpoint(idempotent);
+        for seed in 0..20 {
+            let plan = faults::generate(&s, seed);
+            let (outcome, world) = run_world(&s, seed, plan, TraceMode::Full);
+            let hit = world
+                .sim
+                .trace()
+                .records()
+                .iter()
+                .any(|r| matches!(r.kind, reconsim::sim::RecordKind::Crashed { .. }));
+            assert!(
+                hit,
+                "seed {seed}: the scale-up's launches hit the failpoint"
+            );
+            let invariant = outcome.violation.as_ref().map(|v| v.invariant.as_str());
+            if idempotent {
+                assert_eq!(invariant, None, "seed {seed}: {:?}", outcome.violation);
+            } else {
+                assert_eq!(invariant, Some("no_duplicate_machines"), "seed {seed}");
+            }
+        }
+    }
+}

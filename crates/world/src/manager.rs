@@ -121,6 +121,9 @@ pub enum Step {
         reason: String,
         requeue_after_ms: Option<u64>,
     },
+    /// The reconcile ended asking to run again after the per-item backoff
+    /// (controller-runtime's `Result{Requeue: true}`: `AddRateLimited`).
+    RateLimited,
     /// A failpoint crashes the process here ([`ReconcileCtx::failpoint`]): it dies with
     /// the reconcile in progress and restarts cold `restart_after_ms` later.
     Crash { restart_after_ms: u64 },
@@ -772,6 +775,17 @@ impl Manager {
                 ctx.note(|| {
                     format!(
                         "{} reconcile of {key} ends in error: {reason}",
+                        c.reconciler.name()
+                    )
+                });
+                let delay = c.queue.fail(&key);
+                c.queue.done();
+                self.add_after(i, key, delay, ctx);
+            }
+            Step::RateLimited => {
+                ctx.note(|| {
+                    format!(
+                        "{} reconcile of {key} ends, requeued rate-limited",
                         c.reconciler.name()
                     )
                 });

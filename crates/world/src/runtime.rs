@@ -23,6 +23,10 @@
 //! `await_change()`); its `Err(e)` goes to `error_policy(obj, &e, ctx)`, whose `Action`
 //! schedules the retry. The work queue is the manager's, controller-runtime's (one key
 //! at a time, dirty re-adds).
+//!
+//! A write that ends an object's life (its last finalizer removed while it is being
+//! deleted) succeeds, as in Kubernetes; the simulated server does not send the final
+//! object back, so `replace` answers the object as written and a patch the cache's copy.
 
 use crate::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use crate::component::Message;
@@ -46,7 +50,15 @@ use std::time::Duration;
 /// When to reconcile the object again (kube-runtime's `controller::Action`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Action {
-    requeue_after_ms: Option<u64>,
+    next: Next,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    After(u64),
+    Change,
+    /// After the work queue's per-item backoff.
+    RateLimited,
 }
 
 impl Action {
@@ -54,20 +66,31 @@ impl Action {
     pub fn requeue(duration: Duration) -> Self {
         let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
         Action {
-            requeue_after_ms: Some(ms),
+            next: Next::After(ms),
         }
     }
 
     /// Reconcile again only when a watched object changes.
     pub fn await_change() -> Self {
+        Action { next: Next::Change }
+    }
+
+    /// Reconcile again after the work queue's per-item exponential backoff (5 ms
+    /// doubling to 1000 s, forgotten on success): what a Go controller-runtime
+    /// controller gets for an error or `Result{Requeue: true}`. Not in kube-runtime,
+    /// whose `error_policy` picks the delay; here for controllers ported from Go.
+    pub fn rate_limited() -> Self {
         Action {
-            requeue_after_ms: None,
+            next: Next::RateLimited,
         }
     }
 
-    /// The requeue delay, if any.
+    /// The requeue delay, if a fixed one.
     pub fn requeue_after_ms(&self) -> Option<u64> {
-        self.requeue_after_ms
+        match self.next {
+            Next::After(ms) => Some(ms),
+            _ => None,
+        }
     }
 }
 
@@ -425,7 +448,7 @@ impl<K> Clone for Api<K> {
     }
 }
 
-impl<K: Resource> Api<K> {
+impl<K: Resource + Default> Api<K> {
     /// Objects of `namespace`.
     pub fn namespaced(client: Client, namespace: &str) -> Self {
         Api {
@@ -452,6 +475,23 @@ impl<K: Resource> Api<K> {
         match ok {
             ApiOk::Object(o) => Ok(o),
             other => Err(Error::UnexpectedAnswer(format!("{other:?}"))),
+        }
+    }
+
+    /// The answer to a write of `name`. A write that removes the last finalizer of an
+    /// object being deleted ends its life; Kubernetes answers 200 with the final object,
+    /// the simulated server only says so, so the cache's copy stands in for it, or, once
+    /// the cache has seen the deletion, a tombstone (the name, a deletion time, a default
+    /// body).
+    fn written(&self, name: &str, ok: ApiOk) -> Result<Arc<Object>, Error> {
+        let ns = self.namespace.as_deref().unwrap_or("");
+        match ok {
+            ApiOk::Deleted => Ok(self.client.store::<K>().get(ns, name).unwrap_or_else(|| {
+                let mut meta = crate::object::ObjectMeta::named(ns, name);
+                meta.deletion_timestamp = Some(self.client.now());
+                Arc::new(Object::new(meta, K::default()))
+            })),
+            ok => Self::object(ok),
         }
     }
 
@@ -489,13 +529,20 @@ impl<K: Resource> Api<K> {
         Self::object(self.client.api(ApiOp::Create(Box::new(object))).await?)
     }
 
-    /// PUT: replace the object with `object`, conditional on its resourceVersion.
+    /// PUT: replace the object with `object`, conditional on its resourceVersion. A
+    /// replace that removes the last finalizer of an object being deleted ends its life
+    /// and answers the object as written.
     pub async fn replace(&self, _: &PostParams, object: Object) -> Result<Arc<Object>, Error> {
+        let name = object.meta.name.clone();
+        let sent = object.meta.is_deleting().then(|| object.clone());
         let op = ApiOp::Update {
             object: Box::new(object),
             precondition: true,
         };
-        Self::object(self.client.api(op).await?)
+        match (self.client.api(op).await?, sent) {
+            (ApiOk::Deleted, Some(o)) => Ok(Arc::new(o)),
+            (ok, _) => self.written(&name, ok),
+        }
     }
 
     /// PATCH: apply `ops` (metadata edits, a typed merge patch, a spec) to the object.
@@ -510,7 +557,8 @@ impl<K: Resource> Api<K> {
             ops,
             resource_version: None,
         };
-        Self::object(self.client.api(op).await?)
+        let ok = self.client.api(op).await?;
+        self.written(name, ok)
     }
 
     /// PATCH of the status subresource: `status`'s status part replaces the object's.
@@ -525,7 +573,8 @@ impl<K: Resource> Api<K> {
             ops: vec![PatchOp::Status(Body::new(status))],
             resource_version: None,
         };
-        Self::object(self.client.api(op).await?)
+        let ok = self.client.api(op).await?;
+        self.written(name, ok)
     }
 
     /// PUT of the status subresource, conditional on `resource_version`.
@@ -540,7 +589,8 @@ impl<K: Resource> Api<K> {
             ops: vec![PatchOp::Status(Body::new(status))],
             resource_version: Some(resource_version),
         };
-        Self::object(self.client.api(op).await?)
+        let ok = self.client.api(op).await?;
+        self.written(name, ok)
     }
 
     /// DELETE. `Ok(Some(object))` when the deletion only marked it (finalizers),
@@ -732,14 +782,22 @@ where
             Poll::Ready(result) => {
                 let (object, _, _) = self.running.take().expect("polled above");
                 match result {
-                    Ok(action) => Step::Done {
-                        requeue_after_ms: action.requeue_after_ms,
+                    Ok(Action { next }) => match next {
+                        Next::After(ms) => Step::requeue_after(ms),
+                        Next::Change => Step::done(),
+                        Next::RateLimited => Step::RateLimited,
                     },
                     Err(e) => {
                         let action = (self.error_policy)(object, &e, self.ctx.clone());
-                        Step::Failed {
-                            reason: e.to_string(),
-                            requeue_after_ms: action.requeue_after_ms,
+                        match action.next {
+                            Next::RateLimited => Step::Error(e.to_string()),
+                            next => Step::Failed {
+                                reason: e.to_string(),
+                                requeue_after_ms: match next {
+                                    Next::After(ms) => Some(ms),
+                                    _ => None,
+                                },
+                            },
                         }
                     }
                 }

@@ -22,6 +22,5 @@ pub mod machineset;
 pub mod section;
 
 pub use kinds::{Machine, MachineFields, MachineSet};
-pub use machine::{MachineController, MachineOptions};
-pub use machineset::MachineSetController;
+pub use machine::MachineOptions;
 pub use section::{MachineApi, MachineApiSpec};

@@ -29,13 +29,14 @@
 use crate::kinds::{Machine, MachineFields};
 use reconsim_cloud::{CloudOp, CloudResult, Instance, InstanceState};
 use reconsim_sim::ProcId;
-use reconsim_world::api::{ApiOk, ApiOp, PatchOp};
-use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
-use reconsim_world::object::Resource;
-use reconsim_world::object::{Kind, Object, ObjectKey};
+use reconsim_world::api::PatchOp;
+use reconsim_world::manager::Reconciler;
+use reconsim_world::object::Object;
+use reconsim_world::runtime::{Action, Api, Client, Controller, Error, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub const FINALIZER: &str = "machine.machine.openshift.io";
 /// The tag every instance of the cluster carries (`kubernetes.io/cluster/<infra-id>`).
@@ -57,305 +58,195 @@ pub struct MachineOptions {
     pub idempotent_create: bool,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Lookup {
-    /// Describe by the recorded id.
-    #[default]
-    ById,
-    /// Describe by tags.
-    ByTag,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-enum Phase {
-    #[default]
-    Idle,
-    AddFinalizer,
-    /// Looking instances up before terminating them.
-    DeleteLookup(Lookup),
-    Terminate,
-    /// Looking up again: does any still exist?
-    DeleteExists(Lookup),
-    RemoveFinalizer,
-    Exists(Lookup),
-    /// Recording the found instance; then `then`.
-    RecordFound {
-        requeue: bool,
-    },
-    MarkFailed,
-    MarkProvisioning,
-    Create,
-    RecordCreated,
-}
-
-/// The Machine controller with the AWS actuator.
-#[derive(Clone, Debug)]
-pub struct MachineController {
+/// The controller's context: its client, its variant, the cloud API it calls. It keeps
+/// nothing else between reconciles.
+pub struct MachineCtx {
+    client: Client,
     options: MachineOptions,
-    /// The cloud API it calls.
     cloud: ProcId,
-    phase: Phase,
-    machine: Option<Arc<Object>>,
 }
 
-impl MachineController {
-    pub fn new(options: MachineOptions, cloud: ProcId) -> Self {
-        MachineController {
+/// The Machine controller (For(Machine)), hosted by a manager.
+pub fn controller(options: MachineOptions, cloud: ProcId) -> Box<dyn Reconciler> {
+    Controller::new::<Machine>("machine-controller").run(reconcile, error_policy, move |client| {
+        MachineCtx {
+            client,
             options,
             cloud,
-            phase: Phase::default(),
-            machine: None,
         }
-    }
+    })
+}
 
-    fn cloud_call(&self, op: CloudOp) -> Step {
-        Step::Call(Call::service(self.cloud, op))
-    }
+/// An error requeues with the work queue's backoff, as controller-runtime's does.
+fn error_policy(_: Arc<Object>, _: &Error, _: Arc<MachineCtx>) -> Action {
+    Action::rate_limited()
+}
 
-    fn machine(&self) -> &Object {
-        self.machine.as_ref().expect("set at reconcile start")
+/// One reconcile of a Machine (the module's doc lists the branches).
+async fn reconcile(m: Arc<Object>, ctx: Arc<MachineCtx>) -> Result<Action, Error> {
+    let machines: Api<Machine> = Api::namespaced(ctx.client.clone(), &m.meta.namespace);
+    if !m.meta.is_deleting() && !m.meta.has_finalizer(FINALIZER) {
+        let mut next = (*m).clone();
+        next.meta.finalizers.push(FINALIZER.into());
+        machines.replace(&PostParams::default(), next).await?;
+        return Ok(Action::await_change());
     }
-
-    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        self.phase = Phase::Idle;
-        let Some(m) = ctx.cache.get(ctx.key).cloned() else {
-            return Step::done();
-        };
-        self.machine = Some(m.clone());
-        if !m.meta.is_deleting() && !m.meta.has_finalizer(FINALIZER) {
-            let mut next = (*m).clone();
-            next.meta.finalizers.push(FINALIZER.into());
-            self.phase = Phase::AddFinalizer;
-            return Step::Call(Call::Api(ApiOp::Update {
-                object: Box::new(next),
-                precondition: true,
-            }));
+    if m.meta.is_deleting() {
+        if !m.meta.has_finalizer(FINALIZER) {
+            return Ok(Action::await_change());
         }
-        if m.meta.is_deleting() {
-            if !m.meta.has_finalizer(FINALIZER) {
-                return Step::done();
-            }
-            return self.lookup(Phase::DeleteLookup);
+        let found = lookup(&ctx, &m).await?;
+        if !found.is_empty() {
+            let ids = found.iter().map(|i| i.id.clone()).collect();
+            cloud(&ctx, CloudOp::TerminateInstances { ids }).await?;
         }
-        if status(&m).phase.as_deref() == Some("Failed") {
-            return Step::done();
+        if !lookup(&ctx, &m).await?.is_empty() {
+            // "can't proceed deleting machine while cloud instance is being terminated"
+            return Ok(Action::requeue(Duration::from_millis(REQUEUE_AFTER_MS)));
         }
-        self.lookup(Phase::Exists)
+        let mut next = (*m).clone();
+        next.meta.finalizers.retain(|f| f != FINALIZER);
+        machines.replace(&PostParams::default(), next).await?;
+        return Ok(Action::await_change());
     }
-
-    /// Start an instance lookup whose answer continues in `phase(lookup)`.
-    fn lookup(&mut self, phase: fn(Lookup) -> Phase) -> Step {
-        let recorded = status(self.machine()).instance_id.clone();
-        match recorded {
-            Some(id) => {
-                self.phase = phase(Lookup::ById);
-                self.cloud_call(CloudOp::DescribeInstances {
-                    ids: vec![id],
-                    tag_filters: BTreeMap::new(),
-                    states: live_states(),
-                })
-            }
-            None => self.lookup_by_tag(phase),
-        }
+    if status(&m).phase.as_deref() == Some("Failed") {
+        return Ok(Action::await_change());
     }
-
-    fn lookup_by_tag(&mut self, phase: fn(Lookup) -> Phase) -> Step {
-        self.phase = phase(Lookup::ByTag);
-        self.cloud_call(CloudOp::DescribeInstances {
-            ids: vec![],
-            tag_filters: instance_tags(&self.machine().meta.name),
-            states: live_states(),
-        })
-    }
-
-    fn patch(&mut self, phase: Phase, op: PatchOp) -> Step {
-        self.phase = phase;
-        Step::Call(Call::Api(ApiOp::Patch {
-            key: self.machine().key(),
-            ops: vec![op],
-            resource_version: None,
-        }))
-    }
-
-    /// The machine-api merge patch of the provider fields and status.
-    fn fields(
-        &self,
-        ctx: &ReconcileCtx<'_>,
-        instance: Option<&Instance>,
-        phase: Option<&str>,
-        error: Option<&str>,
-    ) -> PatchOp {
-        PatchOp::from(MachineFields {
-            provider_id: instance.map(provider_id),
-            instance_id: instance.map(|i| i.id.clone()),
-            phase: phase.map(str::to_string),
-            error_message: error.map(str::to_string),
-            last_updated: Some(ctx.now),
-        })
-    }
-
-    /// An instance exists: record it, requeue while it is pending.
-    fn found(&mut self, ctx: &ReconcileCtx<'_>, instances: &[Instance]) -> Step {
-        let newest = newest_running(instances);
-        let pending = newest.state == InstanceState::Pending;
-        let st = status(self.machine());
-        if st.instance_id.as_deref() == Some(&newest.id)
-            && self
-                .machine()
-                .typed::<Machine>()
-                .expect("a Machine")
-                .spec
-                .provider_id
-                .as_deref()
-                == Some(&provider_id(newest))
-        {
-            return if pending {
-                Step::requeue_after(REQUEUE_AFTER_MS)
-            } else {
-                Step::done()
-            };
-        }
-        let op = self.fields(ctx, Some(newest), Some("Provisioned"), None);
-        self.patch(Phase::RecordFound { requeue: pending }, op)
-    }
-
-    /// No instance: grace period, Failed, or create.
-    fn missing(&mut self, ctx: &ReconcileCtx<'_>) -> Step {
-        let m = self.machine();
-        let st = status(m);
-        let provider_set = m
-            .typed::<Machine>()
-            .expect("a Machine")
-            .spec
-            .provider_id
-            .is_some();
-        if provider_set {
-            let fresh = st
-                .last_updated
-                .is_none_or(|t| t.plus_ms(REQUEUE_AFTER_MS) > ctx.now);
-            if fresh {
-                // "Possible eventual-consistency discrepancy; returning an error to requeue"
-                return Step::requeue_after(REQUEUE_AFTER_MS);
-            }
-            let op = self.fields(
-                ctx,
-                None,
-                Some("Failed"),
-                Some("Can't find created instance."),
-            );
-            return self.patch(Phase::MarkFailed, op);
-        }
-        if self.options.idempotent_create && st.instance_id.is_some() {
-            return Step::Error("instanceId is set: not creating again".into());
-        }
-        if st.phase.as_deref() != Some("Provisioning") {
-            let op = self.fields(ctx, None, Some("Provisioning"), None);
-            return self.patch(Phase::MarkProvisioning, op);
-        }
-        self.create()
-    }
-
-    fn create(&mut self) -> Step {
-        self.phase = Phase::Create;
-        let m = self.machine();
-        let client_token = self
-            .options
-            .idempotent_create
-            .then(|| format!("{}", m.meta.uid.0));
-        self.cloud_call(CloudOp::RunInstances {
-            tags: instance_tags(&m.meta.name),
-            client_token,
-        })
+    let found = lookup(&ctx, &m).await?;
+    if found.is_empty() {
+        missing(&ctx, &machines, m).await
+    } else {
+        exists(&ctx, &machines, &m, &found).await
     }
 }
 
-impl Reconciler for MachineController {
-    fn name(&self) -> &str {
-        "machine-controller"
+/// An instance exists: record it, requeue while it is pending.
+async fn exists(
+    ctx: &MachineCtx,
+    machines: &Api<Machine>,
+    m: &Object,
+    instances: &[Instance],
+) -> Result<Action, Error> {
+    let newest = newest_running(instances);
+    let next = if newest.state == InstanceState::Pending {
+        Action::requeue(Duration::from_millis(REQUEUE_AFTER_MS))
+    } else {
+        Action::await_change()
+    };
+    let spec = &m.typed::<Machine>().expect("a Machine").spec;
+    if status(m).instance_id.as_deref() == Some(&newest.id)
+        && spec.provider_id.as_deref() == Some(&provider_id(newest))
+    {
+        return Ok(next);
     }
+    let op = fields(ctx, Some(newest), Some("Provisioned"), None);
+    machines
+        .patch(&m.meta.name, &PatchParams::default(), vec![op])
+        .await?;
+    Ok(next)
+}
 
-    fn watches(&self) -> Vec<Kind> {
-        vec![Machine::KIND]
+/// No instance: grace period, Failed, or create.
+async fn missing(
+    ctx: &MachineCtx,
+    machines: &Api<Machine>,
+    mut m: Arc<Object>,
+) -> Result<Action, Error> {
+    let st = status(&m);
+    let provider_set = m
+        .typed::<Machine>()
+        .expect("a Machine")
+        .spec
+        .provider_id
+        .is_some();
+    let pp = PatchParams::default();
+    if provider_set {
+        let fresh = st
+            .last_updated
+            .is_none_or(|t| t.plus_ms(REQUEUE_AFTER_MS) > ctx.client.now());
+        if fresh {
+            // "Possible eventual-consistency discrepancy; returning an error to requeue"
+            return Ok(Action::requeue(Duration::from_millis(REQUEUE_AFTER_MS)));
+        }
+        let op = fields(
+            ctx,
+            None,
+            Some("Failed"),
+            Some("Can't find created instance."),
+        );
+        machines.patch(&m.meta.name, &pp, vec![op]).await?;
+        return Ok(Action::await_change());
     }
-
-    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, Machine::KIND, keys);
+    if ctx.options.idempotent_create && st.instance_id.is_some() {
+        return Err(Error::Service(
+            "instanceId is set: not creating again".into(),
+        ));
     }
+    if st.phase.as_deref() != Some("Provisioning") {
+        let op = fields(ctx, None, Some("Provisioning"), None);
+        m = machines.patch(&m.meta.name, &pp, vec![op]).await?;
+    }
+    let client_token = ctx
+        .options
+        .idempotent_create
+        .then(|| format!("{}", m.meta.uid.0));
+    let tags = instance_tags(&m.meta.name);
+    let created = cloud(ctx, CloudOp::RunInstances { tags, client_token }).await?;
+    let Some(instance) = created.first() else {
+        return Err(Error::Service("RunInstances launched nothing".into()));
+    };
+    // Between the launch and the record of its id: a crash here leaves an instance no
+    // Machine names.
+    ctx.client.failpoint("after-run-instances").await?;
+    let op = fields(ctx, Some(instance), None, None);
+    machines.patch(&m.meta.name, &pp, vec![op]).await?;
+    Ok(Action::requeue(Duration::from_millis(
+        REQUEUE_AFTER_CREATE_MS,
+    )))
+}
 
-    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            return self.start(ctx);
+/// A cloud call; the cloud's own refusal is an error.
+async fn cloud(ctx: &MachineCtx, op: CloudOp) -> Result<Vec<Instance>, Error> {
+    let answer: CloudResult = ctx.client.call(ctx.cloud, op).await?;
+    answer.map_err(|e| Error::Service(format!("{e:?}")))
+}
+
+/// The instances of a Machine: by its recorded instanceId, falling back to its tags when
+/// the id is unknown (yet).
+async fn lookup(ctx: &MachineCtx, m: &Object) -> Result<Vec<Instance>, Error> {
+    if let Some(id) = status(m).instance_id.clone() {
+        let by_id = CloudOp::DescribeInstances {
+            ids: vec![id],
+            tag_filters: BTreeMap::new(),
+            states: live_states(),
         };
-        let phase = std::mem::take(&mut self.phase);
-        match (phase, reply.answer::<CloudResult>()) {
-            (Phase::AddFinalizer, Answer::Api(Ok(_))) => Step::done(),
-            // Lookups: by id first, falling back to tags when the id is unknown (yet).
-            (Phase::DeleteLookup(Lookup::ById), Answer::Service(Err(_))) => {
-                self.lookup_by_tag(Phase::DeleteLookup)
-            }
-            (Phase::DeleteExists(Lookup::ById), Answer::Service(Err(_))) => {
-                self.lookup_by_tag(Phase::DeleteExists)
-            }
-            (Phase::Exists(Lookup::ById), Answer::Service(Err(_))) => {
-                self.lookup_by_tag(Phase::Exists)
-            }
-            (Phase::DeleteLookup(_), Answer::Service(Ok(found))) => {
-                if found.is_empty() {
-                    return self.lookup(Phase::DeleteExists);
-                }
-                self.phase = Phase::Terminate;
-                self.cloud_call(CloudOp::TerminateInstances {
-                    ids: found.iter().map(|i| i.id.clone()).collect(),
-                })
-            }
-            (Phase::Terminate, Answer::Service(Ok(_))) => self.lookup(Phase::DeleteExists),
-            (Phase::DeleteExists(_), Answer::Service(Ok(found))) => {
-                if !found.is_empty() {
-                    // "can't proceed deleting machine while cloud instance is being terminated"
-                    return Step::requeue_after(REQUEUE_AFTER_MS);
-                }
-                self.phase = Phase::RemoveFinalizer;
-                let mut next = self.machine().clone();
-                next.meta.finalizers.retain(|f| f != FINALIZER);
-                Step::Call(Call::Api(ApiOp::Update {
-                    object: Box::new(next),
-                    precondition: true,
-                }))
-            }
-            (Phase::RemoveFinalizer, Answer::Api(Ok(_))) => Step::done(),
-            (Phase::Exists(_), Answer::Service(Ok(found))) => {
-                if found.is_empty() {
-                    self.missing(ctx)
-                } else {
-                    self.found(ctx, &found)
-                }
-            }
-            (Phase::RecordFound { requeue }, Answer::Api(Ok(_))) => {
-                if requeue {
-                    Step::requeue_after(REQUEUE_AFTER_MS)
-                } else {
-                    Step::done()
-                }
-            }
-            (Phase::MarkFailed, Answer::Api(Ok(_))) => Step::done(),
-            (Phase::MarkProvisioning, Answer::Api(Ok(ApiOk::Object(m)))) => {
-                self.machine = Some(m);
-                self.create()
-            }
-            (Phase::Create, Answer::Service(Ok(instances))) if !instances.is_empty() => {
-                let op = self.fields(ctx, Some(&instances[0]), None, None);
-                self.patch(Phase::RecordCreated, op)
-            }
-            (Phase::RecordCreated, Answer::Api(Ok(_))) => {
-                Step::requeue_after(REQUEUE_AFTER_CREATE_MS)
-            }
-            (phase, reply) => Step::Error(format!("{phase:?} failed: {reply:?}")),
+        let answer: CloudResult = ctx.client.call(ctx.cloud, by_id).await?;
+        if let Ok(found) = answer {
+            return Ok(found);
         }
     }
+    let by_tag = CloudOp::DescribeInstances {
+        ids: vec![],
+        tag_filters: instance_tags(&m.meta.name),
+        states: live_states(),
+    };
+    cloud(ctx, by_tag).await
+}
 
-    fn reset(&mut self) {
-        *self = MachineController::new(self.options, self.cloud);
-    }
+/// The machine-api merge patch of the provider fields and status.
+fn fields(
+    ctx: &MachineCtx,
+    instance: Option<&Instance>,
+    phase: Option<&str>,
+    error: Option<&str>,
+) -> PatchOp {
+    PatchOp::from(MachineFields {
+        provider_id: instance.map(provider_id),
+        instance_id: instance.map(|i| i.id.clone()),
+        phase: phase.map(str::to_string),
+        error_message: error.map(str::to_string),
+        last_updated: Some(ctx.client.now()),
+    })
 }
 
 fn status(m: &Object) -> &crate::kinds::MachineStatus {

@@ -18,15 +18,14 @@
 
 use crate::kinds::Machine;
 use crate::kinds::{MachineSet, MachineSetStatus};
-use reconsim_sim::SimTime;
-use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::informer::Cache;
-use reconsim_world::manager::{
-    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
-};
+use reconsim_world::manager::Reconciler;
 use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, Kind, Object, ObjectKey, ObjectMeta, OwnerReference, selector_matches,
+    Body, Object, ObjectKey, ObjectMeta, OwnerReference, selector_matches,
+};
+use reconsim_world::runtime::{
+    Action, Api, Client, Controller, DeleteParams, PatchParams, PostParams,
 };
 use std::sync::Arc;
 
@@ -37,290 +36,150 @@ pub const STATE_CONFIRMATION_TIMEOUT_MS: u64 = 10_000;
 /// The annotation that marks a machine for deletion first.
 pub const DELETE_MACHINE_ANNOTATION: &str = "machine.openshift.io/delete-machine";
 
-#[derive(Clone, Debug, Default)]
-enum Phase {
-    #[default]
-    Idle,
-    /// Adopting `orphans[next]`; `machines` are the names counted so far.
-    Adopting {
-        orphans: Vec<Arc<Object>>,
-        next: usize,
-    },
-    /// `left` creates to go; `created` are the names the server gave.
-    Creating { left: u32 },
-    /// Deleting `victims[next]`.
-    Deleting {
-        victims: Vec<ObjectKey>,
-        next: usize,
-    },
-    /// Polling the cache for `created`/`deleted` to show; gives up at `deadline`.
-    Confirming { deadline: SimTime },
-    /// Writing status; `error` is the sync error to report after.
-    Status,
+/// A failed reconcile: what failed (the status was written all the same).
+#[derive(Debug)]
+pub struct SyncError(String);
+
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-/// The MachineSet controller.
-#[derive(Clone, Debug, Default)]
-pub struct MachineSetController {
-    phase: Phase,
-    /// The MachineSet being reconciled (as the cache showed it at the start).
-    ms: Option<Arc<Object>>,
-    /// Machines counted by this reconcile.
-    machines: Vec<Arc<Object>>,
-    created: Vec<String>,
-    deleted: Vec<ObjectKey>,
-    error: Option<String>,
+/// The MachineSet controller (For(MachineSet), Owns(Machine)). It keeps nothing between
+/// reconciles: its context is its client.
+pub fn controller() -> Box<dyn Reconciler> {
+    Controller::new::<MachineSet>("machineset-controller")
+        .owns::<Machine>()
+        .run(reconcile, error_policy, |client| client)
 }
 
-impl MachineSetController {
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// An error requeues with the work queue's backoff, as controller-runtime's does.
+fn error_policy(_: Arc<Object>, _: &SyncError, _: Arc<Client>) -> Action {
+    Action::rate_limited()
+}
 
-    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        *self = Self::default();
-        let Some(ms) = ctx.cache.get(ctx.key).cloned() else {
-            return Step::done();
-        };
-        if ms.meta.is_deleting() {
-            return Step::done();
+/// One reconcile of a MachineSet (the module's doc lists the steps).
+async fn reconcile(ms: Arc<Object>, client: Arc<Client>) -> Result<Action, SyncError> {
+    if ms.meta.is_deleting() {
+        return Ok(Action::await_change());
+    }
+    let spec = &ms.typed::<MachineSet>().expect("a MachineSet key").spec;
+    let ns = &ms.meta.namespace;
+    let mut machines = Vec::new();
+    let mut orphans = Vec::new();
+    for m in client.store::<Machine>().state() {
+        if m.meta.namespace != *ns || exclude(&ms, &m, &spec.selector) {
+            continue;
         }
-        let spec = &ms.typed::<MachineSet>().expect("a MachineSet key").spec;
-        let mut orphans = Vec::new();
-        for m in ctx.cache.list(Machine::KIND) {
-            if m.meta.namespace != ms.meta.namespace || exclude(&ms, m, &spec.selector) {
-                continue;
+        if m.meta.controller_ref().is_none() {
+            orphans.push(m);
+        } else {
+            machines.push(m);
+        }
+    }
+    let api: Api<Machine> = Api::namespaced((*client).clone(), ns);
+    let pp = PostParams::default();
+    for orphan in orphans {
+        // Adopt; a failure skips that machine.
+        let mut m = (*orphan).clone();
+        m.meta.owner_references.push(controller_ref(&ms));
+        if let Ok(adopted) = api.replace(&pp, m).await {
+            machines.push(adopted);
+        }
+    }
+    // The real controller sorts by name before counting.
+    machines.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+    let diff = machines.len() as i64 - i64::from(spec.replicas);
+    let mut error = None;
+    let (mut created, mut deleted) = (Vec::new(), Vec::new());
+    if diff < 0 {
+        for _ in 0..diff.unsigned_abs() {
+            match api.create(&pp, new_machine(&ms)).await {
+                Ok(m) => created.push(m.meta.name.clone()),
+                Err(e) => error = Some(format!("unable to create Machine: {e}")),
             }
-            if m.meta.controller_ref().is_none() {
-                orphans.push(m.clone());
-            } else {
-                self.machines.push(m.clone());
+        }
+    } else if diff > 0 {
+        for victim in pick_victims(&machines, diff as usize) {
+            match api.delete(&victim.name, &DeleteParams::default()).await {
+                Ok(_) => deleted.push(victim),
+                Err(e) if e.code() == Some(404) => deleted.push(victim),
+                Err(e) => error = Some(format!("unable to delete Machine: {e}")),
             }
         }
-        self.ms = Some(ms);
-        if orphans.is_empty() {
-            return self.sync(ctx);
-        }
-        self.phase = Phase::Adopting { orphans, next: 0 };
-        self.adopt_next()
     }
-
-    fn adopt_next(&mut self) -> Step {
-        let Phase::Adopting { orphans, next } = &self.phase else {
-            unreachable!()
+    if diff != 0 && error.is_none() {
+        error = confirm(&client, ns, &created, &deleted).await;
+    }
+    let replicas = machines.len() as u32;
+    if ms
+        .typed::<MachineSet>()
+        .expect("a MachineSet")
+        .status
+        .replicas
+        != replicas
+    {
+        let sets: Api<MachineSet> = Api::namespaced((*client).clone(), ns);
+        let status = MachineSet {
+            spec: Default::default(),
+            status: MachineSetStatus { replicas },
         };
-        let ms = self.ms.as_ref().expect("set at start");
-        let mut m = (*orphans[*next]).clone();
-        m.meta.owner_references.push(controller_ref(ms));
-        Step::Call(Call::Api(ApiOp::Update {
-            object: Box::new(m),
-            precondition: true,
-        }))
-    }
-
-    /// syncReplicas: create or delete towards `replicas`.
-    fn sync(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        // The real controller sorts by name before counting.
-        self.machines.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
-        let ms = self.ms.clone().expect("set at start");
-        let spec = &ms.typed::<MachineSet>().expect("a MachineSet").spec;
-        let count = self.machines.len() as i64;
-        let diff = count - i64::from(spec.replicas);
-        if diff < 0 {
-            self.phase = Phase::Creating {
-                left: diff.unsigned_abs() as u32,
-            };
-            return self.create_next();
+        let written = sets
+            .patch_status(&ms.meta.name, &PatchParams::default(), status)
+            .await;
+        if let Err(e) = written {
+            error.get_or_insert_with(|| format!("failed to update status: {e}"));
         }
-        if diff > 0 {
-            let victims = pick_victims(&self.machines, diff as usize);
-            self.phase = Phase::Deleting { victims, next: 0 };
-            return self.delete_next();
-        }
-        let _ = ctx;
-        self.write_status()
     }
-
-    fn create_next(&mut self) -> Step {
-        let ms = self.ms.as_ref().expect("set at start");
-        let spec = &ms.typed::<MachineSet>().expect("a MachineSet").spec;
-        let mut meta = ObjectMeta::named(&ms.meta.namespace, "");
-        meta.generate_name = Some(format!("{}-", ms.meta.name));
-        meta.labels = spec.template_labels.clone();
-        meta.owner_references = vec![controller_ref(ms)];
-        Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
-            meta,
-            Body::new(Machine::default()),
-        )))))
+    match error {
+        Some(e) => Err(SyncError(e)),
+        None => Ok(Action::await_change()),
     }
+}
 
-    fn delete_next(&mut self) -> Step {
-        let Phase::Deleting { victims, next } = &self.phase else {
-            unreachable!()
-        };
-        Step::Call(Call::Api(ApiOp::Delete {
-            key: victims[*next].clone(),
-            uid: None,
-            grace_period_seconds: None,
-        }))
-    }
-
-    /// Poll the cache: done when every created machine is there and every deleted one
-    /// is gone or marked.
-    fn confirm(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Phase::Confirming { deadline } = self.phase else {
-            unreachable!()
-        };
-        let ns = &self.ms.as_ref().expect("set").meta.namespace;
-        let created_seen = self.created.iter().all(|n| {
-            ctx.cache
-                .get(&ObjectKey::new(Machine::KIND, ns, n))
-                .is_some()
+/// waitForMachineCreated / waitForMachineDeleted: poll the cache every 100 ms for up to
+/// 10 s until every created Machine shows and every deleted one is gone or marked.
+async fn confirm(
+    client: &Client,
+    ns: &str,
+    created: &[String],
+    deleted: &[ObjectKey],
+) -> Option<String> {
+    let deadline = client.now().plus_ms(STATE_CONFIRMATION_TIMEOUT_MS);
+    let store = client.store::<Machine>();
+    loop {
+        let created_seen = created.iter().all(|n| store.get(ns, n).is_some());
+        let deleted_seen = deleted.iter().all(|k| {
+            store
+                .get(&k.namespace, &k.name)
+                .is_none_or(|m| m.meta.is_deleting())
         });
-        let deleted_seen = self
-            .deleted
-            .iter()
-            .all(|k| ctx.cache.get(k).is_none_or(|m| m.meta.is_deleting()));
         if created_seen && deleted_seen {
-            return self.write_status();
+            return None;
         }
-        if ctx.now >= deadline {
-            self.error = Some(if created_seen {
+        if client.now() >= deadline {
+            return Some(if created_seen {
                 "failed waiting for machine object to be deleted".into()
             } else {
                 "failed waiting for machine object to be created".into()
             });
-            return self.write_status();
         }
-        Step::Sleep {
-            ms: STATE_CONFIRMATION_INTERVAL_MS,
-        }
-    }
-
-    fn write_status(&mut self) -> Step {
-        let ms = self.ms.as_ref().expect("set");
-        let replicas = self.machines.len() as u32;
-        if ms
-            .typed::<MachineSet>()
-            .expect("a MachineSet")
-            .status
-            .replicas
-            == replicas
-        {
-            return self.finish();
-        }
-        self.phase = Phase::Status;
-        Step::Call(Call::Api(ApiOp::Patch {
-            key: ms.key(),
-            ops: vec![PatchOp::Status(Body::new(MachineSet {
-                spec: Default::default(),
-                status: MachineSetStatus { replicas },
-            }))],
-            resource_version: None,
-        }))
-    }
-
-    fn finish(&mut self) -> Step {
-        self.phase = Phase::Idle;
-        match self.error.take() {
-            Some(e) => Step::Error(e),
-            None => Step::done(),
-        }
+        client.sleep(STATE_CONFIRMATION_INTERVAL_MS).await;
     }
 }
 
-impl Reconciler for MachineSetController {
-    fn name(&self) -> &str {
-        "machineset-controller"
-    }
-
-    fn watches(&self) -> Vec<Kind> {
-        vec![MachineSet::KIND, Machine::KIND]
-    }
-
-    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, MachineSet::KIND, keys);
-        enqueue_owner(object, MachineSet::KIND, keys);
-    }
-
-    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            return self.start(ctx);
-        };
-        match std::mem::take(&mut self.phase) {
-            Phase::Idle => Step::Error("reply without a reconcile in progress".into()),
-            Phase::Adopting { orphans, next } => {
-                if let Reply::Api(Ok(ApiOk::Object(m))) = reply {
-                    self.machines.push(m);
-                }
-                if next + 1 < orphans.len() {
-                    self.phase = Phase::Adopting {
-                        orphans,
-                        next: next + 1,
-                    };
-                    return self.adopt_next();
-                }
-                self.sync(ctx)
-            }
-            Phase::Creating { left } => {
-                match reply {
-                    Reply::Api(Ok(ApiOk::Object(m))) => self.created.push(m.meta.name.clone()),
-                    other => self.error = Some(format!("unable to create Machine: {other:?}")),
-                }
-                if left > 1 {
-                    self.phase = Phase::Creating { left: left - 1 };
-                    return self.create_next();
-                }
-                if self.error.is_some() {
-                    return self.write_status();
-                }
-                self.phase = Phase::Confirming {
-                    deadline: ctx.now.plus_ms(STATE_CONFIRMATION_TIMEOUT_MS),
-                };
-                self.confirm(ctx)
-            }
-            Phase::Deleting { victims, next } => {
-                match reply {
-                    Reply::Api(Ok(_)) | Reply::Api(Err(ApiError::NotFound)) => {
-                        self.deleted.push(victims[next].clone())
-                    }
-                    other => self.error = Some(format!("unable to delete Machine: {other:?}")),
-                }
-                if next + 1 < victims.len() {
-                    self.phase = Phase::Deleting {
-                        victims,
-                        next: next + 1,
-                    };
-                    return self.delete_next();
-                }
-                if self.error.is_some() {
-                    return self.write_status();
-                }
-                self.phase = Phase::Confirming {
-                    deadline: ctx.now.plus_ms(STATE_CONFIRMATION_TIMEOUT_MS),
-                };
-                self.confirm(ctx)
-            }
-            phase @ Phase::Confirming { .. } => {
-                self.phase = phase;
-                self.confirm(ctx)
-            }
-            Phase::Status => {
-                if !matches!(reply, Reply::Api(Ok(_))) {
-                    self.error
-                        .get_or_insert_with(|| format!("failed to update status: {reply:?}"));
-                }
-                self.finish()
-            }
-        }
-    }
-
-    fn reset(&mut self) {
-        *self = Self::default();
-    }
+/// A new Machine of `ms`: generateName `<machineset>-`, the template's labels, a
+/// controller reference.
+fn new_machine(ms: &Object) -> Object {
+    let spec = &ms.typed::<MachineSet>().expect("a MachineSet").spec;
+    let mut meta = ObjectMeta::named(&ms.meta.namespace, "");
+    meta.generate_name = Some(format!("{}-", ms.meta.name));
+    meta.labels = spec.template_labels.clone();
+    meta.owner_references = vec![controller_ref(ms)];
+    Object::new(meta, Body::new(Machine::default()))
 }
 
-/// shouldExcludeMachine: controlled by another owner, being deleted, or not matching.
 fn exclude(ms: &Object, m: &Object, selector: &std::collections::BTreeMap<String, String>) -> bool {
     if m.meta
         .controller_ref()

@@ -4,8 +4,8 @@
 //! while their replacements start elsewhere, as in the incident. Its one workload action,
 //! `scale_machine_set`, patches a MachineSet's replicas.
 
+use crate::MachineOptions;
 use crate::kinds::{MachineSet, MachineSetSpec};
-use crate::{MachineController, MachineOptions, MachineSetController};
 use reconsim_check::{NamedCheck, View};
 use reconsim_family::{
     Context, Family, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction,
@@ -300,12 +300,10 @@ fn images(images: Images, ma: &MachineApiSpec, cloud: ProcId) -> Images {
     images
         .with(
             MACHINE_API_PODS[0],
-            manager(ms_leader, |_, _| Box::new(MachineSetController::new())),
+            manager(ms_leader, |_, _| crate::machineset::controller()),
         )
         .with(
             MACHINE_API_PODS[1],
-            manager(m_leader, |o, cloud| {
-                Box::new(MachineController::new(o, cloud))
-            }),
+            manager(m_leader, |o, cloud| crate::machine::controller(o, cloud)),
         )
 }
