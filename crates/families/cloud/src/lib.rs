@@ -791,3 +791,58 @@ pub fn instances<'a>(
         .into_iter()
         .flat_map(|c| c.instances())
 }
+
+/// The cloud's typed async client for reconcilers in kube-runtime's shape
+/// (`reconsim_world::runtime`), as the AWS SDK is for a real actuator: each call is one
+/// request to the cloud process, an await point with the API server's timeout, and the
+/// cloud's own errors come back as [`CloudError`]s inside `Ok`.
+#[derive(Clone, Debug)]
+pub struct Ec2 {
+    client: reconsim_world::runtime::Client,
+    cloud: ProcId,
+}
+
+/// A cloud call's result: the request failed (`Err`, a timeout), or the cloud answered.
+pub type Ec2Result = Result<CloudResult, reconsim_world::runtime::Error>;
+
+impl Ec2 {
+    /// A client of the cloud process `cloud`, through a reconciler's `client`.
+    pub fn new(client: reconsim_world::runtime::Client, cloud: ProcId) -> Self {
+        Ec2 { client, cloud }
+    }
+
+    async fn call(&self, op: CloudOp) -> Ec2Result {
+        self.client.call::<CloudResult>(self.cloud, op).await
+    }
+
+    /// RunInstances: one instance with `tags`; with a `client_token`, idempotent.
+    pub async fn run_instances(
+        &self,
+        tags: BTreeMap<String, String>,
+        client_token: Option<String>,
+    ) -> Ec2Result {
+        self.call(CloudOp::RunInstances { tags, client_token })
+            .await
+    }
+
+    /// DescribeInstances by id (if `ids` is not empty), else by tag filter, in any of
+    /// `states` (all if empty). Eventually consistent.
+    pub async fn describe_instances(
+        &self,
+        ids: Vec<String>,
+        tag_filters: BTreeMap<String, String>,
+        states: Vec<InstanceState>,
+    ) -> Ec2Result {
+        let op = CloudOp::DescribeInstances {
+            ids,
+            tag_filters,
+            states,
+        };
+        self.call(op).await
+    }
+
+    /// TerminateInstances (idempotent).
+    pub async fn terminate_instances(&self, ids: Vec<String>) -> Ec2Result {
+        self.call(CloudOp::TerminateInstances { ids }).await
+    }
+}

@@ -27,7 +27,7 @@
 //! uid as client token, and no create while instanceId is already recorded.
 
 use crate::kinds::{Machine, MachineFields};
-use reconsim_cloud::{CloudOp, CloudResult, Instance, InstanceState};
+use reconsim_cloud::{CloudResult, Ec2, Instance, InstanceState};
 use reconsim_sim::ProcId;
 use reconsim_world::api::PatchOp;
 use reconsim_world::manager::Reconciler;
@@ -63,18 +63,20 @@ pub struct MachineOptions {
 pub struct MachineCtx {
     client: Client,
     options: MachineOptions,
-    cloud: ProcId,
+    ec2: Ec2,
 }
 
 /// The Machine controller (For(Machine)), hosted by a manager.
 pub fn controller(options: MachineOptions, cloud: ProcId) -> Box<dyn Reconciler> {
-    Controller::new::<Machine>("machine-controller").run(reconcile, error_policy, move |client| {
-        MachineCtx {
+    Controller::new::<Machine>("machine-controller").run(
+        reconcile,
+        error_policy,
+        move |client: Client| MachineCtx {
+            ec2: Ec2::new(client.clone(), cloud),
             client,
             options,
-            cloud,
-        }
-    })
+        },
+    )
 }
 
 /// An error requeues with the work queue's backoff, as controller-runtime's does.
@@ -98,7 +100,7 @@ async fn reconcile(m: Arc<Object>, ctx: Arc<MachineCtx>) -> Result<Action, Error
         let found = lookup(&ctx, &m).await?;
         if !found.is_empty() {
             let ids = found.iter().map(|i| i.id.clone()).collect();
-            cloud(&ctx, CloudOp::TerminateInstances { ids }).await?;
+            refused(ctx.ec2.terminate_instances(ids).await?)?;
         }
         if !lookup(&ctx, &m).await?.is_empty() {
             // "can't proceed deleting machine while cloud instance is being terminated"
@@ -191,7 +193,7 @@ async fn missing(
         .idempotent_create
         .then(|| format!("{}", m.meta.uid.0));
     let tags = instance_tags(&m.meta.name);
-    let created = cloud(ctx, CloudOp::RunInstances { tags, client_token }).await?;
+    let created = refused(ctx.ec2.run_instances(tags, client_token).await?)?;
     let Some(instance) = created.first() else {
         return Err(Error::Service("RunInstances launched nothing".into()));
     };
@@ -205,32 +207,23 @@ async fn missing(
     )))
 }
 
-/// A cloud call; the cloud's own refusal is an error.
-async fn cloud(ctx: &MachineCtx, op: CloudOp) -> Result<Vec<Instance>, Error> {
-    let answer: CloudResult = ctx.client.call(ctx.cloud, op).await?;
+/// The cloud's own refusal is an error of the reconcile.
+fn refused(answer: CloudResult) -> Result<Vec<Instance>, Error> {
     answer.map_err(|e| Error::Service(format!("{e:?}")))
 }
 
 /// The instances of a Machine: by its recorded instanceId, falling back to its tags when
 /// the id is unknown (yet).
 async fn lookup(ctx: &MachineCtx, m: &Object) -> Result<Vec<Instance>, Error> {
+    let ec2 = &ctx.ec2;
     if let Some(id) = status(m).instance_id.clone() {
-        let by_id = CloudOp::DescribeInstances {
-            ids: vec![id],
-            tag_filters: BTreeMap::new(),
-            states: live_states(),
-        };
-        let answer: CloudResult = ctx.client.call(ctx.cloud, by_id).await?;
-        if let Ok(found) = answer {
+        let by_id = ec2.describe_instances(vec![id], BTreeMap::new(), live_states());
+        if let Ok(found) = by_id.await? {
             return Ok(found);
         }
     }
-    let by_tag = CloudOp::DescribeInstances {
-        ids: vec![],
-        tag_filters: instance_tags(&m.meta.name),
-        states: live_states(),
-    };
-    cloud(ctx, by_tag).await
+    let by_tag = ec2.describe_instances(vec![], instance_tags(&m.meta.name), live_states());
+    refused(by_tag.await?)
 }
 
 /// The machine-api merge patch of the provider fields and status.
