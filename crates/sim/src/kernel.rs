@@ -714,9 +714,17 @@ impl<A: Actor> Sim<A> {
             };
             f(&mut slot.actor, &mut ctx);
         }
-        for effect in effects.drain(..) {
+        let mut drain = effects.drain(..);
+        for effect in drain.by_ref() {
+            let crashes = matches!(effect, Effect::CrashSelf { .. });
             self.apply_effect(p, effect);
+            if crashes {
+                // A dead process does nothing more: what the handler asked for after
+                // its crash is dropped with it.
+                break;
+            }
         }
+        drop(drain);
         self.effects = effects;
     }
 

@@ -229,6 +229,8 @@ impl Actor for Node {
             (_, Msg::CrashMe(restart_ms)) => {
                 ctx.send(from, Msg::Pong(0));
                 ctx.crash_self(restart_ms);
+                // Asked for after the crash: never sent.
+                ctx.send(from, Msg::Pong(1));
             }
             (Role::Gossip { .. }, Msg::Ping(n)) => {
                 let d = ctx.draw_ms(0, 3);
