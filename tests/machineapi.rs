@@ -113,14 +113,18 @@ fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
     assert!(fixed.replay(TraceMode::Hash).outcome.violation.is_none());
 }
 
-/// machineapi-leader-election with one fault only: the Machine controller's failpoint
+/// machineapi-leader-election (or, `leader_election: false`, its 4.5 variant) with one
+/// fault only: the Machine controller's failpoint
 /// `after-run-instances` (between RunInstances and the write of the instance's id)
 /// crashes it at its `hit`-th hit, restarting it `for_ms` later (armed from 60 s, once the
 /// controller's pod runs).
-fn with_failpoint(idempotent: bool) -> reconsim::scenario::Scenario {
+fn with_failpoint(leader_election: bool, idempotent: bool) -> reconsim::scenario::Scenario {
     let text = std::fs::read_to_string("scenarios/machineapi-leader-election.json").unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["controllers"]["machine_api"]["idempotent_create"] = idempotent.into();
+    if !leader_election {
+        doc["controllers"]["machine_api"]["variant"] = "no-leader-election".into();
+    }
     doc["faults"] = serde_json::json!([{
         "count": [1, 1], "at_ms": [60000, 60000], "duration_ms": [1140000, 1140000],
         "fault": {"failpoint": {"processes": ["machine-controller-0"],
@@ -132,12 +136,18 @@ fn with_failpoint(idempotent: bool) -> reconsim::scenario::Scenario {
 
 #[test]
 fn a_failpoint_crash_after_run_instances_duplicates_without_a_client_token_and_never_with_one() {
-    // After the crash the id is not recorded; the restarted controller looks the Machine's
-    // instance up by tag while DescribeInstances does not show it yet (1-5 s), and
-    // launches another, unless the launch carried the Machine's uid as client token.
+    // 4.5 (no leader election): after the crash the id is not recorded; the restarted
+    // controller looks the Machine's instance up by tag at once, while DescribeInstances
+    // does not show it yet (1-5 s), and launches another, unless the launch carried the
+    // Machine's uid as client token. 4.6: the restarted process is a new candidate and
+    // waits out its former self's lease (120 s); by then the lookup finds the instance.
     use reconsim::scenario::{faults, run_world};
-    for idempotent in [false, true] {
-        let s = with_failpoint(idempotent);
+    for (leader_election, idempotent, duplicates) in [
+        (false, false, true),
+        (false, true, false),
+        (true, false, false),
+    ] {
+        let s = with_failpoint(leader_election, idempotent);
         for seed in 0..20 {
             let plan = faults::generate(&s, seed);
             let (outcome, world) = run_world(&s, seed, plan, TraceMode::Full);
@@ -152,10 +162,10 @@ fn a_failpoint_crash_after_run_instances_duplicates_without_a_client_token_and_n
                 "seed {seed}: the scale-up's launches hit the failpoint"
             );
             let invariant = outcome.violation.as_ref().map(|v| v.invariant.as_str());
-            if idempotent {
-                assert_eq!(invariant, None, "seed {seed}: {:?}", outcome.violation);
-            } else {
+            if duplicates {
                 assert_eq!(invariant, Some("no_duplicate_machines"), "seed {seed}");
+            } else {
+                assert_eq!(invariant, None, "seed {seed}: {:?}", outcome.violation);
             }
         }
     }

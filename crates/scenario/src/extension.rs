@@ -650,7 +650,8 @@ mod tests {
             lease
                 .typed::<Lease>()
                 .and_then(|l| l.holder_identity.as_deref()),
-            Some("idle-0")
+            Some("idle-0_1"),
+            "the process's first start: its name and a uniquifier"
         );
         let p = world.sim.proc_by_name("idle-0").expect("the process");
         let Proc::Manager(m) = world.sim.actor(p) else {

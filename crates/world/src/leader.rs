@@ -265,6 +265,11 @@ impl LeaderElector {
         &self.identity
     }
 
+    /// Take part as `identity` from the next `start` on (a new process start's id).
+    pub fn set_identity(&mut self, identity: String) {
+        self.identity = identity;
+    }
+
     pub fn phase(&self) -> Phase {
         self.phase
     }

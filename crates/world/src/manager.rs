@@ -437,6 +437,9 @@ pub struct Manager {
     keys: Vec<ObjectKey>,
     /// Armed by the fault plan; kept across crashes.
     failpoints: Failpoints,
+    /// How many times the process has started: the uniquifier of its leader-election
+    /// identity (not memory; it stands in for a fresh uuid).
+    starts: u32,
 }
 
 impl Manager {
@@ -474,6 +477,7 @@ impl Manager {
             changes: Vec::new(),
             keys: Vec::new(),
             failpoints: Failpoints::default(),
+            starts: 0,
         }
     }
 
@@ -509,11 +513,16 @@ impl Manager {
         self.controllers.iter().map(|c| c.reconciles).collect()
     }
 
+    /// Leader election runs as `<identity>_<start>`: controller-runtime's id is the
+    /// hostname, "_" and a new uuid at every process start (semantics 1.14), so a
+    /// restarted process is a new candidate and waits out the lease its former self held.
     pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.running = false;
         self.exited = false;
+        self.starts += 1;
         self.informer.start(ctx);
         if let Some(e) = &mut self.elector {
+            e.set_identity(format!("{}_{}", self.config.identity, self.starts));
             e.start(ctx);
         }
     }

@@ -721,10 +721,11 @@ fn request_lost_to_a_dropping_partition_times_out() {
 
 #[test]
 fn only_the_leader_reconciles_and_a_paused_leader_overlaps_then_exits() {
-    // m0 holds the lease first (seeded); it is paused from 30 s for 30 s, twice the lease
+    // m0 holds the lease first (seeded, as its first process "m0_1"); it is paused from
+    // 30 s for 30 s, twice the lease
     // duration. m1 takes over; m0 resumes still believing it leads (semantics 1.13),
     // reconciles until its renew deadline passes, then its process exits (1.11).
-    let seeded = vec![widget_set("ws-a", 1), lease_held_by("m0")];
+    let seeded = vec![widget_set("ws-a", 1), lease_held_by("m0_1")];
     let plan = || Recorder::widget_sets(vec![Plan::ending(Step::requeue_after(500)).gets(1)]);
     let pause = Fault::Pause {
         process: "m0".into(),
@@ -991,4 +992,39 @@ fn same_seed_gives_the_same_trace_hash() {
     assert_eq!(a, run(11));
     assert!(a.1 > 100);
     assert_ne!(a.0, run(12).0, "the seed reaches the run");
+}
+
+#[test]
+fn a_restarted_leader_is_a_new_candidate_and_waits_its_old_lease_out() {
+    // m0 leads (15 s / 10 s / 2 s) and crashes at 10 s for 1 s. Its new process has a new
+    // identity (controller-runtime: hostname + "_" + a new uuid, semantics 1.14), so the
+    // lease its former self renewed just before the crash is another holder's: it may
+    // take it only once it has seen the record unchanged for LeaseDuration.
+    let crash = Fault::Crash {
+        process: "m0".into(),
+    };
+    let mut w = world(
+        9,
+        vec![timed(10_000, Some(1_000), crash)],
+        vec![widget_set("ws-a", 1)],
+        vec![],
+        vec![elected("m0", Recorder::widget_sets(vec![Plan::done()]))],
+    );
+    let m0 = w.mgrs[0];
+    w.sim.run_until(SimTime::from_secs(9));
+    assert!(manager(&w.sim, m0).running());
+    let holder = |w: &World| {
+        stored(w, &ObjectKey::new(Lease::KIND, NS, LOCK))
+            .typed::<Lease>()
+            .and_then(|l| l.holder_identity.clone())
+    };
+    assert_eq!(holder(&w).as_deref(), Some("m0_1"));
+    // Restarted at 11 s: still waiting at 24 s (its first look at the record was at
+    // 11 s; 11 + 15 = 26).
+    w.sim.run_until(SimTime::from_secs(24));
+    assert!(!manager(&w.sim, m0).running(), "it waits the old lease out");
+    assert_eq!(holder(&w).as_deref(), Some("m0_1"));
+    w.sim.run_until(SimTime::from_secs(40));
+    assert!(manager(&w.sim, m0).running());
+    assert_eq!(holder(&w).as_deref(), Some("m0_2"));
 }
