@@ -72,6 +72,8 @@ enum Effect<A: Actor> {
         actor: A,
     },
     Stop(ProcId),
+    /// Every process on the host of this process stops (the machine is shut down).
+    StopHost(ProcId),
     /// The process crashes itself (a failpoint's crash) and restarts this much later.
     CrashSelf {
         restart_after_ms: u64,
@@ -174,6 +176,12 @@ impl<A: Actor> Ctx<'_, A> {
     /// End a process for good (a container killed by its kubelet).
     pub fn stop(&mut self, proc: ProcId) {
         self.effects.push(Effect::Stop(proc));
+    }
+
+    /// End for good every process on the host `proc` runs on (a machine shut down: its
+    /// agent and every container it started).
+    pub fn stop_host_of(&mut self, proc: ProcId) {
+        self.effects.push(Effect::StopHost(proc));
     }
 
     /// Crash this process once the handler returns (what it sent before is sent), as a
@@ -753,11 +761,14 @@ impl<A: Actor> Sim<A> {
                 };
                 self.add_proc(host, name, actor);
             }
-            Effect::Stop(p) => {
-                let slot = &mut self.procs[p.index()];
-                slot.state = ProcState::Stopped;
-                slot.incarnation += 1;
-                slot.pending.clear();
+            Effect::Stop(p) => self.stop(p),
+            Effect::StopHost(p) => {
+                let host = self.procs[p.index()].host;
+                for q in (0..self.procs.len() as u32).map(ProcId) {
+                    if self.procs[q.index()].host == host {
+                        self.stop(q);
+                    }
+                }
             }
             Effect::CrashSelf { restart_after_ms } => {
                 if self.crash(me) {
@@ -952,6 +963,17 @@ impl<A: Actor> Sim<A> {
             self.enqueue_with(self.now, DUE_EARLIER, ev);
         }
         true
+    }
+
+    /// End a process for good (idempotent).
+    fn stop(&mut self, p: ProcId) {
+        let slot = &mut self.procs[p.index()];
+        if slot.state == ProcState::Stopped {
+            return;
+        }
+        slot.state = ProcState::Stopped;
+        slot.incarnation += 1;
+        slot.pending.clear();
     }
 
     /// Kill a process: its memory, timers and connections are gone.

@@ -11,9 +11,9 @@
 //!   for `client_token_ttl_ms` (24 h) after its instance is terminated. Without a token
 //!   every call launches a new instance (6.1).
 //! - TerminateInstances is idempotent (6.2): pending/running -> shutting-down, then
-//!   terminated after `terminate_ms` (6.4). The instance's kubelet process is stopped when
-//!   shutting-down starts (the machine goes away; containers started by that kubelet are
-//!   not reachable from here, see [`Cloud::kubelet`]).
+//!   terminated after `terminate_ms` (6.4). When shutting-down starts the machine shuts
+//!   down: every process on its node's host stops, its kubelet and the containers of its
+//!   pods (a controller running there included), see [`Cloud::kubelet`].
 //! - Eventual consistency (6.3): a new instance is invisible to DescribeInstances and
 //!   TerminateInstances (by id: `InstanceNotFound`, the whole call fails as in EC2; by tag
 //!   filter: simply missing) for a seeded delay after launch. AWS publishes no bound, so
@@ -627,8 +627,9 @@ impl Cloud {
                 r.instance.state = InstanceState::ShuttingDown;
                 r.next_at = Some(now.plus_ms(terminate_ms));
                 ctx.set_timer(terminate_ms, Msg::family_timer(Timer::ShutDown(id.clone())));
+                // The machine shuts down: its kubelet and every container it runs.
                 if let Some(kubelet) = r.kubelet {
-                    ctx.stop(kubelet);
+                    ctx.stop_host_of(kubelet);
                 }
                 ctx.note(|| format!("cloud: terminating {id}"));
             }

@@ -542,6 +542,26 @@ fn terminate_stops_the_nodes_kubelet() {
 }
 
 #[test]
+fn terminate_shuts_the_machine_down_with_every_process_on_it() {
+    // A process of a pod on the node (here an idle component) ends with its machine:
+    // nothing runs on a shut-down instance (semantics 6.2).
+    let mut w = World::new(1, fixed(), vec![run(1, &[], None), terminate(40, &[id(1)])]);
+    w.run_until_secs(39);
+    let kubelet = w.cloud().kubelet(&id(1)).expect("joined");
+    let host = w.sim.proc_host(kubelet);
+    let app = w.sim.spawn(
+        host,
+        "app",
+        Proc::Component(Box::new(CloudClient::new(w.cloud, vec![]))),
+    );
+    w.run_until_secs(39);
+    assert_eq!(w.sim.proc_state(app), ProcState::Running);
+    w.run_until_secs(41);
+    assert_eq!(w.sim.proc_state(kubelet), ProcState::Stopped);
+    assert_eq!(w.sim.proc_state(app), ProcState::Stopped);
+}
+
+#[test]
 fn an_instance_terminated_before_it_joins_never_joins() {
     let mut w = World::new(1, fixed(), vec![run(1, &[], None), terminate(12, &[id(1)])]);
     w.run_until_secs(200);
