@@ -650,6 +650,34 @@ fn errors_requeue_with_doubling_backoff_capped_and_success_forgets() {
 }
 
 #[test]
+fn a_requeue_without_error_goes_through_the_rate_limiter_too() {
+    // controller-runtime's `Result{Requeue: true}` is AddRateLimited (semantics 2.4):
+    // consecutive requeues back off as errors do, and a success forgets them.
+    let mut plans = vec![Plan::ending(Step::RateLimited); 4];
+    plans.push(Plan::done());
+    plans.push(Plan::ending(Step::RateLimited));
+    plans.push(Plan::ending(Step::RateLimited));
+    let mut w = world(
+        3,
+        vec![],
+        vec![widget_set("ws-a", 1)],
+        vec![scale(2_000, "ws-a", 2)],
+        vec![mgr("m0", Recorder::widget_sets(plans))],
+    );
+    w.sim.run_until(SimTime::from_secs(10));
+    let r = rec(&w.sim, w.mgrs[0]);
+    let gaps: Vec<u64> = r
+        .log
+        .windows(2)
+        .map(|p| p[1].start.since(p[0].end.unwrap()))
+        .collect();
+    // Four requeues: 5, 10, 20, 40 ms; the success waits for the scale at 2 s; then the
+    // backoff starts again at 5 ms.
+    assert_eq!(&gaps[..4], &[5, 10, 20, 40], "{gaps:?}");
+    assert_eq!(gaps[5], 5, "{gaps:?}");
+}
+
+#[test]
 fn sleep_waits_then_continues_with_woke_and_keeps_the_key() {
     // During the sleep an update arrives: it must wait for the sleeping reconcile.
     let mut w = world(

@@ -36,8 +36,9 @@
 //!   [`KcpOptions::wait_for_deletion`] (v0.3.4, PR #2958) ends it with "any machine of S
 //!   deleting -> requeue after 30 s", so scale up and scale down both wait.
 //!
-//! A successful create or delete ends with `Result{Requeue: true}` (a requeue after
-//! [`REQUEUE_MS`]). Status writes, certificates, the kubeadm and kubelet ConfigMap
+//! A successful create or delete ends with `Result{Requeue: true}`, which
+//! controller-runtime turns into `AddRateLimited` (semantics 2.4): a requeue after the
+//! per-item backoff, 5 ms doubling while requeues follow each other. Status writes, certificates, the kubeadm and kubelet ConfigMap
 //! updates of upgradeControlPlane and the static-pod Gets of ControlPlaneIsHealthy are
 //! not modelled: none of them decides what the controller creates or deletes.
 
@@ -65,8 +66,6 @@ use std::sync::Arc;
 pub const DELETE_REQUEUE_MS: u64 = 30_000;
 /// healthCheckFailedRequeueAfter.
 pub const HEALTH_REQUEUE_MS: u64 = 20_000;
-/// `Result{Requeue: true}`: the rate limiter's first delay.
-pub const REQUEUE_MS: u64 = 5;
 /// The Cluster the KCP belongs to (the value of the cluster-name label).
 pub const CLUSTER_NAME: &str = "workload";
 
@@ -656,7 +655,7 @@ impl Reconciler for KcpController {
                 }
             }
             Phase::Create => match reply {
-                Answer::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
+                Answer::Api(Ok(_)) => Step::RateLimited,
                 other => Step::Error(format!("create machine: {other:?}")),
             },
             Phase::Forward { victim } => match reply {
@@ -691,7 +690,7 @@ impl Reconciler for KcpController {
                 other => Step::Error(format!("failed to update kubeadm config: {other:?}")),
             },
             Phase::Delete => match reply {
-                Answer::Api(Ok(_)) => Step::requeue_after(REQUEUE_MS),
+                Answer::Api(Ok(_)) => Step::RateLimited,
                 other => Step::Error(format!("delete machine: {other:?}")),
             },
         }
