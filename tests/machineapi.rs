@@ -91,12 +91,12 @@ fn leaks_and_convergence_failures_are_caught_on_their_own() {
 
 #[test]
 fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
-    // A wide property run (PROPTEST_CASES=2000, tests/properties.rs) finds the rare 4.6
-    // race of docs/seeds/machine-api.md ("one leader, a stale cache") with a kubelet stop
-    // and a 638 ms slow link: the reconcile after the create reads a cache without the
-    // instanceId, DescribeInstances lags, a second instance is launched. Kept here
-    // (shrunk) so the model keeps reproducing the finding; the idempotent variant is the
-    // fix.
+    // A wide fuzz of machineapi-leader-election (seeds 2000..40000; the first failing is
+    // 24864, about 1 in 23,000) finds the rare 4.6 race of docs/seeds/machine-api.md ("one
+    // leader, a stale cache"), shrunk to one fault, a 1357 ms slow link between master-0
+    // and the API server: the reconcile after the create reads a cache without the
+    // instanceId, DescribeInstances lags, a second instance is launched. Kept here so the
+    // model keeps reproducing the finding; the idempotent variant is the fix.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/failures/machineapi-leader-election-stale-cache.json");
     let f = reconsim::scenario::failure::FailureFile::load(&path, &builtin()).unwrap();

@@ -31,12 +31,21 @@ pub const MACHINE_API_PODS: [&str; 2] = ["machineset-controller", "machine-contr
 /// The label that ties Machines to their MachineSet.
 pub const MACHINESET_LABEL: &str = "machine.openshift.io/cluster-api-machineset";
 
-/// 120 s / 110 s / 20 s: the machine-api controllers' fix in OpenShift 4.5/4.6
-/// (machine-api-operator PR #571; /work/shared/SEED-FACTS.md section 1).
+/// 120 s / 110 s / 20 s: the AWS Machine controller's leader election in OpenShift
+/// 4.5/4.6 (machine-api-operator PR #571; /work/shared/SEED-FACTS.md section 1).
 pub const MACHINE_API_4_6_LEASE: LeaseSpec = LeaseSpec {
     lease_duration_ms: 120_000,
     renew_deadline_ms: 110_000,
     retry_period_ms: 20_000,
+};
+
+/// 120 s / 110 s / 90 s: the MachineSet controller's, slowed "to reduce etcd writes at
+/// idle: BZ 1858400" (machine-api-operator release-4.5 and release-4.6
+/// cmd/machineset/main.go: leaseDuration, renewDealine, retryPeriod).
+pub const MACHINESET_4_6_LEASE: LeaseSpec = LeaseSpec {
+    lease_duration_ms: 120_000,
+    renew_deadline_ms: 110_000,
+    retry_period_ms: 90_000,
 };
 
 /// The family, for a binary's registry.
@@ -81,7 +90,9 @@ pub struct MachineApiSpec {
     /// How long the pods tolerate an unreachable node (machine-api: 120 s).
     #[serde(default = "default_toleration_seconds")]
     pub toleration_seconds: u64,
-    /// Lease timings for `leader-election` (default: 120 s / 110 s / 20 s).
+    /// Lease timings for `leader-election`, for both controllers (default: 4.6's, 120 s /
+    /// 110 s / 90 s for the MachineSet controller and 120 s / 110 s / 20 s for the
+    /// Machine controller).
     #[serde(default)]
     pub lease: Option<LeaseSpec>,
     pub machine_sets: Vec<MachineSetEntry>,
@@ -268,20 +279,21 @@ fn seed(server: &mut ApiServer, ma: &MachineApiSpec) {
 /// The container images of the machine-api pods: a manager per controller, with a Lease
 /// each in the `leader-election` variant (machine-api-operator PR #571).
 fn images(images: Images, ma: &MachineApiSpec, cloud: ProcId) -> Images {
-    let leader = |lease_name: &'static str| -> Option<LeaderConfig> {
+    let leader = |lease_name: &'static str, default: LeaseSpec| -> Option<LeaderConfig> {
         match ma.variant {
             MachineApiVariant::NoLeaderElection => None,
-            MachineApiVariant::LeaderElection => Some(match ma.lease {
-                Some(l) => l.leader(MACHINE_API_NAMESPACE, lease_name),
-                None => MACHINE_API_4_6_LEASE.leader(MACHINE_API_NAMESPACE, lease_name),
-            }),
+            MachineApiVariant::LeaderElection => Some(
+                ma.lease
+                    .unwrap_or(default)
+                    .leader(MACHINE_API_NAMESPACE, lease_name),
+            ),
         }
     };
     let options = MachineOptions {
         idempotent_create: ma.idempotent_create,
     };
-    let ms_leader = leader("machineset-controller-leader");
-    let m_leader = leader("cluster-api-provider-aws-leader");
+    let ms_leader = leader("machineset-controller-leader", MACHINESET_4_6_LEASE);
+    let m_leader = leader("cluster-api-provider-aws-leader", MACHINE_API_4_6_LEASE);
     let manager = |leader: Option<LeaderConfig>,
                    make: fn(MachineOptions, ProcId) -> Box<dyn Reconciler>| {
         move |env: &reconsim_world::kubelet::ContainerEnv| {
