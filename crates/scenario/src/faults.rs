@@ -6,11 +6,10 @@
 //! same on every machine. The plan is plain data: it is saved in failure files, shrunk
 //! and replayed as is.
 
-use crate::format::{FailpointChoice, FaultKind, PartitionChoice, Plan, Range, Scenario};
+use crate::format::{FaultKind, PartitionChoice, Plan, Range, Scenario};
 use rand::Rng;
 use reconsim_sim::{Fault, PartitionMode, SimRng, Streams, TimedFault};
 use reconsim_world::WorldFault;
-use reconsim_world::fault::FailpointAction;
 
 fn draw(rng: &mut SimRng, r: Range) -> u64 {
     if r.hi <= r.lo {
@@ -113,19 +112,12 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Plan {
                     let process = pick(&mut rng, processes).clone();
                     let hit = u32::try_from(draw(&mut rng, *hit)).unwrap_or(u32::MAX);
                     let ms = draw(&mut rng, *for_ms);
-                    let action = match action {
-                        FailpointChoice::Crash => FailpointAction::Crash {
-                            restart_after_ms: ms,
-                        },
-                        FailpointChoice::Error => FailpointAction::Error,
-                        FailpointChoice::Stall => FailpointAction::Stall { ms },
-                    };
                     Fault::Inject {
                         process,
                         fault: WorldFault::Failpoint {
                             name: name.clone(),
                             hit,
-                            action,
+                            action: action.action(ms),
                         },
                     }
                 }

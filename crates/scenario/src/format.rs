@@ -325,6 +325,20 @@ pub enum FailpointChoice {
     Stall,
 }
 
+impl FailpointChoice {
+    /// The plan's action, with `ms` drawn from `for_ms`.
+    pub fn action(self, ms: u64) -> reconsim_world::fault::FailpointAction {
+        use reconsim_world::fault::FailpointAction;
+        match self {
+            FailpointChoice::Crash => FailpointAction::Crash {
+                restart_after_ms: ms,
+            },
+            FailpointChoice::Error => FailpointAction::Error,
+            FailpointChoice::Stall => FailpointAction::Stall { ms },
+        }
+    }
+}
+
 fn default_failpoint_ms() -> Range {
     Range::fixed(1_000)
 }

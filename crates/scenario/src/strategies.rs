@@ -15,12 +15,11 @@
 //!   runs.
 
 use crate::failure::FailureFile;
-use crate::format::{FailpointChoice, FaultGen, FaultKind, PartitionChoice, Plan, Range, Scenario};
+use crate::format::{FaultGen, FaultKind, PartitionChoice, Plan, Range, Scenario};
 use crate::runner::{Outcome, run_world};
 use proptest::prelude::*;
 use reconsim_sim::{Fault, PartitionMode, TimedFault, TraceMode};
 use reconsim_world::WorldFault;
-use reconsim_world::fault::FailpointAction;
 use std::path::PathBuf;
 
 fn within(r: Range) -> impl Strategy<Value = u64> + Clone + use<> {
@@ -122,13 +121,7 @@ fn generator(g: &FaultGen) -> BoxedStrategy<Vec<TimedFault<WorldFault>>> {
                     fault: WorldFault::Failpoint {
                         name: name.clone(),
                         hit: u32::try_from(hit).unwrap_or(u32::MAX),
-                        action: match action {
-                            FailpointChoice::Crash => FailpointAction::Crash {
-                                restart_after_ms: ms,
-                            },
-                            FailpointChoice::Error => FailpointAction::Error,
-                            FailpointChoice::Stall => FailpointAction::Stall { ms },
-                        },
+                        action: action.action(ms),
                     },
                 })
                 .boxed()

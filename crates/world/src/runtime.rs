@@ -545,6 +545,22 @@ impl<K: Resource + Default> Api<K> {
         }
     }
 
+    /// One PATCH of `name`, conditional on `resource_version` if given.
+    async fn patch_ops(
+        &self,
+        name: &str,
+        ops: Vec<PatchOp>,
+        resource_version: Option<u64>,
+    ) -> Result<Arc<Object>, Error> {
+        let op = ApiOp::Patch {
+            key: self.key(name),
+            ops,
+            resource_version,
+        };
+        let ok = self.client.api(op).await?;
+        self.written(name, ok)
+    }
+
     /// PATCH: apply `ops` (metadata edits, a typed merge patch, a spec) to the object.
     pub async fn patch(
         &self,
@@ -552,13 +568,7 @@ impl<K: Resource + Default> Api<K> {
         _: &PatchParams,
         ops: Vec<PatchOp>,
     ) -> Result<Arc<Object>, Error> {
-        let op = ApiOp::Patch {
-            key: self.key(name),
-            ops,
-            resource_version: None,
-        };
-        let ok = self.client.api(op).await?;
-        self.written(name, ok)
+        self.patch_ops(name, ops, None).await
     }
 
     /// PATCH of the status subresource: `status`'s status part replaces the object's.
@@ -568,13 +578,8 @@ impl<K: Resource + Default> Api<K> {
         _: &PatchParams,
         status: K,
     ) -> Result<Arc<Object>, Error> {
-        let op = ApiOp::Patch {
-            key: self.key(name),
-            ops: vec![PatchOp::Status(Body::new(status))],
-            resource_version: None,
-        };
-        let ok = self.client.api(op).await?;
-        self.written(name, ok)
+        let ops = vec![PatchOp::Status(Body::new(status))];
+        self.patch_ops(name, ops, None).await
     }
 
     /// PUT of the status subresource, conditional on `resource_version`.
@@ -584,13 +589,8 @@ impl<K: Resource + Default> Api<K> {
         resource_version: u64,
         status: K,
     ) -> Result<Arc<Object>, Error> {
-        let op = ApiOp::Patch {
-            key: self.key(name),
-            ops: vec![PatchOp::Status(Body::new(status))],
-            resource_version: Some(resource_version),
-        };
-        let ok = self.client.api(op).await?;
-        self.written(name, ok)
+        let ops = vec![PatchOp::Status(Body::new(status))];
+        self.patch_ops(name, ops, Some(resource_version)).await
     }
 
     /// DELETE. `Ok(Some(object))` when the deletion only marked it (finalizers),
