@@ -199,11 +199,12 @@ impl Link {
             !self.in_ctx.replace(true),
             "a reentrant use of the reconcile context"
         );
-        // SAFETY: `p` is set by `Adapter::poll` to a `&mut ReconcileCtx` that lives for
-        // the whole poll and is reset to null before the poll returns; the future (the
-        // only user of clients) runs only inside that poll, the adapter does not touch
-        // the context while polling, and `in_ctx` rules out a second live reference. The
-        // reference does not outlive `f`.
+        // SAFETY: `p` is set by the adapter's `reconcile` to its `&mut ReconcileCtx` just
+        // before it polls the future (or calls the error policy) and reset to null right
+        // after, within that call, so the context outlives every use; the future and the
+        // error policy (the only users of clients) run only then, the adapter does not
+        // touch the context meanwhile, and `in_ctx` rules out a second live reference.
+        // The reference does not outlive `f`.
         let ctx = unsafe { &mut *(p as *mut ReconcileCtx<'_>) };
         let r = f(ctx);
         self.in_ctx.set(false);
@@ -240,8 +241,9 @@ impl Future for Request {
 // ----- clients -----------------------------------------------------------------------------
 
 /// A controller's handle on the world (kube's `Client`, plus what a process has: its
-/// clock, its random stream, its trace notes). Cheap to clone; usable only from inside
-/// the controller's reconcile.
+/// clock, its random stream, its trace notes). Cheap to clone; usable only while the
+/// manager runs the controller's `reconcile` or `error_policy` (not in the closure that
+/// makes the context).
 #[derive(Clone)]
 pub struct Client {
     link: Rc<Link>,
@@ -788,7 +790,10 @@ where
                         Next::RateLimited => Step::RateLimited,
                     },
                     Err(e) => {
+                        // The error policy may use the client too (a note, the clock).
+                        self.link.ctx.set(ctx as *mut ReconcileCtx<'_> as *mut ());
                         let action = (self.error_policy)(object, &e, self.ctx.clone());
+                        self.link.ctx.set(std::ptr::null_mut());
                         match action.next {
                             Next::RateLimited => Step::Error(e.to_string()),
                             next => Step::Failed {

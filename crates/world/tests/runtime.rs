@@ -111,7 +111,10 @@ async fn sync(ws: &Object, ctx: &Ctx) -> Result<Action, Error> {
     Ok(Action::await_change())
 }
 
-fn error_policy(_: Arc<Object>, _: &Error, _: Arc<Ctx>) -> Action {
+fn error_policy(_: Arc<Object>, e: &Error, ctx: Arc<Ctx>) -> Action {
+    // The client works here too, as in kube-rs (a log line, the clock).
+    let now = ctx.client.now();
+    ctx.client.note(|| format!("{e} at {now}"));
     Action::requeue(Duration::from_secs(5))
 }
 
