@@ -30,6 +30,7 @@
 //! docs/guide/writing-a-reconciler.md walks through all of it.
 
 use crate::build::PAUSE_IMAGE;
+use crate::format::known;
 use reconsim_check::{Check, NamedCheck, View};
 use reconsim_family::{
     Context, Family, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction,
@@ -306,14 +307,6 @@ fn nested(path: &str, message: String) -> ParamError {
         return ParamError::at(format!("{path}{sub}"), msg);
     }
     ParamError::at(path, message)
-}
-
-fn known(names: &[&str]) -> String {
-    if names.is_empty() {
-        "none".to_string()
-    } else {
-        names.join(", ")
-    }
 }
 
 /// `controllers.custom`: the entries, one manager process each on its node's host, with

@@ -140,7 +140,8 @@ impl ScenarioFile {
     }
 }
 
-fn known(names: &[&str]) -> String {
+/// Names for an error message: `a, b, c`, or `none`.
+pub(crate) fn known(names: &[&str]) -> String {
     if names.is_empty() {
         "none".to_string()
     } else {
@@ -791,14 +792,9 @@ impl Scenario {
     }
 }
 
+/// [`Range::check`] in validation's `(path, message)` form.
 fn check_range(path: &str, r: Range) -> Result<(), (String, String)> {
-    if r.lo > r.hi {
-        return Err((
-            path.to_string(),
-            format!("[lo, hi] with lo <= hi, not [{}, {}]", r.lo, r.hi),
-        ));
-    }
-    Ok(())
+    r.check(path).map_err(|e| (e.path, e.message))
 }
 
 /// serde_path_to_error writes `a.b[0].c`; we print `.a.b[0].c`.

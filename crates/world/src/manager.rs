@@ -772,57 +772,35 @@ impl Manager {
                     })),
                 );
             }
-            Step::Done { requeue_after_ms } => {
-                ctx.note(|| format!("{} reconcile of {key} ends", c.reconciler.name()));
-                c.queue.forget(&key);
-                c.queue.done();
-                if let Some(ms) = requeue_after_ms {
-                    self.add_after(i, key, ms, ctx);
-                }
-            }
-            Step::Error(reason) => {
-                ctx.note(|| {
-                    format!(
-                        "{} reconcile of {key} ends in error: {reason}",
-                        c.reconciler.name()
-                    )
-                });
-                let delay = c.queue.fail(&key);
-                c.queue.done();
-                self.add_after(i, key, delay, ctx);
-            }
-            Step::RateLimited => {
-                ctx.note(|| {
-                    format!(
-                        "{} reconcile of {key} ends, requeued rate-limited",
-                        c.reconciler.name()
-                    )
-                });
-                let delay = c.queue.fail(&key);
-                c.queue.done();
-                self.add_after(i, key, delay, ctx);
-            }
             Step::Crash { restart_after_ms } => {
-                ctx.note(|| {
-                    format!(
-                        "{} reconcile of {key} crashes the process",
-                        c.reconciler.name()
-                    )
-                });
+                let name = c.reconciler.name();
+                ctx.note(|| format!("{name} reconcile of {key} crashes the process"));
                 ctx.crash_self(restart_after_ms);
             }
-            Step::Failed {
-                reason,
-                requeue_after_ms,
-            } => {
-                ctx.note(|| {
-                    format!(
-                        "{} reconcile of {key} ends in error: {reason}",
-                        c.reconciler.name()
-                    )
-                });
+            end => {
+                // How the reconcile ended: its note, and when the key comes back
+                // (controller-runtime's reconcileHandler, semantics 2.4).
+                let (how, reason, requeue) = match &end {
+                    Step::Done { requeue_after_ms } => {
+                        c.queue.forget(&key);
+                        ("", "", *requeue_after_ms)
+                    }
+                    Step::Error(reason) => {
+                        (" in error: ", reason.as_str(), Some(c.queue.fail(&key)))
+                    }
+                    Step::RateLimited => (", requeued rate-limited", "", Some(c.queue.fail(&key))),
+                    Step::Failed {
+                        reason,
+                        requeue_after_ms,
+                    } => (" in error: ", reason.as_str(), *requeue_after_ms),
+                    Step::Call(_) | Step::Sleep { .. } | Step::Crash { .. } => {
+                        unreachable!("matched above")
+                    }
+                };
+                let name = c.reconciler.name();
+                ctx.note(|| format!("{name} reconcile of {key} ends{how}{reason}"));
                 c.queue.done();
-                if let Some(ms) = requeue_after_ms {
+                if let Some(ms) = requeue {
                     self.add_after(i, key, ms, ctx);
                 }
             }

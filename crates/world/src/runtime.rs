@@ -25,8 +25,9 @@
 //! at a time, dirty re-adds).
 //!
 //! A write that ends an object's life (its last finalizer removed while it is being
-//! deleted) succeeds, as in Kubernetes; the simulated server does not send the final
-//! object back, so `replace` answers the object as written and a patch the cache's copy.
+//! deleted) succeeds, as a Go client sees it: the server answers a Status of success,
+//! not the object, so `replace` answers the object as written and a patch the cache's
+//! copy.
 
 use crate::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use crate::component::Message;
@@ -481,10 +482,12 @@ impl<K: Resource + Default> Api<K> {
     }
 
     /// The answer to a write of `name`. A write that removes the last finalizer of an
-    /// object being deleted ends its life; Kubernetes answers 200 with the final object,
-    /// the simulated server only says so, so the cache's copy stands in for it, or, once
-    /// the cache has seen the deletion, a tombstone (the name, a deletion time, a default
-    /// body).
+    /// object being deleted ends its life, and the API server answers a `Status` of
+    /// success, not the object (apiserver `registry/generic/registry/store.go`: Update
+    /// returns `finalizeDelete`'s Status unless the resource returns deleted objects).
+    /// Go clients take that as success, and controllers ported from Go expect it; the
+    /// cache's copy of the object, or once the cache has seen the deletion a tombstone
+    /// (the name, a deletion time, a default body), stands in for the object.
     fn written(&self, name: &str, ok: ApiOk) -> Result<Arc<Object>, Error> {
         let ns = self.namespace.as_deref().unwrap_or("");
         match ok {
