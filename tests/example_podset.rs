@@ -268,8 +268,13 @@ fn the_example_binary_fuzzes_and_replays_its_own_failures() {
     let text = stdout(&out);
     assert!(text.contains("podset_max_pods"), "{text}");
     let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("  replay: podset run "), "{text}");
+    let first: u64 = last
+        .rsplit_once(" --seed ")
+        .and_then(|(_, s)| s.parse().ok())
+        .unwrap_or_else(|| panic!("a seed in the replay line: {text}"));
     assert!(
-        last.starts_with("  replay: podset run ") && last.ends_with(" --seed 0"),
+        text.contains(&format!("  seed {first}: podset_max_pods")),
         "{text}"
     );
 
@@ -279,15 +284,15 @@ fn the_example_binary_fuzzes_and_replays_its_own_failures() {
         "fuzz",
         buggy,
         "--seeds",
-        "0..1",
+        &format!("{first}..{}", first + 1),
         "--failures-dir",
         dir.to_str().unwrap(),
         "--json",
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let fuzzed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(fuzzed["first_failure_seed"], 0);
-    let file = dir.join("podset-buggy-seed-0.json");
+    assert_eq!(fuzzed["first_failure_seed"], first);
+    let file = dir.join(format!("podset-buggy-seed-{first}.json"));
     let out = podset_cli(&["replay", file.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let replay: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -261,6 +261,7 @@ impl FamilySection for StorageSection {
                     leader: None,
                     kubelet: None,
                     pod: None,
+                    ..Default::default()
                 },
                 services.endpoints,
                 vec![controller],

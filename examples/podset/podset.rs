@@ -28,16 +28,17 @@
 //! The fix (variant `expectations`): Kubernetes' controller expectations
 //! (kubernetes/kubernetes pkg/controller/controller_utils.go @00bdb3fade,
 //! `ControllerExpectations`, `ExpectationsTimeout = 5 * time.Minute`): before creating
-//! N Pods, expect N adds; each Pod the cache shows for the first time lowers it; a
-//! PodSet is not synced again until its expectations are met or 5 minutes old. Deletes
-//! are expected by name (`UIDTrackingControllerExpectations`). A create or delete that
-//! fails, a timeout included, lowers the expectation at once and ends the reconcile in
-//! error, as `manageReplicas` does ("the informer won't observe this pod"); a timed-out
-//! create whose Pod was made after all can still be counted twice, in Kubernetes as here.
-//! controller-runtime gives a reconciler no informer event hook, so adds are observed
-//! at the start of each reconcile: owned Pods the cache shows that the last reconcile
-//! did not. A reconcile skipped for expectations requeues itself at their expiry (the
-//! real controller is woken by its informers' resync).
+//! Pods, expect their adds; a PodSet is not synced again until its expectations are met
+//! or 5 minutes old. controller-runtime gives a reconciler no informer event hook, so the
+//! adds are expected by the names the create answers gave and observed at the start of
+//! each reconcile, when the cache shows those Pods (counting "Pods the cache shows for the
+//! first time" instead would take the Pods a relist brings back for new ones); deletes
+//! are expected by name too (`UIDTrackingControllerExpectations`). A create or delete that
+//! fails, a timeout included, is expected no more and ends the reconcile in error, as
+//! `manageReplicas` does ("the informer won't observe this pod"); a timed-out create whose
+//! Pod was made after all can still be counted twice, in Kubernetes as here. A reconcile
+//! skipped for expectations requeues itself at their expiry (the real controller is woken
+//! by its informers' resync).
 
 use reconsim::check::{Check, View, Violation};
 use reconsim::scenario::build::PAUSE_IMAGE;
@@ -189,14 +190,15 @@ fn replicas(podset: &Object) -> u32 {
 /// still to observe, and when they were set.
 #[derive(Clone, Debug, Default)]
 struct Expectations {
-    adds: u32,
+    /// Pods created (by the names their create answers gave) the cache has not shown.
+    adds: BTreeSet<String>,
     deletes: BTreeSet<String>,
     since: SimTime,
 }
 
 impl Expectations {
     fn fulfilled(&self) -> bool {
-        self.adds == 0 && self.deletes.is_empty()
+        self.adds.is_empty() && self.deletes.is_empty()
     }
 }
 
@@ -207,18 +209,16 @@ pub struct Ctx {
     variant: Variant,
     /// Per PodSet: its expectations (variant `expectations`).
     expectations: RefCell<BTreeMap<Uid, Expectations>>,
-    /// Per PodSet: the owned Pods the cache showed at the last reconcile, so new ones
-    /// count as observed adds.
-    seen: RefCell<BTreeMap<Uid, BTreeSet<String>>>,
 }
 
 impl Ctx {
-    /// ExpectCreations / ExpectDeletions (variant `expectations` only).
-    fn expect(&self, podset: Uid, adds: u32, deletes: BTreeSet<String>) {
+    /// ExpectDeletions, and ExpectCreations before the creates (their names come with
+    /// their answers: [`Ctx::created`]); variant `expectations` only.
+    fn expect(&self, podset: Uid, deletes: BTreeSet<String>) {
         if self.variant == Variant::Expectations {
             let since = self.client.now();
             let e = Expectations {
-                adds,
+                adds: BTreeSet::new(),
                 deletes,
                 since,
             };
@@ -226,16 +226,18 @@ impl Ctx {
         }
     }
 
-    /// CreationObserved / DeletionObserved of a create or delete that failed: the
-    /// informer will not see its effect.
-    fn failed(&self, podset: Uid, victim: Option<&str>) {
+    /// A create's answer: expect the cache to show this Pod.
+    fn created(&self, podset: Uid, name: &str) {
         if let Some(e) = self.expectations.borrow_mut().get_mut(&podset) {
-            match victim {
-                None => e.adds = e.adds.saturating_sub(1),
-                Some(name) => {
-                    e.deletes.remove(name);
-                }
-            }
+            e.adds.insert(name.to_string());
+        }
+    }
+
+    /// DeletionObserved of a delete that failed: the informer will not see its effect
+    /// (a failed create is simply never expected).
+    fn failed(&self, podset: Uid, victim: &str) {
+        if let Some(e) = self.expectations.borrow_mut().get_mut(&podset) {
+            e.deletes.remove(victim);
         }
     }
 }
@@ -256,10 +258,8 @@ pub async fn reconcile(podset: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, Fai
     let uid = podset.meta.uid;
     let ns = &podset.meta.namespace;
     let pods = ctx.client.store::<Pod>().owned_by(ns, uid);
-    let names: BTreeSet<String> = pods.iter().map(|p| p.meta.name.clone()).collect();
-    let seen = ctx.seen.borrow_mut().insert(uid, names).unwrap_or_default();
     let active: Vec<&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
-    if let Some(wait_ms) = unsatisfied(&ctx, uid, &pods, &seen) {
+    if let Some(wait_ms) = unsatisfied(&ctx, uid, &pods) {
         // SatisfiedExpectations is false: do not act on this cache.
         return Ok(Action::requeue(Duration::from_millis(wait_ms)));
     }
@@ -271,18 +271,20 @@ pub async fn reconcile(podset: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, Fai
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
     let mut error = None;
     if count < want {
-        ctx.expect(uid, want - count, BTreeSet::new());
+        ctx.expect(uid, BTreeSet::new());
         for _ in count..want {
-            if let Err(e) = api.create(&PostParams::default(), pod_for(&podset)).await {
-                ctx.failed(uid, None);
-                error = Some(format!("creating a Pod: {e}"));
-                break;
+            match api.create(&PostParams::default(), pod_for(&podset)).await {
+                Ok(pod) => ctx.created(uid, &pod.meta.name),
+                Err(e) => {
+                    error = Some(format!("creating a Pod: {e}"));
+                    break;
+                }
             }
         }
     } else if count > want {
         let victims = victims(active, (count - want) as usize);
         let names = victims.iter().map(|p| p.meta.name.clone()).collect();
-        ctx.expect(uid, 0, names);
+        ctx.expect(uid, names);
         for pod in victims {
             let params = DeleteParams {
                 uid: Some(pod.meta.uid),
@@ -292,7 +294,7 @@ pub async fn reconcile(podset: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, Fai
                 Ok(_) => {}
                 Err(e) if e.code() == Some(404) => {}
                 Err(e) => {
-                    ctx.failed(uid, Some(&pod.meta.name));
+                    ctx.failed(uid, &pod.meta.name);
                     error = Some(format!("deleting Pod {}: {e}", pod.meta.name));
                     break;
                 }
@@ -328,16 +330,15 @@ pub fn error_policy(_: Arc<Object>, _: &Failed, _: Arc<Ctx>) -> Action {
 
 /// Variant `expectations`: observe the adds and deletes the cache shows; while they are
 /// unmet and younger than 5 minutes, how long to wait.
-fn unsatisfied(ctx: &Ctx, uid: Uid, pods: &[Arc<Object>], seen: &BTreeSet<String>) -> Option<u64> {
+fn unsatisfied(ctx: &Ctx, uid: Uid, pods: &[Arc<Object>]) -> Option<u64> {
     if ctx.variant != Variant::Expectations {
         return None;
     }
     let mut all = ctx.expectations.borrow_mut();
     let e = all.get_mut(&uid)?;
-    // CreationObserved for each Pod the cache shows for the first time;
+    // CreationObserved for each created Pod the cache shows;
     // DeletionObserved for each expected victim now deleting or gone.
-    let new = pods.iter().filter(|p| !seen.contains(&p.meta.name)).count();
-    e.adds = e.adds.saturating_sub(new as u32);
+    e.adds.retain(|n| !pods.iter().any(|p| &p.meta.name == n));
     e.deletes.retain(|n| {
         pods.iter()
             .any(|p| &p.meta.name == n && !p.meta.is_deleting())
@@ -381,7 +382,7 @@ fn pod_for(podset: &Object) -> Object {
         spec: PodSpec {
             node_name: None,
             image: PAUSE_IMAGE.to_string(),
-            tolerations: Vec::new(),
+            ..Default::default()
         },
         status: Default::default(),
     };
@@ -396,7 +397,6 @@ pub fn controller(variant: Variant) -> Box<dyn Reconciler> {
             client,
             variant,
             expectations: RefCell::default(),
-            seen: RefCell::default(),
         })
 }
 

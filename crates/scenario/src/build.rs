@@ -14,6 +14,7 @@ use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::lifecycle::NodeLifecycle;
+use reconsim_world::object::{TAINT_MASTER, Taint, TaintEffect};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
 use reconsim_world::{Endpoints, Proc};
@@ -103,6 +104,17 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
             node_name: node.clone(),
             provider_id: None,
             labels: BTreeMap::from([(format!("node-role.kubernetes.io/{role}"), String::new())]),
+            // Control-plane nodes keep ordinary pods off (OpenShift's masters and
+            // kubeadm's control plane carry this taint; docs/semantics.md 5.10).
+            taints: if role == "master" {
+                vec![Taint {
+                    key: TAINT_MASTER.to_string(),
+                    effect: TaintEffect::NoSchedule,
+                    time_added: None,
+                }]
+            } else {
+                Vec::new()
+            },
         };
         sim.spawn(
             host(&sim, node),

@@ -109,7 +109,9 @@ pub fn chrome_trace(world: &World, violation: Option<&Violation>) -> Value {
                     let kind = match &req.op {
                         ApiOp::Create(o) => Some(o.kind()),
                         ApiOp::Update { object, .. } => Some(object.kind()),
-                        ApiOp::Patch { key, .. } | ApiOp::Delete { key, .. } => Some(key.kind),
+                        ApiOp::Patch { key, .. }
+                        | ApiOp::Delete { key, .. }
+                        | ApiOp::Bind { key, .. } => Some(key.kind),
                         _ => None,
                     };
                     pending_write = None;
@@ -196,6 +198,9 @@ fn op_name(op: &ApiOp) -> String {
         ApiOp::Update { object, .. } => format!("update {} {}", object.kind(), object.meta.name),
         ApiOp::Patch { key, .. } => format!("patch {} {}", key.kind, key.name),
         ApiOp::Delete { key, .. } => format!("delete {} {}", key.kind, key.name),
+        ApiOp::Bind { key, node_name, .. } => {
+            format!("bind {} {} to {node_name}", key.kind, key.name)
+        }
         _ => "request".into(),
     }
 }

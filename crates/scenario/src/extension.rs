@@ -39,6 +39,7 @@ use reconsim_sim::Sim;
 use reconsim_world::Proc;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::informer::RelistNotify;
 use reconsim_world::kubelet::{Container, Images};
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::Object;
@@ -418,6 +419,9 @@ impl FamilySection for Custom {
                         leader,
                         kubelet: None,
                         pod: None,
+                        // Users' controllers are kube-rs code (kube-runtime's watcher).
+                        relist_notify: RelistNotify::Every,
+                        ..Default::default()
                     },
                     services.endpoints,
                     reconcilers,

@@ -26,6 +26,10 @@ pub enum ApiOp {
     List {
         kind: Kind,
         namespace: Option<String>,
+        /// A reflector's list (resourceVersion "0", or its last one): served from the
+        /// watch cache, which lags the store while a watch lag holds its events
+        /// (docs/semantics.md 3.15). Otherwise a consistent read of the store.
+        from_watch_cache: bool,
     },
     /// Create; with an empty `meta.name`, `meta.generate_name` + 5 random characters.
     /// Server-owned metadata (uid, resourceVersion, timestamps) in the request is ignored.
@@ -51,6 +55,14 @@ pub enum ApiOp {
         key: ObjectKey,
         uid: Option<Uid>,
         grace_period_seconds: Option<u64>,
+    },
+    /// Bind a Pod to a node (the `pods/binding` subresource, the only way to set
+    /// `spec.nodeName` once the pod exists): 409 Conflict if it is already bound or being
+    /// deleted, or, with `uid`, if the name now holds another pod.
+    Bind {
+        key: ObjectKey,
+        uid: Option<Uid>,
+        node_name: String,
     },
     /// Open (or replace) this process's watch stream number `stream` on `kinds`, from
     /// `from_rv` (exclusive). Events arrive as [`WatchEvent`]s; 410 Gone if too old.

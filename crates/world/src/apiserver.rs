@@ -22,13 +22,17 @@
 //!   feeds watches from its watch cache, which follows etcd through a watch of its own,
 //!   so a client can get its write's response before the event (3.12). While the fault
 //!   is on, every watch event waits `lag_ms` in one FIFO queue (so per-stream order
-//!   holds) while responses go out at once.
+//!   holds) while responses go out at once. The watch cache also serves reflectors'
+//!   lists (3.15): while it lags, a list with `from_watch_cache` answers the state the
+//!   released events built, at their resourceVersion, not the store's.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer as AnyTimer};
-use crate::object::Pod;
-use crate::object::{Kind, Object, ObjectKey, Uid};
+use crate::object::{Kind, Object, ObjectKey, Uid, of_kind};
+use crate::object::{
+    Pod, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration, pod_spec_update_forbidden,
+};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -62,6 +66,11 @@ pub struct ApiServerConfig {
     pub watch_history_max: usize,
     /// Delay between an owner's removal and the collection of its dependents.
     pub gc_delay_ms: u64,
+    /// The DefaultTolerationSeconds admission plugin's tolerationSeconds, given to a new
+    /// Pod for not-ready and unreachable (NoExecute) unless it tolerates them already
+    /// (`--default-not-ready-toleration-seconds`, `--default-unreachable-...`: 300 s;
+    /// docs/semantics.md 5.5). `None`: the plugin is off.
+    pub default_toleration_seconds: Option<u64>,
 }
 
 impl Default for ApiServerConfig {
@@ -70,6 +79,7 @@ impl Default for ApiServerConfig {
             watch_history_ms: 300_000,
             watch_history_max: 10_000,
             gc_delay_ms: 500,
+            default_toleration_seconds: Some(300),
         }
     }
 }
@@ -116,6 +126,12 @@ pub struct ApiServer {
     /// Watch events held by the lag, in order, each with its release time (never
     /// decreasing). Bounded by the events of one lag period.
     held: VecDeque<(SimTime, ProcId, WatchEvent)>,
+    /// The watch cache while it lags the store (a lag is on or its events are still
+    /// held): the objects as the released events left them, and their resourceVersion.
+    /// `None`: it is the store.
+    watch_cache: Option<(BTreeMap<ObjectKey, Arc<Object>>, u64)>,
+    /// The store's events not yet applied to `watch_cache`, with their release times.
+    cache_feed: VecDeque<(SimTime, EventType, Arc<Object>)>,
     /// Processes whose watch connections died with a crash, to be told when the server
     /// starts again ([`Msg::ConnectionReset`]).
     reset_peers: BTreeSet<ProcId>,
@@ -138,6 +154,8 @@ impl ApiServer {
             writes: 0,
             watch_lag_ms: 0,
             held: VecDeque::new(),
+            watch_cache: None,
+            cache_feed: VecDeque::new(),
             reset_peers: BTreeSet::new(),
         }
     }
@@ -208,6 +226,9 @@ impl ApiServer {
         self.watchers.clear();
         self.gc_pending = false;
         self.held.clear();
+        // The watch cache is rebuilt from etcd when the server starts again.
+        self.watch_cache = None;
+        self.cache_feed.clear();
         // A fault's end is not delivered to a crashed process.
         self.watch_lag_ms = 0;
     }
@@ -220,6 +241,13 @@ impl ApiServer {
             } else {
                 self.watch_lag_ms.saturating_sub(*lag_ms)
             };
+            if active && self.watch_cache.is_none() {
+                self.watch_cache = Some((self.objects.clone(), self.resource_version));
+            }
+            if self.watch_lag_ms == 0 && self.cache_feed.is_empty() {
+                // Caught up already: the watch cache is the store again.
+                self.watch_cache = None;
+            }
         }
     }
 
@@ -242,6 +270,7 @@ impl ApiServer {
                     let (_, to, event) = self.held.pop_front().expect("checked");
                     ctx.send(to, Msg::Watch(event));
                 }
+                self.feed_watch_cache(now);
             }
         }
     }
@@ -261,15 +290,25 @@ impl ApiServer {
                 .get(&key)
                 .map(|o| ApiOk::Object(o.clone()))
                 .ok_or(ApiError::NotFound),
-            ApiOp::List { kind, namespace } => {
-                let items = self
-                    .list(kind)
-                    .filter(|o| namespace.as_ref().is_none_or(|ns| &o.meta.namespace == ns))
-                    .cloned()
-                    .collect();
+            ApiOp::List {
+                kind,
+                namespace,
+                from_watch_cache,
+            } => {
+                let in_ns =
+                    |o: &&Arc<Object>| namespace.as_ref().is_none_or(|ns| &o.meta.namespace == ns);
+                let (items, resource_version) = match &self.watch_cache {
+                    Some((cached, rv)) if from_watch_cache => {
+                        (of_kind(cached, kind).filter(in_ns).cloned().collect(), *rv)
+                    }
+                    _ => (
+                        self.list(kind).filter(in_ns).cloned().collect(),
+                        self.resource_version,
+                    ),
+                };
                 Ok(ApiOk::List {
                     items,
-                    resource_version: self.resource_version,
+                    resource_version,
                 })
             }
             ApiOp::Create(object) => self.create(*object, ctx),
@@ -287,6 +326,11 @@ impl ApiServer {
                 uid,
                 grace_period_seconds,
             } => self.delete(&key, uid, grace_period_seconds, ctx),
+            ApiOp::Bind {
+                key,
+                uid,
+                node_name,
+            } => self.bind(&key, uid, node_name, ctx),
             ApiOp::Watch {
                 stream,
                 kinds,
@@ -344,6 +388,24 @@ impl ApiServer {
         if self.objects.contains_key(&key) {
             return Err(ApiError::AlreadyExists);
         }
+        if let Some(seconds) = self.config.default_toleration_seconds
+            && let Some(pod) = object.typed_mut::<Pod>()
+        {
+            for key in [TAINT_NOT_READY, TAINT_UNREACHABLE] {
+                let tolerated = pod
+                    .spec
+                    .tolerations
+                    .iter()
+                    .any(|t| t.key == key && t.effect == TaintEffect::NoExecute);
+                if !tolerated {
+                    pod.spec.tolerations.push(Toleration {
+                        key: key.to_string(),
+                        effect: TaintEffect::NoExecute,
+                        toleration_seconds: Some(seconds),
+                    });
+                }
+            }
+        }
         self.next_uid += 1;
         let meta = &mut object.meta;
         meta.uid = Uid(self.next_uid);
@@ -396,6 +458,35 @@ impl ApiServer {
         self.commit(key.clone(), &current, next, ctx)
     }
 
+    /// The binding subresource (BindingREST.setPodHostAndAnnotations: a pod being deleted
+    /// or already assigned is a 409 Conflict; docs/semantics.md 3.14).
+    fn bind(
+        &mut self,
+        key: &ObjectKey,
+        uid: Option<Uid>,
+        node_name: String,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Result<ApiOk, ApiError> {
+        let current = self.objects.get(key).ok_or(ApiError::NotFound)?.clone();
+        if uid.is_some_and(|u| u != current.meta.uid) {
+            return Err(ApiError::Conflict);
+        }
+        let Some(pod) = current.typed::<Pod>() else {
+            return Err(ApiError::Invalid(format!(
+                "{}: only a Pod can be bound",
+                key.kind
+            )));
+        };
+        if current.meta.is_deleting() || pod.spec.node_name.is_some() {
+            return Err(ApiError::Conflict);
+        }
+        let mut next = (*current).clone();
+        next.typed_mut::<Pod>().expect("a Pod").spec.node_name = Some(node_name);
+        next.meta.generation = current.meta.generation + 1;
+        let stored = self.store(key.clone(), next, EventType::Modified, ctx);
+        Ok(ApiOk::Object(stored))
+    }
+
     /// The shared tail of update and patch: validation, generation, finalizer-driven
     /// removal, the write itself.
     fn commit(
@@ -418,6 +509,11 @@ impl ApiServer {
         }
         if next.body.kind() != current.kind() {
             return Err(ApiError::Invalid("kind cannot change".into()));
+        }
+        if let (Some(old), Some(new)) = (current.typed::<Pod>(), next.typed::<Pod>())
+            && let Some(reason) = pod_spec_update_forbidden(&old.spec, &new.spec)
+        {
+            return Err(ApiError::Invalid(reason));
         }
         if !next.body.same_spec(&current.body) {
             next.meta.generation = current.meta.generation + 1;
@@ -471,6 +567,7 @@ impl ApiServer {
         }
         let mut next = (*current).clone();
         next.meta.deletion_timestamp = Some(ctx.now().plus_ms(grace_s * 1000));
+        next.meta.deletion_grace_period_seconds = Some(grace_s);
         next.meta.generation += 1;
         if grace_s > 0 {
             self.awaiting_grace.insert(current.meta.uid);
@@ -601,14 +698,23 @@ impl ApiServer {
 
     fn emit(&mut self, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
         let kind = object.kind();
-        if self.watch_lag_ms > 0 || !self.held.is_empty() {
+        if self.watch_lag_ms > 0 || !self.held.is_empty() || !self.cache_feed.is_empty() {
             // Behind the lag, or behind events still held by it (order first).
             let now = ctx.now();
             let release = self
                 .held
                 .back()
-                .map_or(now, |(at, _, _)| *at)
-                .max(now.plus_ms(self.watch_lag_ms));
+                .map(|(at, _, _)| *at)
+                .into_iter()
+                .chain(self.cache_feed.back().map(|(at, _, _)| *at))
+                .fold(now.plus_ms(self.watch_lag_ms), SimTime::max);
+            if self.watch_cache.is_some() {
+                self.cache_feed.push_back((release, event, object.clone()));
+                ctx.set_timer(
+                    release.since(now),
+                    Msg::Timer(AnyTimer::ApiServer(Timer::ReleaseWatch)),
+                );
+            }
             let mut any = false;
             for w in &mut self.watchers {
                 if w.kinds.contains(&kind) {
@@ -638,6 +744,25 @@ impl ApiServer {
             object: object.clone(),
         });
         self.trim_history(now);
+    }
+
+    /// Apply the store's events that are due to the lagging watch cache; once the lag is
+    /// over and nothing is held, the watch cache is the store again.
+    fn feed_watch_cache(&mut self, now: SimTime) {
+        let Some((cached, rv)) = &mut self.watch_cache else {
+            return;
+        };
+        while self.cache_feed.front().is_some_and(|(at, _, _)| *at <= now) {
+            let (_, event, object) = self.cache_feed.pop_front().expect("checked");
+            *rv = object.meta.resource_version;
+            match event {
+                EventType::Deleted => cached.remove(&object.key()),
+                EventType::Added | EventType::Modified => cached.insert(object.key(), object),
+            };
+        }
+        if self.watch_lag_ms == 0 && self.cache_feed.is_empty() {
+            self.watch_cache = None;
+        }
     }
 
     /// Forget events older than the window, or beyond the size bound.

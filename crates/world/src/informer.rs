@@ -124,6 +124,21 @@ struct Reflector {
     backoff_ms: u64,
 }
 
+/// What a relist tells an informer's handlers about the objects it lists
+/// (docs/semantics.md 4.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RelistNotify {
+    /// client-go's shared informer (controller-runtime, the core's controllers): an
+    /// object whose resourceVersion did not change is a resync notification, delivered
+    /// only to handlers due for a resync, so effectively none: changed, new and gone
+    /// objects only.
+    #[default]
+    Changed,
+    /// kube-runtime's watcher: every listed object is an `InitApply`, and a controller
+    /// reconciles each (`applied_objects`, `touched_objects`).
+    Every,
+}
+
 /// A set of reflectors sharing one cache and one connection.
 #[derive(Clone, Debug)]
 pub struct Informer {
@@ -135,6 +150,7 @@ pub struct Informer {
     last_heard: SimTime,
     ping: Option<SimTime>,
     relists: u64,
+    relist_notify: RelistNotify,
 }
 
 impl Informer {
@@ -161,7 +177,14 @@ impl Informer {
             last_heard: SimTime::ZERO,
             ping: None,
             relists: 0,
+            relist_notify: RelistNotify::Changed,
         }
+    }
+
+    /// This informer, telling its handlers about relisted objects as `notify` says.
+    pub fn notifying(mut self, notify: RelistNotify) -> Self {
+        self.relist_notify = notify;
+        self
     }
 
     pub fn cache(&self) -> &Cache {
@@ -211,6 +234,7 @@ impl Informer {
                 op: ApiOp::List {
                     kind: r.kind,
                     namespace: None,
+                    from_watch_cache: true,
                 },
             }),
         );
@@ -367,6 +391,7 @@ impl Informer {
                 changes.push(old);
             }
         }
+        let every = self.relist_notify == RelistNotify::Every;
         for item in items {
             let key = item.key();
             let changed = self
@@ -376,6 +401,8 @@ impl Informer {
                 .is_none_or(|o| o.meta.resource_version != item.meta.resource_version);
             if changed {
                 self.cache.objects.insert(key, item.clone());
+            }
+            if changed || every {
                 changes.push(item.clone());
             }
         }

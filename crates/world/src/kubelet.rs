@@ -15,10 +15,12 @@
 //!   the node's host, built by the pod's image from [`Images`], named `<pod>`; its status
 //!   becomes Running. An unknown image makes the pod Failed (a simplification: the real
 //!   kubelet reports ImagePullBackOff and keeps the pod Pending).
-//! - Deletion: a pod with a deletionTimestamp has its container stopped at once (the real
-//!   kubelet sends SIGTERM and waits up to the grace period; the model does not), then the
-//!   kubelet confirms with a zero-grace Delete, which removes the pod (3.6, 5.6). A pod
-//!   removed from the API while its container runs (force delete) has it stopped too.
+//! - Deletion (3.6, 5.6, 5.11): a pod with a deletionTimestamp has its container sent
+//!   SIGTERM ([`Msg::Terminate`]); the container is killed if it has not exited within
+//!   the pod's deletionGracePeriodSeconds (30 s by default: a paused process cannot
+//!   exit). Once no container runs, the kubelet confirms with a zero-grace Delete, which
+//!   removes the pod. A pod removed from the API while its container runs (force delete)
+//!   has it stopped at once.
 //! - Restarts: a container that exits sends [`Msg::ContainerExited`]; the kubelet restarts
 //!   it after the CrashLoopBackOff delay, 10 s doubling to 300 s, reset once a container
 //!   ran 10 min (Kubernetes pod-lifecycle docs, "Container restart policy"; not in
@@ -39,13 +41,14 @@
 //! or exits after a set time (a crash-looping container).
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
+use crate::apiserver::POD_GRACE_PERIOD_SECONDS_DEFAULT;
 use crate::fault::WorldFault;
 use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::Resource;
 use crate::object::{
     Body, ConditionStatus, Lease, Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta,
-    OwnerReference, Pod, PodPhase, PodStatus, Uid,
+    OwnerReference, Pod, PodPhase, PodStatus, Taint, Uid,
 };
 use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{HostId, ProcId, SimTime, TimerId};
@@ -73,6 +76,13 @@ pub enum Timer {
     },
     /// A [`Container`] with an exit time exits.
     ContainerExit,
+    /// A terminating pod's grace period is over: kill its container.
+    Kill {
+        epoch: u32,
+        namespace: String,
+        name: String,
+        uid: Uid,
+    },
 }
 
 /// What a container process is told when its kubelet starts it.
@@ -116,11 +126,13 @@ impl std::fmt::Debug for Images {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct KubeletConfig {
     pub node_name: String,
     pub provider_id: Option<String>,
     pub labels: BTreeMap<String, String>,
+    /// The taints the Node registers with (`--register-with-taints`).
+    pub taints: Vec<Taint>,
 }
 
 /// The kubelet's durations (docs/semantics.md 5.1 unless noted).
@@ -174,6 +186,16 @@ pub struct ContainerRecord {
     pub backoff_ms: u64,
     /// The pending restart timer, if armed.
     pub restart_timer: Option<TimerId>,
+    /// Set once SIGTERM was sent: when the grace period ends (kubelet's clock) and the
+    /// kubelet life that armed the kill timer.
+    pub terminating: Option<Termination>,
+}
+
+/// A container told to exit, killed at `kill_at` if it is still running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Termination {
+    pub kill_at: SimTime,
+    epoch: u32,
 }
 
 /// An in-flight request of the kubelet and what its answer is for.
@@ -319,7 +341,7 @@ impl Kubelet {
     }
 
     pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        if let Msg::ContainerExited { .. } = msg {
+        if let Msg::ContainerExited = msg {
             // The runtime sees the exit even while the kubelet is stopped.
             self.container_exited(from, ctx);
             return;
@@ -381,6 +403,12 @@ impl Kubelet {
                 name,
                 uid,
             } if epoch == current => self.restart(namespace, name, uid, ctx),
+            Timer::Kill {
+                epoch,
+                namespace,
+                name,
+                uid,
+            } if epoch == current => self.kill_after_grace((namespace, name), uid, ctx),
             _ => {}
         }
     }
@@ -401,6 +429,7 @@ impl Kubelet {
         let node = Node {
             spec: NodeSpec {
                 provider_id: self.config.provider_id.clone(),
+                taints: self.config.taints.clone(),
                 ..Default::default()
             },
             status: NodeStatus {
@@ -640,6 +669,10 @@ impl Kubelet {
         }
         let spec_status = pod.typed::<Pod>().expect("a Pod").status.clone();
         if pod.meta.is_deleting() {
+            if self.containers.get(key).is_some_and(|c| c.proc.is_some()) {
+                self.terminate(key, &pod, ctx);
+                return;
+            }
             self.kill(key, ctx);
             ctx.note(|| format!("kubelet: confirming deletion of pod {}/{}", key.0, key.1));
             let id = self.ids.issue();
@@ -698,6 +731,7 @@ impl Kubelet {
                 started: ctx.now(),
                 backoff_ms: self.timing.restart_backoff_ms_min,
                 restart_timer: None,
+                terminating: None,
             },
         );
         self.patch_status(&okey, PodPhase::Running, restarts, ctx);
@@ -756,6 +790,62 @@ impl Kubelet {
         );
     }
 
+    /// SIGTERM the running container of a deleting pod, once, and arm the kill at the end
+    /// of the grace period (again after a kubelet restart: the old timer died with it).
+    fn terminate(&mut self, key: &(String, String), pod: &Object, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        let epoch = self.epoch;
+        let grace_ms = 1000
+            * pod
+                .meta
+                .deletion_grace_period_seconds
+                .unwrap_or(POD_GRACE_PERIOD_SECONDS_DEFAULT);
+        let c = self.containers.get_mut(key).expect("checked by the caller");
+        let proc = c.proc.expect("checked by the caller");
+        let kill_at = match c.terminating {
+            Some(t) if t.epoch == epoch => return,
+            Some(t) => t.kill_at,
+            None => {
+                ctx.note(|| {
+                    format!(
+                        "kubelet: SIGTERM to the container of pod {}/{}",
+                        key.0, key.1
+                    )
+                });
+                ctx.send(proc, Msg::Terminate);
+                now.plus_ms(grace_ms)
+            }
+        };
+        c.terminating = Some(Termination { kill_at, epoch });
+        let timer = Timer::Kill {
+            epoch,
+            namespace: key.0.clone(),
+            name: key.1.clone(),
+            uid: c.pod_uid,
+        };
+        ctx.set_timer(kill_at.since(now), Msg::Timer(AnyTimer::Kubelet(timer)));
+    }
+
+    /// The grace period of a terminating container is over: SIGKILL, then confirm.
+    fn kill_after_grace(&mut self, key: (String, String), uid: Uid, ctx: &mut WorldCtx<'_>) {
+        let Some(c) = self.containers.get_mut(&key) else {
+            return;
+        };
+        if c.pod_uid != uid || c.terminating.is_none() {
+            return;
+        }
+        if let Some(p) = c.proc.take() {
+            ctx.note(|| {
+                format!(
+                    "kubelet: grace period over, killing the container of pod {}/{}",
+                    key.0, key.1
+                )
+            });
+            ctx.stop(p);
+        }
+        self.sync_pod(&key, ctx);
+    }
+
     /// Stop a pod's container and forget it.
     fn kill(&mut self, key: &(String, String), ctx: &mut WorldCtx<'_>) {
         let Some(c) = self.containers.remove(key) else {
@@ -782,6 +872,14 @@ impl Kubelet {
             return; // A container we already stopped, or not ours.
         };
         c.proc = None;
+        if c.terminating.is_some() {
+            // Exited on SIGTERM: the deletion can be confirmed (by a running kubelet).
+            let key = key.clone();
+            if !self.stopped {
+                self.sync_pod(&key, ctx);
+            }
+            return;
+        }
         if now.since(c.started) >= reset_ms {
             c.backoff_ms = min_ms;
         }
@@ -849,7 +947,6 @@ impl Kubelet {
 #[derive(Clone, Debug)]
 pub struct Container {
     pub kubelet: ProcId,
-    pub pod: String,
     pub exit_after_ms: Option<u64>,
 }
 
@@ -857,7 +954,6 @@ impl Container {
     pub fn new(env: &ContainerEnv, exit_after_ms: Option<u64>) -> Self {
         Container {
             kubelet: env.kubelet,
-            pod: env.pod_name.clone(),
             exit_after_ms,
         }
     }
@@ -879,12 +975,7 @@ impl Container {
 
     pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         if t == AnyTimer::Kubelet(Timer::ContainerExit) {
-            ctx.send(
-                self.kubelet,
-                Msg::ContainerExited {
-                    pod: self.pod.clone(),
-                },
-            );
+            ctx.send(self.kubelet, Msg::ContainerExited);
             let me = ctx.me();
             ctx.stop(me);
         }

@@ -20,9 +20,9 @@
 //!   tolerationSeconds is evicted when the shortest runs out, counted from the taint's
 //!   timeAdded; a toleration without seconds tolerates forever. Eviction is an ordinary
 //!   (graceful) Delete: the API server marks the pod and it stays Terminating until its
-//!   kubelet confirms. In reality the DefaultTolerationSeconds admission plugin adds
-//!   300 s tolerations for not-ready/unreachable to every pod; here pods carry their
-//!   tolerations explicitly, so a pod without one is evicted at once.
+//!   kubelet confirms. The API server's DefaultTolerationSeconds admission (5.9) gives
+//!   every new pod 300 s for not-ready and unreachable unless it says otherwise; a pod
+//!   with tolerationSeconds 0 (or a seeded pod without the toleration) goes at once.
 //! - Pod GC of orphans (not in semantics.md; KK `pkg/controller/podgc`): a pod bound to a
 //!   Node that no longer exists is force-deleted (grace 0) after `orphan_quarantine_ms`,
 //!   since no kubelet will ever confirm it (5.6: "the Node object is deleted").

@@ -25,7 +25,7 @@
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
 use crate::component::{Message, Payload};
 use crate::fault::{FailpointAction, WorldFault};
-use crate::informer::Informer;
+use crate::informer::{Informer, RelistNotify};
 use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
@@ -313,6 +313,8 @@ pub enum Timer {
     RequestTimeout { ctrl: u16, req: u64 },
     /// Sleep `req` of controller `ctrl` is over.
     Wake { ctrl: u16, req: u64 },
+    /// The informer of the `kind`-th watched kind resyncs, every `period_ms`.
+    Resync { kind: u16, period_ms: u64 },
 }
 
 /// controller-runtime's work queue for one controller (one worker).
@@ -412,7 +414,7 @@ struct Controller {
 }
 
 /// Settings of a manager process.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ManagerConfig {
     /// Identity for leader election and traces (the pod name).
     pub identity: String,
@@ -421,6 +423,14 @@ pub struct ManagerConfig {
     pub kubelet: Option<ProcId>,
     /// The pod this container belongs to.
     pub pod: Option<String>,
+    /// What a relist wakes: client-go's changed objects (controller-runtime) or
+    /// kube-runtime's every object (docs/semantics.md 4.2).
+    pub relist_notify: RelistNotify,
+    /// controller-runtime's SyncPeriod: each watched kind's informer re-delivers every
+    /// cached object as an update this often, jittered into [0.9, 1.1) x the period once
+    /// per start (pkg/cache `resyncPeriod`; semantics 4.5). `None`: no resync (kube-runtime
+    /// has none; controller-runtime's default is 10 h, past any scenario).
+    pub sync_period_ms: Option<u64>,
 }
 
 /// The controller host process.
@@ -467,7 +477,7 @@ impl Manager {
             })
             .collect();
         Manager {
-            informer: Informer::new(0, &kinds, endpoints.apiserver),
+            informer: Informer::new(0, &kinds, endpoints.apiserver).notifying(config.relist_notify),
             config,
             endpoints,
             elector,
@@ -521,6 +531,14 @@ impl Manager {
         self.exited = false;
         self.starts += 1;
         self.informer.start(ctx);
+        if let Some(period_ms) = self.config.sync_period_ms {
+            let kinds = self.informer.kinds().count() as u16;
+            for kind in 0..kinds {
+                let period_ms = ctx.draw_ms(period_ms / 10 * 9, (period_ms / 10 * 11).max(1) - 1);
+                let timer = Timer::Resync { kind, period_ms };
+                ctx.set_timer(period_ms, Msg::Timer(AnyTimer::Manager(timer)));
+            }
+        }
         if let Some(e) = &mut self.elector {
             e.set_identity(format!("{}_{}", self.config.identity, self.starts));
             e.start(ctx);
@@ -600,6 +618,23 @@ impl Manager {
                     self.on_leader_event(handled.event, ctx);
                 }
             }
+            AnyTimer::Manager(Timer::Resync { kind, period_ms }) => {
+                let timer = Timer::Resync { kind, period_ms };
+                ctx.set_timer(period_ms, Msg::Timer(AnyTimer::Manager(timer)));
+                let kind = self
+                    .informer
+                    .kinds()
+                    .nth(kind as usize)
+                    .expect("a watched kind");
+                if self.informer.synced() {
+                    // Every cached object, as an update with old == new.
+                    let mut changes = std::mem::take(&mut self.changes);
+                    changes.extend(self.informer.cache().list(kind).cloned());
+                    self.offer(&changes, ctx);
+                    changes.clear();
+                    self.changes = changes;
+                }
+            }
             AnyTimer::Manager(Timer::Requeue { ctrl, key, token }) => {
                 self.controllers[ctrl as usize].queue.fire(key, token);
                 self.pump(ctrl as usize, ctx);
@@ -635,8 +670,8 @@ impl Manager {
                 // controller-runtime: "leader election lost" -> the process exits.
                 self.exited = true;
                 self.running = false;
-                if let (Some(kubelet), Some(pod)) = (self.config.kubelet, &self.config.pod) {
-                    ctx.send(kubelet, Msg::ContainerExited { pod: pod.clone() });
+                if let Some(kubelet) = self.config.kubelet {
+                    ctx.send(kubelet, Msg::ContainerExited);
                 }
                 ctx.stop(ctx.me());
             }

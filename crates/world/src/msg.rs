@@ -33,10 +33,13 @@ pub enum Msg {
     /// process that had a watch open, when the server starts again (the OS answers a
     /// dead process's connections with a reset; a client's next read fails at once).
     ConnectionReset,
-    /// A container process tells its kubelet it exited (same host, never partitioned).
-    ContainerExited {
-        pod: String,
-    },
+    /// A container process tells its kubelet it exited (same host, never partitioned);
+    /// the kubelet knows the container by its process.
+    ContainerExited,
+    /// SIGTERM: the kubelet asks a container process to exit (a pod being deleted).
+    /// Every process exits at once ([`crate::Proc`] answers it): Go's default for the
+    /// signal, and what controller-runtime before 0.7 and client-go programs do.
+    Terminate,
     Timer(Timer),
 }
 

@@ -528,6 +528,9 @@ pub struct ObjectMeta {
     pub generation: u64,
     pub creation_timestamp: SimTime,
     pub deletion_timestamp: Option<SimTime>,
+    /// The grace period a graceful delete gave the object (a Pod's kubelet waits this
+    /// long for its containers to exit before it kills them).
+    pub deletion_grace_period_seconds: Option<u64>,
     pub finalizers: Vec<String>,
     pub owner_references: Vec<OwnerReference>,
     pub labels: BTreeMap<String, String>,
@@ -642,6 +645,9 @@ pub struct Taint {
 
 /// The taint the node lifecycle controller puts on a node that stopped reporting.
 pub const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+/// The taint (NoSchedule) and label of control-plane nodes (OpenShift 4.x masters;
+/// kubeadm before 1.24 used the same key).
+pub const TAINT_MASTER: &str = "node-role.kubernetes.io/master";
 /// The taint for a node that reports NotReady.
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
 
@@ -693,11 +699,33 @@ pub struct Toleration {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PodSpec {
-    /// Set by the scheduler when the pod is bound.
+    /// Set when the pod is bound (the binding subresource, [`crate::api::ApiOp::Bind`]);
+    /// no update may change it.
     pub node_name: Option<String>,
     /// What the container runs: a name the kubelet's image registry knows.
     pub image: String,
+    /// The labels a node must carry (every pair) for the pod to be scheduled there.
+    pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
+}
+
+/// Why a pod spec update is refused, if it is: the API server lets an update change only
+/// the image and add tolerations (ValidatePodUpdate; docs/semantics.md 3.13).
+pub fn pod_spec_update_forbidden(old: &PodSpec, new: &PodSpec) -> Option<String> {
+    // nodeName is set only through the binding subresource.
+    if old.node_name != new.node_name || old.node_selector != new.node_selector {
+        return Some("spec: Forbidden: pod updates may not change fields other than spec.containers[*].image and spec.tolerations (only additions to existing tolerations)".into());
+    }
+    // An existing toleration stays; only its tolerationSeconds may change.
+    let kept = old.tolerations.iter().all(|t| {
+        new.tolerations
+            .iter()
+            .any(|n| n.key == t.key && n.effect == t.effect)
+    });
+    if !kept {
+        return Some("spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds".into());
+    }
+    None
 }
 
 #[derive(

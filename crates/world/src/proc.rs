@@ -73,6 +73,14 @@ impl Actor for Proc {
     }
 
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        if matches!(msg, Msg::Terminate) {
+            // SIGTERM: exit now and tell the kubelet that sent it (graceful shutdown,
+            // controller-runtime 0.7's GracefulShutdownTimeout, is not modelled).
+            ctx.note(|| "SIGTERM: exiting".to_string());
+            ctx.send(from, Msg::ContainerExited);
+            ctx.stop(ctx.me());
+            return;
+        }
         each!(self, p => p.on_msg(from, msg, ctx))
     }
 

@@ -520,6 +520,8 @@ impl<K: Resource + Default> Api<K> {
         let op = ApiOp::List {
             kind: K::KIND,
             namespace: self.namespace.clone(),
+            // kube's ListParams without a resourceVersion: a consistent read.
+            from_watch_cache: false,
         };
         match self.client.api(op).await? {
             ApiOk::List { items, .. } => {

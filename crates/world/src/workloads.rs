@@ -16,13 +16,19 @@
 //!   cache never doubles the pods.
 //! - status.replicas is the number of active pods.
 //!
-//! Scheduler: each unbound, not deleting, Pending pod is bound to a Node that is
-//! Ready=True, schedulable, and whose NoSchedule and NoExecute taints the pod all
-//! tolerates (key and effect match), chosen at random (the process's own stream) among
-//! the candidates in name order. The binding is a spec patch conditional on the pod's
-//! resourceVersion, so a pod is never bound twice (the real binding subresource fails if
-//! nodeName is already set). A pod with no candidate stays Pending and is retried at
-//! every change of the cluster and every `resync_ms`.
+//! Scheduler (docs/semantics.md 3.14, 5.10): each unbound, not deleting, Pending pod is
+//! bound to a Node that is Ready=True, schedulable, carries every label of the pod's
+//! nodeSelector, and whose NoSchedule and NoExecute taints the pod all tolerates (key and
+//! effect match), chosen at random (the process's own stream) among the candidates in
+//! name order. The bind goes through the binding subresource ([`ApiOp::Bind`]), which
+//! refuses a pod already bound or being deleted. As kube-scheduler's cache does, the pod
+//! is *assumed* on its node before the bind is sent and is not scheduled again while
+//! assumed: not when the next informer batch still shows it unbound, nor after the bind
+//! succeeded until the cache shows it bound. A failed bind forgets the assumption (the
+//! pod is retried at the next pass); an unanswered one is forgotten after
+//! `bind_timeout_ms`, when the client's connection health check would have failed it
+//! (4.3). A pod with no candidate stays Pending and is retried at every change of the
+//! cluster and every `resync_ms`.
 //!
 //! Both work from one informer over Deployments, Pods and Nodes and re-run in full on
 //! every batch of changes: clusters in scenarios are small.
@@ -35,7 +41,7 @@ use crate::object::{
     Body, ConditionStatus, Deployment, DeploymentStatus, Object, ObjectKey, ObjectMeta,
     OwnerReference, Pod, PodPhase, PodSpec, PodStatus, Uid,
 };
-use crate::object::{Node, Resource};
+use crate::object::{Node, Resource, selector_matches};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use serde::Serialize;
@@ -56,6 +62,9 @@ pub struct WorkloadsConfig {
     pub expectations_timeout_ms: u64,
     /// At most this many pods created or deleted per Deployment per pass.
     pub burst: u32,
+    /// How long an unanswered bind keeps its pod assumed (client-go's HTTP/2 health
+    /// check fails a request on a dead connection after about 45 s; semantics 4.3).
+    pub bind_timeout_ms: u64,
 }
 
 impl Default for WorkloadsConfig {
@@ -64,6 +73,7 @@ impl Default for WorkloadsConfig {
             resync_ms: 5_000,
             expectations_timeout_ms: 300_000,
             burst: 500,
+            bind_timeout_ms: 45_000,
         }
     }
 }
@@ -86,6 +96,14 @@ impl Expectations {
     }
 }
 
+/// A pod the scheduler has assumed on a node: its bind is in flight, or succeeded and the
+/// cache does not show it yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Assumed {
+    sent: SimTime,
+    answered: bool,
+}
+
 #[derive(Debug)]
 pub struct Workloads {
     pub config: WorkloadsConfig,
@@ -95,6 +113,10 @@ pub struct Workloads {
     expectations: BTreeMap<ObjectKey, Expectations>,
     /// Create request id -> its Deployment.
     create_reqs: BTreeMap<u64, ObjectKey>,
+    /// The scheduler's assumed pods, by uid.
+    assumed: BTreeMap<Uid, Assumed>,
+    /// Bind request id -> its pod.
+    bind_reqs: BTreeMap<u64, Uid>,
     binds: u64,
 }
 
@@ -111,6 +133,8 @@ impl Workloads {
             ids: ReqIds::new(tags::WORKLOADS),
             expectations: BTreeMap::new(),
             create_reqs: BTreeMap::new(),
+            assumed: BTreeMap::new(),
+            bind_reqs: BTreeMap::new(),
             binds: 0,
         }
     }
@@ -131,6 +155,8 @@ impl Workloads {
     pub fn on_crash(&mut self) {
         self.expectations.clear();
         self.create_reqs.clear();
+        self.assumed.clear();
+        self.bind_reqs.clear();
     }
 
     pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
@@ -140,6 +166,23 @@ impl Workloads {
         if self.informer.handle(&msg, ctx, &mut changes) {
             if !changes.is_empty() {
                 self.pass(ctx);
+            }
+            return;
+        }
+        if let Msg::ApiResp(resp) = &msg
+            && let Some(uid) = self.bind_reqs.remove(&resp.id)
+        {
+            match &resp.result {
+                Ok(_) => {
+                    if let Some(a) = self.assumed.get_mut(&uid) {
+                        a.answered = true;
+                    }
+                }
+                Err(e) => {
+                    // ForgetPod: the pod is scheduled afresh at the next pass.
+                    self.assumed.remove(&uid);
+                    ctx.note(|| format!("workloads: bind of pod {uid:?} failed: {e:?}"));
+                }
             }
             return;
         }
@@ -320,15 +363,30 @@ impl Workloads {
         }
     }
 
-    /// Bind every unbound pending pod to a random feasible node.
+    /// Bind every unbound pending pod not already assumed to a random feasible node.
     fn schedule(&mut self, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        let timeout_ms = self.config.bind_timeout_ms;
         let cache = self.informer.cache();
+        // An assumption ends when the cache shows the pod bound or gone (the informer's
+        // event confirms it), or when its bind went unanswered too long.
+        let unbound: BTreeSet<Uid> = cache
+            .list(Pod::KIND)
+            .filter(|p| p.typed::<Pod>().is_some_and(|x| x.spec.node_name.is_none()))
+            .map(|p| p.meta.uid)
+            .collect();
+        self.assumed.retain(|uid, a| {
+            unbound.contains(uid) && (a.answered || now.since(a.sent) < timeout_ms)
+        });
+        let assumed = &self.assumed;
+        self.bind_reqs.retain(|_, uid| assumed.contains_key(uid));
         let pending: Vec<Arc<Object>> = cache
             .list(Pod::KIND)
             .filter(|p| {
                 p.typed::<Pod>().is_some_and(|x| {
                     x.spec.node_name.is_none() && x.status.phase == PodPhase::Pending
                 }) && !p.meta.is_deleting()
+                    && !self.assumed.contains_key(&p.meta.uid)
             })
             .cloned()
             .collect();
@@ -347,22 +405,23 @@ impl Workloads {
             let i = ctx.draw_ms(0, candidates.len() as u64 - 1) as usize;
             let node = candidates[i].meta.name.clone();
             ctx.note(|| format!("workloads: binding pod {} to {node}", pod.key()));
-            let bound = Pod {
-                spec: PodSpec {
-                    node_name: Some(node),
-                    ..spec.clone()
-                },
-                status: PodStatus::default(),
-            };
             self.binds += 1;
-            self.api(
+            let id = self.api(
                 ctx,
-                ApiOp::Patch {
+                ApiOp::Bind {
                     key: pod.key(),
-                    ops: vec![PatchOp::Spec(Body::new(bound))],
-                    resource_version: Some(pod.meta.resource_version),
+                    uid: Some(pod.meta.uid),
+                    node_name: node,
                 },
             );
+            self.assumed.insert(
+                pod.meta.uid,
+                Assumed {
+                    sent: now,
+                    answered: false,
+                },
+            );
+            self.bind_reqs.insert(id, pod.meta.uid);
         }
     }
 }
@@ -374,8 +433,8 @@ fn is_active(p: &Object) -> bool {
             .is_some_and(|x| !matches!(x.status.phase, PodPhase::Succeeded | PodPhase::Failed))
 }
 
-/// Whether a pod with `spec` may be bound to `node`: Ready=True, schedulable, and every
-/// NoSchedule/NoExecute taint tolerated.
+/// Whether a pod with `spec` may be bound to `node`: Ready=True, schedulable, carrying
+/// every label of the pod's nodeSelector, and every NoSchedule/NoExecute taint tolerated.
 pub fn feasible(node: &Object, spec: &PodSpec) -> bool {
     let Some(n) = node.typed::<Node>() else {
         return false;
@@ -383,6 +442,7 @@ pub fn feasible(node: &Object, spec: &PodSpec) -> bool {
     n.status.ready == ConditionStatus::True
         && !n.spec.unschedulable
         && !node.meta.is_deleting()
+        && selector_matches(&spec.node_selector, &node.meta.labels)
         && n.spec.taints.iter().all(|t| {
             // Both effects there are (NoSchedule, NoExecute) keep a pod off the node.
             spec.tolerations

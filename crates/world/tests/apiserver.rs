@@ -10,7 +10,8 @@ use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig, POD_GRACE_PERIOD_SECONDS_DEFAULT};
 use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, Kind, Node, OwnerReference, Pod, PodPhase, PodSpec, PodStatus, Uid,
+    Body, Kind, Node, OwnerReference, Pod, PodPhase, PodSpec, PodStatus, TaintEffect, Toleration,
+    Uid,
 };
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Object, ObjectKey, ObjectMeta, Proc, WorldFault};
@@ -268,6 +269,7 @@ fn resource_version_is_one_global_increasing_counter() {
     match w.call(ApiOp::List {
         kind: Widget::KIND,
         namespace: None,
+        from_watch_cache: false,
     }) {
         Ok(ApiOk::List {
             items,
@@ -832,7 +834,7 @@ fn pod(name: &str, node: Option<&str>) -> Object {
             spec: PodSpec {
                 node_name: node.map(str::to_string),
                 image: "controller".into(),
-                tolerations: vec![],
+                ..Default::default()
             },
             status: PodStatus::default(),
         }),
@@ -895,6 +897,62 @@ fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
     };
     assert_eq!(w.call(confirm), Ok(ApiOk::Deleted));
     assert!(w.stored(&pk("bound")).is_none());
+}
+
+#[test]
+fn pod_spec_updates_may_change_only_the_image_and_add_tolerations() {
+    let mut w = World::new(Default::default());
+    let pk = key(Pod::KIND, "p");
+    let created = w.obj(ApiOp::Create(Box::new(pod("p", None))));
+    let created_spec = created.typed::<Pod>().unwrap().spec.clone();
+    // DefaultTolerationSeconds gave the pod its two NoExecute tolerations.
+    assert_eq!(created_spec.tolerations.len(), 2);
+    let with = |f: &dyn Fn(&mut PodSpec)| {
+        let mut spec = created_spec.clone();
+        f(&mut spec);
+        patch(
+            &pk,
+            vec![PatchOp::Spec(Body::new(Pod {
+                spec,
+                status: PodStatus::default(),
+            }))],
+        )
+    };
+    let forbidden = |r: Result<ApiOk, ApiError>| matches!(r, Err(ApiError::Invalid(m)) if m.contains("Forbidden"));
+    // nodeName only through the binding subresource.
+    assert!(forbidden(
+        w.call(with(&|s| s.node_name = Some("node-1".into())))
+    ));
+    assert!(forbidden(w.call(with(&|s| {
+        s.node_selector.insert("disk".into(), "ssd".into());
+    }))));
+    assert!(forbidden(w.call(with(&|s| {
+        s.tolerations.pop();
+    }))));
+    // The image, an added toleration and a changed tolerationSeconds are allowed.
+    let updated = w.obj(with(&|s| {
+        s.image = "controller:v2".into();
+        s.tolerations[0].toleration_seconds = Some(5);
+        s.tolerations.push(Toleration {
+            key: "dedicated".into(),
+            effect: TaintEffect::NoSchedule,
+            toleration_seconds: None,
+        });
+    }));
+    let spec = &updated.typed::<Pod>().unwrap().spec;
+    assert_eq!(spec.image, "controller:v2");
+    assert_eq!(spec.tolerations.len(), 3);
+    let bind = ApiOp::Bind {
+        key: pk.clone(),
+        uid: Some(created.meta.uid),
+        node_name: "node-1".into(),
+    };
+    let bound = w.obj(bind.clone());
+    assert_eq!(
+        bound.typed::<Pod>().unwrap().spec.node_name.as_deref(),
+        Some("node-1")
+    );
+    assert_eq!(w.call(bind), Err(ApiError::Conflict), "already assigned");
 }
 
 #[test]
@@ -1224,7 +1282,7 @@ fn a_watch_from_before_the_history_is_gone() {
     let mut w = World::new(ApiServerConfig {
         watch_history_ms: 10_000,
         watch_history_max: 1_000,
-        gc_delay_ms: 500,
+        ..Default::default()
     });
     let k = wkey("a");
     let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
@@ -1267,7 +1325,7 @@ fn a_watch_beyond_the_bounded_history_is_gone() {
     let mut w = World::new(ApiServerConfig {
         watch_history_ms: 300_000,
         watch_history_max: 3,
-        gc_delay_ms: 500,
+        ..Default::default()
     });
     let k = wkey("a");
     w.obj(ApiOp::Create(Box::new(widget("a"))));
@@ -1356,6 +1414,75 @@ fn same_seed_same_trace_hash() {
         scenario_hash(7),
         scenario_hash(8),
         "the seed reaches the run"
+    );
+}
+
+#[test]
+fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
+    // 3.15: a reflector's list (resourceVersion "0" or its last) is served from the watch
+    // cache, which follows etcd by the lag; a consistent read is not.
+    let plan = FaultPlan::new(vec![TimedFault {
+        at_ms: 50,
+        duration_ms: Some(1_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag { lag_ms: 500 },
+        },
+    }]);
+    let mut w = World::with_plan(1, Default::default(), plan);
+    let host = w.sim.host_by_name("client").unwrap();
+    let list = |at_ms: u64, from_watch_cache: bool| Step {
+        at_ms,
+        op: ApiOp::List {
+            kind: Widget::KIND,
+            namespace: None,
+            from_watch_cache,
+        },
+    };
+    let steps = vec![
+        Step {
+            at_ms: 100,
+            op: ApiOp::Create(Box::new(widget("a"))),
+        },
+        list(200, true),
+        list(200, false),
+        list(700, true),
+        Step {
+            at_ms: 1_200,
+            op: ApiOp::Create(Box::new(widget("b"))),
+        },
+        list(1_300, true),
+    ];
+    let pid = w
+        .sim
+        .spawn(host, "lister", Proc::Script(Script::new(w.api, steps)));
+    w.run_to(3_000);
+    let s = w.script(pid);
+    let names = |step: usize| -> (Vec<String>, u64) {
+        match &s.response(step).expect("answered").result {
+            Ok(ApiOk::List {
+                items,
+                resource_version,
+            }) => (
+                items.iter().map(|o| o.meta.name.clone()).collect(),
+                *resource_version,
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (cached, cached_rv) = names(1);
+    let (fresh, fresh_rv) = names(2);
+    assert!(
+        cached.is_empty(),
+        "the create is not in the watch cache yet"
+    );
+    assert!(cached_rv < fresh_rv, "and the list says how old it is");
+    assert_eq!(fresh, ["a"], "a consistent read sees it");
+    assert_eq!(names(3).0, ["a"], "released 500 ms later");
+    assert_eq!(
+        names(5).0,
+        ["a", "b"],
+        "no lag: the watch cache is the store"
     );
 }
 

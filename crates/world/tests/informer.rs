@@ -10,7 +10,7 @@ use reconsim_sim::{
 use reconsim_world::api::{ApiError, ApiOp, PatchOp};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::informer::{
-    Informer, MIN_WATCH_TIMEOUT_MS, PING_TIMEOUT_MS, READ_IDLE_TIMEOUT_MS, Watcher,
+    Informer, MIN_WATCH_TIMEOUT_MS, PING_TIMEOUT_MS, READ_IDLE_TIMEOUT_MS, RelistNotify, Watcher,
 };
 use reconsim_world::object::Body;
 use reconsim_world::object::Resource;
@@ -86,6 +86,16 @@ impl World {
         steps: Vec<Step>,
         faults: Vec<TimedFault<WorldFault>>,
     ) -> Self {
+        Self::notifying(seed, config, steps, faults, RelistNotify::Changed)
+    }
+
+    fn notifying(
+        seed: u64,
+        config: ApiServerConfig,
+        steps: Vec<Step>,
+        faults: Vec<TimedFault<WorldFault>>,
+        notify: RelistNotify,
+    ) -> Self {
         let mut cfg = SimConfig::new(seed);
         cfg.trace = TraceMode::Full;
         let mut sim = Sim::new(cfg, FaultPlan::new(faults));
@@ -93,7 +103,7 @@ impl World {
         let h_node = sim.add_host("node");
         let api = sim.spawn(h_api, "apiserver", Proc::ApiServer(ApiServer::new(config)));
         sim.spawn(h_api, "writer", Proc::Script(Script::new(api, steps)));
-        let informer = Informer::new(0, &[Widget::KIND], api);
+        let informer = Informer::new(0, &[Widget::KIND], api).notifying(notify);
         let watcher = sim.spawn(h_node, "watcher", Proc::Informer(Watcher::new(informer)));
         World { sim, api, watcher }
     }
@@ -288,6 +298,33 @@ fn a_dropping_partition_stales_the_cache_then_a_relist_converges() {
 }
 
 #[test]
+fn a_relist_wakes_client_go_handlers_for_changes_and_kube_runtime_for_every_object() {
+    // `a` does not change while the informer is cut off; `b` does.
+    let steps = vec![create(100, "a"), create(200, "b"), label(20_000, "b", "1")];
+    let heal_ms = 105_000;
+    let woken_after_heal = |notify| {
+        let faults = vec![cut(5_000, heal_ms - 5_000, PartitionMode::Drop)];
+        let mut w = World::notifying(5, Default::default(), steps.clone(), faults, notify);
+        w.run_to(heal_ms + 120_000);
+        assert!(w.informer().relists() > 0);
+        assert_eq!(w.cache_view(), w.server_view());
+        let mut names: Vec<String> = w
+            .watcher()
+            .log
+            .iter()
+            .filter(|(t, _, _)| t.as_ms() > heal_ms)
+            .map(|(_, k, _)| k.name.clone())
+            .collect();
+        names.dedup();
+        names
+    };
+    // client-go: an unchanged resourceVersion is a resync, for resyncing handlers only.
+    assert_eq!(woken_after_heal(RelistNotify::Changed), ["b"]);
+    // kube-runtime: every listed object is an InitApply.
+    assert_eq!(woken_after_heal(RelistNotify::Every), ["a", "b"]);
+}
+
+#[test]
 fn a_lost_watch_event_is_noticed_at_the_next_one_and_relists() {
     // A short cut (2 s, no dead-connection detection) loses one event; the next event
     // arrives with a sequence gap.
@@ -418,7 +455,7 @@ fn gone_on_the_watch_leads_to_a_relist() {
     let config = ApiServerConfig {
         watch_history_ms: 300_000,
         watch_history_max: 5,
-        gc_delay_ms: 500,
+        ..Default::default()
     };
     let mut w = World::new(17, config, steps, vec![slow]);
     w.run_to(60_000);

@@ -315,6 +315,7 @@ struct Mgr {
     name: &'static str,
     leader: Option<LeaderConfig>,
     recorder: Recorder,
+    sync_period_ms: Option<u64>,
 }
 
 fn mgr(name: &'static str, recorder: Recorder) -> Mgr {
@@ -322,14 +323,14 @@ fn mgr(name: &'static str, recorder: Recorder) -> Mgr {
         name,
         leader: None,
         recorder,
+        sync_period_ms: None,
     }
 }
 
 fn elected(name: &'static str, recorder: Recorder) -> Mgr {
     Mgr {
-        name,
         leader: Some(LeaderConfig::client_go_defaults(NS, LOCK)),
-        recorder,
+        ..mgr(name, recorder)
     }
 }
 
@@ -358,6 +359,8 @@ fn world(
                 leader: m.leader,
                 kubelet: None,
                 pod: None,
+                sync_period_ms: m.sync_period_ms,
+                ..Default::default()
             };
             let manager = Manager::new(config, endpoints, vec![Box::new(m.recorder)]);
             sim.spawn(host, m.name, Proc::Manager(manager))
@@ -596,6 +599,40 @@ fn controllers_start_after_cache_sync_and_offer_every_cached_object_once() {
         }
         let want: BTreeMap<String, usize> = names.iter().map(|n| (n.clone(), 1)).collect();
         assert_eq!(counts, want, "seed {seed}: every cached WidgetSet once");
+    }
+}
+
+#[test]
+fn a_sync_period_reoffers_every_cached_object_at_a_jittered_period() {
+    for seed in 0..8 {
+        let reconciles = |sync_period_ms| {
+            let m = Mgr {
+                sync_period_ms,
+                ..mgr("m0", Recorder::widget_sets(vec![Plan::done()]))
+            };
+            let mut w = world(seed, vec![], vec![widget_set("ws-a", 1)], vec![], vec![m]);
+            w.sim.run_until(SimTime::from_secs(3_000));
+            let starts: Vec<u64> = rec(&w.sim, w.mgrs[0])
+                .log
+                .iter()
+                .map(|r| r.start.as_ms())
+                .collect();
+            starts
+        };
+        assert_eq!(
+            reconciles(None).len(),
+            1,
+            "seed {seed}: no resync, no change"
+        );
+        let starts = reconciles(Some(600_000));
+        assert!((5..=6).contains(&starts.len()), "seed {seed}: {starts:?}");
+        let periods: Vec<u64> = starts[1..].windows(2).map(|p| p[1] - p[0]).collect();
+        assert!(
+            periods
+                .iter()
+                .all(|&p| p == periods[0] && (540_000..660_000).contains(&p)),
+            "seed {seed}: one period in [0.9, 1.1) x 10 min: {periods:?}"
+        );
     }
 }
 

@@ -3,15 +3,15 @@
 //! as processes (docs/semantics.md section 5).
 
 use reconsim_sim::{Fault, FaultPlan, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault};
-use reconsim_world::api::{ApiOp, PatchOp};
+use reconsim_world::api::{ApiError, ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Container, Images, Kubelet, KubeletConfig, NODE_LEASE_NAMESPACE};
 use reconsim_world::lifecycle::{NodeLifecycle, eviction_time};
 use reconsim_world::object::Resource;
 use reconsim_world::object::{
     Body, ConditionStatus, Deployment, DeploymentSpec, Lease, Node, NodeSpec, NodeStatus, Object,
-    ObjectKey, ObjectMeta, Pod, PodPhase, PodSpec, PodTemplate, TAINT_NOT_READY, TAINT_UNREACHABLE,
-    Taint, TaintEffect, Toleration,
+    ObjectKey, ObjectMeta, Pod, PodPhase, PodSpec, PodTemplate, TAINT_MASTER, TAINT_NOT_READY,
+    TAINT_UNREACHABLE, Taint, TaintEffect, Toleration,
 };
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
@@ -51,6 +51,17 @@ fn cluster(
     steps: Vec<Step>,
     faults: Vec<TimedFault<WorldFault>>,
 ) -> Cluster {
+    let nodes: Vec<(&str, Vec<Taint>)> = nodes.iter().map(|n| (*n, Vec::new())).collect();
+    cluster_with(&nodes, seeded, steps, faults)
+}
+
+/// [`cluster`] with nodes that register with taints.
+fn cluster_with(
+    nodes: &[(&str, Vec<Taint>)],
+    seeded: Vec<Object>,
+    steps: Vec<Step>,
+    faults: Vec<TimedFault<WorldFault>>,
+) -> Cluster {
     let mut sim = Sim::new(SimConfig::new(7), FaultPlan::new(faults));
     let api_host = sim.add_host("apiserver");
     let mut server = ApiServer::new(Default::default());
@@ -72,12 +83,14 @@ fn cluster(
         Proc::Workloads(Workloads::new(Default::default(), endpoints)),
     );
     let mut kubelets = BTreeMap::new();
-    for &n in nodes {
+    for (n, taints) in nodes {
+        let n = *n;
         let host = sim.add_host(n);
         let config = KubeletConfig {
             node_name: n.to_string(),
             provider_id: provider_id(n),
             labels: [("kubernetes.io/hostname".to_string(), n.to_string())].into(),
+            taints: taints.clone(),
         };
         let pid = sim.spawn(
             host,
@@ -160,6 +173,20 @@ impl Cluster {
             .collect()
     }
 
+    fn workloads(&self) -> &Workloads {
+        match self.sim.actor(self.proc("workloads").expect("spawned")) {
+            Proc::Workloads(w) => w,
+            p => panic!("not the workloads controller: {p:?}"),
+        }
+    }
+
+    fn script(&self) -> &Script {
+        match self.sim.actor(self.proc("user").expect("spawned")) {
+            Proc::Script(s) => s,
+            p => panic!("not the user's script: {p:?}"),
+        }
+    }
+
     fn proc(&self, name: &str) -> Option<ProcId> {
         self.sim.proc_by_name(name)
     }
@@ -196,6 +223,7 @@ fn pod(name: &str, image: &str, tolerations: Vec<Toleration>) -> Object {
                 node_name: None,
                 image: image.to_string(),
                 tolerations,
+                ..Default::default()
             },
             ..Default::default()
         }),
@@ -216,6 +244,7 @@ fn deployment(name: &str, replicas: u32, tolerations: Vec<Toleration>) -> Object
                         node_name: None,
                         image: "idle".to_string(),
                         tolerations,
+                        ..Default::default()
                     },
                 },
             },
@@ -468,7 +497,12 @@ fn evicted_pod_is_replaced_on_another_node_while_the_old_container_runs() {
 
 #[test]
 fn intolerant_pod_is_evicted_as_soon_as_the_node_is_tainted() {
-    let steps = vec![create(1_000, pod("plain", "idle", vec![]))];
+    // tolerationSeconds 0: DefaultTolerationSeconds leaves a pod's own toleration alone.
+    let tolerations = vec![
+        toleration(TAINT_UNREACHABLE, TaintEffect::NoExecute, Some(0)),
+        toleration(TAINT_NOT_READY, TaintEffect::NoExecute, Some(0)),
+    ];
+    let steps = vec![create(1_000, pod("plain", "idle", tolerations))];
     let mut c = cluster(
         &["w0"],
         vec![],
@@ -494,6 +528,42 @@ fn intolerant_pod_is_evicted_as_soon_as_the_node_is_tainted() {
     assert!(
         c.pod_obj("plain").is_some(),
         "Terminating while its kubelet is down"
+    );
+}
+
+#[test]
+fn a_pod_created_without_tolerations_is_given_the_default_300_s() {
+    let steps = vec![create(1_000, pod("plain", "idle", vec![]))];
+    let mut c = cluster(
+        &["w0"],
+        vec![],
+        steps,
+        vec![kubelet_stop("w0", 20_000, 600_000)],
+    );
+    c.run_to_s(15);
+    let tolerations = c.pod("plain").spec.tolerations;
+    assert_eq!(
+        tolerations,
+        vec![
+            toleration(TAINT_NOT_READY, TaintEffect::NoExecute, Some(300)),
+            toleration(TAINT_UNREACHABLE, TaintEffect::NoExecute, Some(300)),
+        ],
+        "DefaultTolerationSeconds admission"
+    );
+    let mut evicted_at = None;
+    for ms in (20_000..=600_000).step_by(500) {
+        c.run_to_ms(ms);
+        if c.pod_obj("plain").is_some_and(|p| p.meta.is_deleting()) {
+            evicted_at = Some(SimTime::from_ms(ms));
+            break;
+        }
+    }
+    let evicted_at = evicted_at.expect("evicted");
+    let taint = unreachable_taint(&c.node("w0")).expect("tainted");
+    let after_ms = evicted_at.since(taint.time_added.unwrap());
+    assert!(
+        (300_000..=300_000 + 5_500).contains(&after_ms),
+        "evicted 300 s after the taint (+ a monitor period), not {after_ms} ms"
     );
 }
 
@@ -697,6 +767,199 @@ fn unschedulable_pod_stays_pending_until_a_node_is_available() {
     assert_eq!(p.spec.node_name.as_deref(), Some("late"));
     assert_eq!(p.status.phase, PodPhase::Running);
     assert!(c.proc_running("waiter"));
+}
+
+#[test]
+fn node_selector_pins_pods_to_labelled_nodes() {
+    let selected = |name: &str, host: &str| {
+        let mut o = pod(name, "idle", vec![]);
+        o.typed_mut::<Pod>().unwrap().spec.node_selector =
+            [("kubernetes.io/hostname".to_string(), host.to_string())].into();
+        o
+    };
+    let mut steps = Vec::new();
+    for i in 0..6 {
+        steps.push(create(2_000, selected(&format!("on-b-{i}"), "b")));
+    }
+    steps.push(create(2_000, selected("nowhere", "z")));
+    let mut c = cluster(&["a", "b", "c"], vec![], steps, vec![]);
+    c.run_to_s(20);
+    for i in 0..6 {
+        let p = c.pod(&format!("on-b-{i}"));
+        assert_eq!(p.spec.node_name.as_deref(), Some("b"), "on-b-{i}");
+        assert_eq!(p.status.phase, PodPhase::Running);
+    }
+    let p = c.pod("nowhere");
+    assert_eq!(p.spec.node_name, None, "no node carries the label");
+    assert_eq!(p.status.phase, PodPhase::Pending);
+}
+
+#[test]
+fn a_node_registered_with_a_no_schedule_taint_takes_only_tolerating_pods() {
+    let master_taint = || Taint {
+        key: TAINT_MASTER.into(),
+        effect: TaintEffect::NoSchedule,
+        time_added: None,
+    };
+    let mut steps = Vec::new();
+    for i in 0..12 {
+        steps.push(create(2_000, pod(&format!("plain-{i}"), "idle", vec![])));
+        let tol = vec![toleration(TAINT_MASTER, TaintEffect::NoSchedule, None)];
+        steps.push(create(2_000, pod(&format!("tol-{i}"), "idle", tol)));
+    }
+    let mut c = cluster_with(
+        &[("master", vec![master_taint()]), ("worker", vec![])],
+        vec![],
+        steps,
+        vec![],
+    );
+    c.run_to_s(20);
+    assert_eq!(c.node("master").spec.taints, vec![master_taint()]);
+    let mut tol_nodes = BTreeMap::<String, usize>::new();
+    for i in 0..12 {
+        let p = c.pod(&format!("plain-{i}"));
+        assert_eq!(p.spec.node_name.as_deref(), Some("worker"), "plain-{i}");
+        let n = c.pod(&format!("tol-{i}")).spec.node_name.expect("bound");
+        *tol_nodes.entry(n).or_default() += 1;
+    }
+    assert_eq!(
+        tol_nodes.len(),
+        2,
+        "tolerating pods use both: {tol_nodes:?}"
+    );
+}
+
+#[test]
+fn the_scheduler_binds_each_pod_once_through_a_lagging_cache() {
+    let mut steps = Vec::new();
+    for i in 0..5 {
+        steps.push(create(
+            2_000 + 200 * i,
+            pod(&format!("p-{i}"), "idle", vec![]),
+        ));
+    }
+    let lag = TimedFault {
+        at_ms: 1_500,
+        duration_ms: Some(20_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag { lag_ms: 3_000 },
+        },
+    };
+    let mut c = cluster(&["a", "b"], vec![], steps, vec![lag]);
+    c.run_to_s(40);
+    for i in 0..5 {
+        let p = c.pod(&format!("p-{i}"));
+        assert!(p.spec.node_name.is_some(), "p-{i} bound");
+        assert_eq!(p.status.phase, PodPhase::Running);
+    }
+    assert_eq!(
+        c.workloads().binds(),
+        5,
+        "assumed pods are not bound again while the cache lags"
+    );
+}
+
+#[test]
+fn the_binding_subresource_refuses_a_bound_or_deleting_pod() {
+    let bind = |at_ms: u64, name: &str, node: &str| {
+        step(
+            at_ms,
+            ApiOp::Bind {
+                key: ObjectKey::new(Pod::KIND, NS, name),
+                uid: None,
+                node_name: node.to_string(),
+            },
+        )
+    };
+    // No node carries the label: the scheduler leaves both pods alone.
+    let unschedulable = |name: &str| {
+        let mut o = pod(name, "idle", vec![]);
+        o.typed_mut::<Pod>().unwrap().spec.node_selector = [("none".into(), "".into())].into();
+        o
+    };
+    let mut finalized = unschedulable("held");
+    finalized.meta.finalizers = vec!["example.com/hold".into()];
+    let steps = vec![
+        create(1_000, unschedulable("free")),
+        create(1_000, finalized),
+        bind(3_000, "free", "a"),
+        bind(4_000, "free", "b"),
+        step(
+            5_000,
+            ApiOp::Delete {
+                key: ObjectKey::new(Pod::KIND, NS, "held"),
+                uid: None,
+                grace_period_seconds: None,
+            },
+        ),
+        bind(6_000, "held", "a"),
+    ];
+    let mut c = cluster(&["a", "b"], vec![], steps, vec![]);
+    c.run_to_s(10);
+    assert_eq!(
+        c.pod("free").spec.node_name.as_deref(),
+        Some("a"),
+        "the first bind holds"
+    );
+    assert_eq!(
+        c.pod("held").spec.node_name,
+        None,
+        "a deleting pod is not bound"
+    );
+    let results: Vec<_> = [2, 3, 4, 5]
+        .map(|n| {
+            c.script()
+                .response(n)
+                .expect("answered")
+                .result
+                .clone()
+                .map(|_| ())
+        })
+        .to_vec();
+    assert_eq!(
+        results,
+        [
+            Ok(()),
+            Err(ApiError::Conflict),
+            Ok(()),
+            Err(ApiError::Conflict)
+        ],
+        "bind, bind again, delete, bind the deleting pod"
+    );
+}
+
+#[test]
+fn a_deleted_pod_s_paused_container_is_killed_after_the_grace_period() {
+    let steps = vec![
+        create(1_000, pod("web", "idle", vec![])),
+        step(
+            20_000,
+            ApiOp::Delete {
+                key: ObjectKey::new(Pod::KIND, NS, "web"),
+                uid: None,
+                grace_period_seconds: None,
+            },
+        ),
+    ];
+    // The container is frozen across the delete: it cannot act on SIGTERM.
+    let pause = TimedFault {
+        at_ms: 15_000,
+        duration_ms: Some(60_000),
+        fault: Fault::Pause {
+            process: "web".into(),
+        },
+    };
+    let mut c = cluster(&["w0"], vec![], steps, vec![pause]);
+    c.run_to_ms(20_500);
+    let web = c.pod_obj("web").expect("Terminating");
+    assert_eq!(web.meta.deletion_grace_period_seconds, Some(30));
+    assert_eq!(c.sim.proc_state(c.proc("web").unwrap()), ProcState::Paused);
+    c.run_to_ms(49_500);
+    assert!(c.pod_obj("web").is_some(), "still within its grace period");
+    c.run_to_ms(50_500);
+    assert_eq!(c.sim.proc_state(c.proc("web").unwrap()), ProcState::Stopped);
+    assert!(c.pod_obj("web").is_none(), "killed, then confirmed");
 }
 
 // ----- the eviction rule itself ------------------------------------------------------------

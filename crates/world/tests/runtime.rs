@@ -164,6 +164,7 @@ fn world(
         leader: None,
         kubelet: None,
         pod: None,
+        ..Default::default()
     };
     let manager = Manager::new(config, Endpoints { apiserver: api }, vec![reconciler]);
     sim.spawn(host, "m0", Proc::Manager(manager));

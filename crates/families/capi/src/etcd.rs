@@ -333,6 +333,7 @@ impl Etcd {
                     let op = ApiOp::List {
                         kind: Node::KIND,
                         namespace: None,
+                        from_watch_cache: false,
                     };
                     ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
                 }

@@ -191,6 +191,8 @@ impl KcpController {
         Step::Call(Call::Api(ApiOp::List {
             kind: Node::KIND,
             namespace: None,
+            // The workload cluster's client is uncached: a consistent read.
+            from_watch_cache: false,
         }))
     }
 

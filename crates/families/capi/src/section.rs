@@ -271,6 +271,7 @@ impl KcpSpec {
                     leader: None,
                     kubelet: None,
                     pod: None,
+                    ..Default::default()
                 },
                 endpoints,
                 vec![r],

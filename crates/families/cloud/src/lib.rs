@@ -414,6 +414,7 @@ impl Cloud {
                     node_name: node_name.clone(),
                     provider_id: Some(r.instance.provider_id()),
                     labels,
+                    taints: Vec::new(),
                 };
                 let kubelet = Kubelet::new(config, self.endpoints, self.images.clone());
                 let pid = ctx.spawn_on(

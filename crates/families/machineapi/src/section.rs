@@ -19,13 +19,18 @@ use reconsim_world::leader::LeaderConfig;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::{
     Body, Deployment, DeploymentSpec, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodSpec,
-    PodTemplate, Resource, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
+    PodTemplate, Resource, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect,
+    Toleration,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The namespace of machine-api objects.
 pub const MACHINE_API_NAMESPACE: &str = "openshift-machine-api";
+/// controller-runtime's SyncPeriod of the machine-api controllers (machine-api-operator
+/// cmd/machineset/main.go, `syncPeriod := timeout`, 10 minutes).
+pub const MACHINE_API_SYNC_PERIOD_MS: u64 = 600_000;
+
 /// The machine-api Deployments (and images); their first pods are `<name>-0`.
 pub const MACHINE_API_PODS: [&str; 2] = ["machineset-controller", "machine-controller"];
 /// The label that ties Machines to their MachineSet.
@@ -224,19 +229,31 @@ fn seed(server: &mut ApiServer, ma: &MachineApiSpec) {
             }),
         ));
     }
-    let tolerations: Vec<Toleration> = [TAINT_UNREACHABLE, TAINT_NOT_READY]
-        .into_iter()
-        .map(|key| Toleration {
-            key: key.to_string(),
-            effect: TaintEffect::NoExecute,
-            toleration_seconds: Some(ma.toleration_seconds),
-        })
-        .collect();
+    // The controllers' pod template (machine-api-operator pkg/operator/sync.go,
+    // newPodTemplateSpec; docs/semantics.md 5.10): pinned to masters by nodeSelector,
+    // tolerating the masters' NoSchedule taint, and NoExecute not-ready/unreachable for
+    // `toleration_seconds`.
+    let mut tolerations = vec![Toleration {
+        key: TAINT_MASTER.to_string(),
+        effect: TaintEffect::NoSchedule,
+        toleration_seconds: None,
+    }];
+    tolerations.extend(
+        [TAINT_NOT_READY, TAINT_UNREACHABLE]
+            .into_iter()
+            .map(|key| Toleration {
+                key: key.to_string(),
+                effect: TaintEffect::NoExecute,
+                toleration_seconds: Some(ma.toleration_seconds),
+            }),
+    );
+    let node_selector = BTreeMap::from([(TAINT_MASTER.to_string(), String::new())]);
     for name in MACHINE_API_PODS {
         let labels = BTreeMap::from([("k8s-app".to_string(), name.to_string())]);
         let template = PodSpec {
             node_name: None,
             image: name.to_string(),
+            node_selector: node_selector.clone(),
             tolerations: tolerations.clone(),
         };
         let mut meta = ObjectMeta::named(MACHINE_API_NAMESPACE, name);
@@ -303,6 +320,9 @@ fn images(images: Images, ma: &MachineApiSpec, cloud: ProcId) -> Images {
                     leader: leader.clone(),
                     kubelet: Some(env.kubelet),
                     pod: Some(env.pod_name.clone()),
+                    // cmd/machineset/main.go: SyncPeriod 10 min (semantics 4.5).
+                    sync_period_ms: Some(MACHINE_API_SYNC_PERIOD_MS),
+                    ..Default::default()
                 },
                 env.endpoints,
                 vec![make(options, cloud)],

@@ -357,6 +357,7 @@ impl McoSpec {
                     leader: None,
                     kubelet: None,
                     pod: None,
+                    ..Default::default()
                 },
                 endpoints,
                 vec![
