@@ -23,8 +23,12 @@ fn two_machineset_controllers_and_the_stale_cache_are_named() {
         text.contains("machineset-controller-0@master-0 -> create Machine"),
         "{text}"
     );
+    // The replacement, on another master (the pods select masters).
     assert!(
-        text.contains("machineset-controller-x7tb8@master-2 -> create Machine"),
+        text.lines().any(|l| l.contains("-> create Machine")
+            && l.contains("machineset-controller-")
+            && !l.contains("machineset-controller-0@")
+            && (l.contains("@master-1") || l.contains("@master-2"))),
         "{text}"
     );
     assert!(
@@ -39,7 +43,7 @@ fn two_machineset_controllers_and_the_stale_cache_are_named() {
 
 #[test]
 fn the_thawed_leader_and_its_late_create_are_named() {
-    let e = explain(&failure("machineapi-lease-expiry-pause", 7)).expect("reproduces");
+    let e = explain(&failure("machineapi-lease-expiry-pause", 19)).expect("reproduces");
     assert!(e.faults.contains("freeze host master-0"), "{}", e.faults);
     let text = e.lines.join("\n");
     let creates: Vec<&str> = text
@@ -59,6 +63,39 @@ fn the_thawed_leader_and_its_late_create_are_named() {
         "the replacement's create is there too: {text}"
     );
     assert!(text.contains("started leading"), "{text}");
+    // The answer that decided the race: the old leader's lookup, before it froze, found
+    // no instance.
+    assert!(
+        text.lines().any(|l| l
+            .contains("machine-controller-0@master-0 -> DescribeInstances Name=")
+            && l.contains("=> none")),
+        "{text}"
+    );
+}
+
+#[test]
+fn timelines_show_what_became_of_each_request() {
+    let (_, scenario) = library::load("machineapi-leader-election", &builtin()).unwrap();
+    let plan = reconsim::scenario::faults::generate(&scenario, 0);
+    let (_, world) = runner::run_world(&scenario, 0, plan, reconsim::sim::TraceMode::Full);
+    let lines = reconsim::scenario::timeline::timeline(&world, reconsim::sim::SimTime(u64::MAX));
+    let requests: Vec<&String> = lines.iter().filter(|l| l.contains(" -> ")).collect();
+    assert!(requests.len() > 20, "{lines:#?}");
+    assert!(
+        requests.iter().all(|l| l.contains(" => ")),
+        "every request line says what became of it: {requests:#?}"
+    );
+    // The restarted kubelet registers again: the Node is there already.
+    assert!(
+        requests
+            .iter()
+            .any(|l| l.contains("-> create Node master-0 => 409 AlreadyExists")),
+        "{requests:#?}"
+    );
+    assert!(
+        requests.iter().any(|l| l.contains("=> ok, rv ")),
+        "{requests:#?}"
+    );
 }
 
 #[test]

@@ -77,6 +77,7 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
     // Processes inside a reconcile of one of the violation's objects: their notes are shown.
     let mut in_reconcile: std::collections::BTreeSet<reconsim_sim::ProcId> = Default::default();
     let mut lines = Vec::new();
+    let outcomes = timeline::Outcomes::of(&world);
     for r in world.sim.trace().records() {
         if r.time > at {
             break;
@@ -170,7 +171,7 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
         if let RecordKind::Start { proc } = &r.kind {
             in_reconcile.remove(proc);
         }
-        let Some(line) = timeline::line(&world, r) else {
+        let Some(line) = timeline::line(&world, &outcomes, r) else {
             continue;
         };
         let keep = matches!(

@@ -1,28 +1,105 @@
 //! A readable timeline of a run: the events that change what the invariants read.
 //!
 //! From a full trace it keeps faults, process starts, notes (leadership), writes to the
-//! API server on the objects a scenario's controllers own, and the cloud calls that
-//! launch or terminate instances with their answers. Reads, watch traffic and
-//! heartbeats are left out: they are most of the trace and none of the story.
+//! API server on the objects a scenario's controllers own, and the cloud calls. Each
+//! request's line ends with what became of it ([`Outcomes`]): the API server's answer
+//! (`ok`, `409 Conflict`, `404 Not Found`, ...), the cloud's (the instances it listed),
+//! or `no answer` when none reached the caller (lost to a partition, or the caller gave
+//! up first), so a write that never took effect does not read as one that did. Reads,
+//! watch traffic and heartbeats are left out: they are most of the trace and none of
+//! the story.
 
 use crate::build::World;
 use reconsim_cloud::{CloudOp, CloudResult};
 use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
-use reconsim_world::api::{ApiOp, PatchOp};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::object::Kind;
 use reconsim_world::object::{Deployment, Lease, Node, Resource};
+use std::collections::BTreeMap;
 
 /// One line per kept event, in order; `until` stops the listing (the violation time).
 pub fn timeline(world: &World, until: SimTime) -> Vec<String> {
+    let outcomes = Outcomes::of(world);
     world
         .sim
         .trace()
         .records()
         .iter()
         .take_while(|r| r.time <= until)
-        .filter_map(|r| line(world, r))
+        .filter_map(|r| line(world, &outcomes, r))
         .collect()
+}
+
+/// What became of every request of a run: the answer that reached its caller, by
+/// (caller, request id), from the trace's deliveries; and when the trace ends.
+pub struct Outcomes {
+    answers: BTreeMap<(ProcId, u64), (SimTime, String)>,
+    end: SimTime,
+}
+
+impl Outcomes {
+    pub fn of(world: &World) -> Outcomes {
+        let mut answers = BTreeMap::new();
+        for r in world.sim.trace().records() {
+            let RecordKind::Deliver { from, to, msg } = &r.kind else {
+                continue;
+            };
+            let answer = match msg {
+                Msg::ApiResp(resp) if *from == world.apiserver => {
+                    Some((resp.id, api_answer(&resp.result)))
+                }
+                Msg::Response { id, body } if *from == world.cloud => body
+                    .typed::<CloudResult>()
+                    .map(|result| (*id, cloud_answer(result))),
+                _ => None,
+            };
+            if let Some((id, text)) = answer {
+                answers.entry((*to, id)).or_insert((r.time, text));
+            }
+        }
+        let end = world
+            .sim
+            .trace()
+            .records()
+            .last()
+            .map_or(SimTime::ZERO, |r| r.time);
+        Outcomes { answers, end }
+    }
+
+    /// ` => <answer> (at <time>)`, or ` => no answer by <end of the trace>`.
+    fn suffix(&self, caller: ProcId, id: u64) -> String {
+        match self.answers.get(&(caller, id)) {
+            Some((at, text)) => format!(" => {text} (at {at})"),
+            None => format!(" => no answer by {}", self.end),
+        }
+    }
+}
+
+fn api_answer(result: &Result<ApiOk, ApiError>) -> String {
+    match result {
+        Ok(ApiOk::Deleted) => "ok, removed".into(),
+        Ok(ApiOk::Object(o)) if o.meta.is_deleting() => "ok, deleting".into(),
+        Ok(ApiOk::Object(o)) => format!("ok, rv {}", o.meta.resource_version),
+        Ok(_) => "ok".into(),
+        Err(ApiError::NotFound) => "404 Not Found".into(),
+        Err(ApiError::AlreadyExists) => "409 AlreadyExists".into(),
+        Err(ApiError::Conflict) => "409 Conflict".into(),
+        Err(ApiError::Gone) => "410 Gone".into(),
+        Err(ApiError::Invalid(why)) => format!("422 Invalid ({why})"),
+    }
+}
+
+fn cloud_answer(result: &CloudResult) -> String {
+    match result {
+        Ok(list) if list.is_empty() => "none".to_string(),
+        Ok(list) => list
+            .iter()
+            .map(|i| format!("{} ({:?})", i.id, i.state))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(e) => format!("{e:?}"),
+    }
 }
 
 /// "name@host" of a process.
@@ -32,7 +109,7 @@ pub fn who(world: &World, p: ProcId) -> String {
 }
 
 /// The timeline line of one record, if the timeline keeps it.
-pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
+pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<String> {
     let sim = &world.sim;
     let t = r.time.to_string();
     match &r.kind {
@@ -69,14 +146,18 @@ pub fn line(world: &World, r: &Record<Msg>) -> Option<String> {
         {
             Some(format!("{t:>11}  {}: {text}", who(world, *proc)))
         }
-        RecordKind::Deliver { from, to, msg } => describe(msg).map(|d| {
-            let (actor, dir) = if *to == world.apiserver || *to == world.cloud {
-                (who(world, *from), "->")
-            } else {
-                (who(world, *to), "<-")
+        // A request, where it arrives, with what became of it; answers are not lines of
+        // their own.
+        RecordKind::Deliver { from, to, msg } if *to == world.apiserver || *to == world.cloud => {
+            let d = describe(msg)?;
+            let id = match msg {
+                Msg::Api(req) => req.id,
+                Msg::Request { id, .. } => *id,
+                _ => return None,
             };
-            format!("{t:>11}  {actor} {dir} {d}")
-        }),
+            let outcome = outcomes.suffix(*from, id);
+            Some(format!("{t:>11}  {} -> {d}{outcome}", who(world, *from)))
+        }
         _ => None,
     }
 }
@@ -132,6 +213,9 @@ fn describe(msg: &Msg) -> Option<String> {
             ApiOp::Delete { key, .. } if interesting(key.kind) || key.kind == Node::KIND => {
                 Some(format!("delete {} {}", key.kind, key.name))
             }
+            ApiOp::Bind { key, node_name, .. } => {
+                Some(format!("bind {} {} to {node_name}", key.kind, key.name))
+            }
             _ => None,
         },
         Msg::Request { body, .. } => match body.typed::<CloudOp>()? {
@@ -160,17 +244,6 @@ fn describe(msg: &Msg) -> Option<String> {
                 }
             )),
         },
-        Msg::Response { body, .. } => Some(match body.typed::<CloudResult>()? {
-            Ok(list) if list.is_empty() => "cloud answers: none".to_string(),
-            Ok(list) => format!(
-                "cloud answers: {}",
-                list.iter()
-                    .map(|i| format!("{} ({:?})", i.id, i.state))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Err(e) => format!("cloud answers: {e:?}"),
-        }),
         _ => None,
     }
 }
