@@ -103,7 +103,7 @@ fn a_reconcilers_notes_tell_why_it_created() {
     // ReconcileCtx::note lines of the reconcile that made the needless Machine: the
     // deleting machine still counted, the Node count already dropped, the health check
     // re-read a cache in which the Machine was gone.
-    let e = explain(&failure("kcp-upgrade-counts-deleting-3", 21)).expect("reproduces");
+    let e = explain(&failure("kcp-upgrade-counts-deleting-3", 31)).expect("reproduces");
     let text = e.lines.join("\n");
     assert!(
         text.contains("upgrade: 1 Machines need it (1 deleting); ClusterStatus: 3 control-plane Nodes, replicas 3: scale up"),

@@ -104,7 +104,7 @@ fn v0_3_3_scales_up_again_on_a_deleting_machine_after_its_node_went() {
     // it"): a reconcile counted the deleting machine as needing an upgrade, listed the
     // Nodes after its Node was deleted (3 <= 3: scale up), and its health check re-read
     // the cache after the Machine was gone, so it passed and created a fourth Machine.
-    let (outcome, _) = run("kcp-upgrade-counts-deleting-3", 21);
+    let (outcome, _) = run("kcp-upgrade-counts-deleting-3", 31);
     let v = outcome.violation.expect("a violation");
     assert_eq!(v.invariant, "kcp_no_needless_create", "{v:?}");
     assert!(
@@ -125,8 +125,8 @@ fn v0_3_4_waits_for_the_deletion_in_the_same_history() {
         .1;
     *scenario.controllers.get_mut::<KcpSpec>().unwrap() =
         fixed.controllers.get::<KcpSpec>().unwrap().clone();
-    let plan = faults::generate(&scenario, 21);
-    let (outcome, world) = run_world(&scenario, 21, plan, TraceMode::Hash);
+    let plan = faults::generate(&scenario, 31);
+    let (outcome, world) = run_world(&scenario, 31, plan, TraceMode::Hash);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     assert_eq!(view(&world).api.list(Machine::KIND).count(), 3);
 }

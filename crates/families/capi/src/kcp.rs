@@ -17,13 +17,20 @@
 //! - scale up: reconcileHealth, then create a Machine (generateName `<kcp>-`, the KCP's
 //!   version, the failure domain with the fewest machines). No check for deleting
 //!   machines of its own;
-//! - scale down: any machine of S deleting -> requeue after 30 s; reconcileHealth; pick
-//!   the oldest machine of the failure domain with the most machines among the
-//!   candidates; ForwardEtcdLeadership to the newest machine of S (its NodeRef is
-//!   dereferenced: a missing one is the upstream panic, which the model sends to the
-//!   etcd model as `candidate: None` so the checker records it, and then fails the
-//!   reconcile instead of crashing); RemoveEtcdMemberForMachine (live List of Nodes;
-//!   refused with fewer than 2); RemoveMachineFromKubeadmConfigMap; delete the Machine;
+//! - scale down, v0.3.3 ([`KcpOptions::scale_down_checks_deleting_first`]):
+//!   GetWorkloadCluster, then any machine of S deleting -> requeue after 30 s, then
+//!   reconcileHealth; v0.3.4 (PR #2958 dropped that early check): reconcileHealth, then
+//!   GetWorkloadCluster. Then both: pick the oldest machine of the failure domain with
+//!   the most machines among the candidates; ForwardEtcdLeadership to the newest machine
+//!   of S (its NodeRef is dereferenced: a missing one is the upstream panic, which the
+//!   model sends to the etcd model as `candidate: None` so the checker records it, and
+//!   then fails the reconcile instead of crashing); RemoveEtcdMemberForMachine (live List
+//!   of Nodes; refused with fewer than 2); TargetClusterControlPlaneIsHealthy again (its
+//!   own GetWorkloadCluster, live List of Nodes, Machines re-read from the cache;
+//!   unhealthy -> requeue after 20 s with the member already removed and the Machine
+//!   kept); RemoveMachineFromKubeadmConfigMap; delete the Machine. A victim without a
+//!   NodeRef skips the forward, the member removal and the ConfigMap update (each
+//!   returns early upstream) but not the health check;
 //! - reconcileHealth: ControlPlaneIsHealthy (live List of the Nodes, none with a NoExecute
 //!   taint (checkNodeNoExecuteCondition), then the owned Machines read again from the
 //!   cache, which moved on during the await: every machine has a NodeRef naming a listed
@@ -34,7 +41,9 @@
 //!   unhealthy etcd -> ReconcileEtcdMembers (remove every member, and its ClusterStatus
 //!   endpoint, whose Node is absent) and requeue after 20 s.
 //!   [`KcpOptions::wait_for_deletion`] (v0.3.4, PR #2958) ends it with "any machine of S
-//!   deleting -> requeue after 30 s", so scale up and scale down both wait.
+//!   deleting -> requeue", so scale up and scale down both wait. reconcileHealth returns
+//!   deleteRequeueAfter (30 s) there, but both callers replace any error of it with
+//!   healthCheckFailedRequeueAfter, so the wait is 20 s (docs/semantics.md 7.7).
 //!
 //! A successful create or delete ends with `Result{Requeue: true}`, which
 //! controller-runtime turns into `AddRateLimited` (semantics 2.4): a requeue after the
@@ -69,11 +78,19 @@ pub const HEALTH_REQUEUE_MS: u64 = 20_000;
 /// The Cluster the KCP belongs to (the value of the cluster-name label).
 pub const CLUSTER_NAME: &str = "workload";
 
-/// Behaviour switches (the variant is a parameter, not a copy) and timing.
+/// Behaviour switches (the variant is a parameter, not a copy) and timing. The KCP half
+/// of PR #2958 is `wait_for_deletion: true` with `scale_down_checks_deleting_first:
+/// false`; v0.3.3 is the opposite (docs/semantics.md 7.6).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KcpOptions {
-    /// v0.3.4: reconcileHealth requeues after 30 s while any owned machine is deleting.
+    /// v0.3.4: reconcileHealth ends with "any owned machine of the snapshot deleting ->
+    /// error", which scale up and scale down turn into a requeue after 20 s.
     pub wait_for_deletion: bool,
+    /// v0.3.3: scaleDownControlPlane builds its workload client, then requeues after 30 s
+    /// while any owned machine of the snapshot is deleting, and only then runs
+    /// reconcileHealth; the forward and the member removal reuse that client. PR #2958
+    /// removed the check and runs reconcileHealth first, then builds the client.
+    pub scale_down_checks_deleting_first: bool,
     /// upgradeControlPlane decides on the Machines of the reconcile's snapshot (fewer than
     /// replicas + 1: scale up) instead of a live count of control-plane Nodes, as later
     /// releases do (kubernetes-sigs/cluster-api controlplane/kubeadm/internal/controllers/
@@ -134,6 +151,10 @@ enum Phase {
         next: usize,
         endpoint: bool,
     },
+    /// v0.3.3's scale down, after its workload client: the early deleting check.
+    ScaleDownEarly {
+        candidates: Vec<Arc<Object>>,
+    },
     Create,
     Forward {
         victim: Arc<Object>,
@@ -143,6 +164,11 @@ enum Phase {
         victim: Arc<Object>,
     },
     RemoveMember {
+        victim: Arc<Object>,
+    },
+    /// scaleDownControlPlane's TargetClusterControlPlaneIsHealthy after the member
+    /// removal: the live List of Nodes.
+    RemovedHealthNodes {
         victim: Arc<Object>,
     },
     RemoveEndpoint {
@@ -238,8 +264,15 @@ impl KcpController {
     fn issue(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
         match phase {
             Phase::UpgradeByCount { need } => self.upgrade_by_count(ctx, need),
+            Phase::ScaleDownEarly { candidates } => {
+                if self.machines.iter().any(|m| m.meta.is_deleting()) {
+                    ctx.note(|| "scale down: a Machine is deleting: requeue".to_string());
+                    return Step::requeue_after(DELETE_REQUEUE_MS);
+                }
+                self.health(ctx, Then::ScaleDown { candidates })
+            }
             Phase::EtcdHealth { .. } => self.etcd_health_next(ctx, phase),
-            Phase::Forward { victim } => self.forward(victim),
+            Phase::Forward { victim } => self.forward(ctx, victim),
             other => self.list_nodes(other),
         }
     }
@@ -291,8 +324,8 @@ impl KcpController {
     }
 
     fn scale_down(&mut self, ctx: &mut ReconcileCtx<'_>, candidates: Vec<Arc<Object>>) -> Step {
-        if self.machines.iter().any(|m| m.meta.is_deleting()) {
-            return Step::requeue_after(DELETE_REQUEUE_MS);
+        if self.options.scale_down_checks_deleting_first {
+            return self.connect(ctx, Phase::ScaleDownEarly { candidates });
         }
         self.health(ctx, Then::ScaleDown { candidates })
     }
@@ -313,7 +346,10 @@ impl KcpController {
     /// The end of reconcileHealth: healthy.
     fn healthy(&mut self, ctx: &mut ReconcileCtx<'_>, then: Then) -> Step {
         if self.options.wait_for_deletion && self.machines.iter().any(|m| m.meta.is_deleting()) {
-            return Step::requeue_after(DELETE_REQUEUE_MS);
+            // reconcileHealth's deleteRequeueAfter error becomes the caller's
+            // healthCheckFailedRequeueAfter (scale.go, scaleUp/scaleDownControlPlane).
+            ctx.note(|| "reconcileHealth: a Machine is deleting: requeue".to_string());
+            return Step::requeue_after(HEALTH_REQUEUE_MS);
         }
         match then {
             Then::ScaleUp => self.create(),
@@ -371,16 +407,20 @@ impl KcpController {
         let Some(victim) = select_for_scale_down(&candidates) else {
             return Step::Error("failed to pick control plane Machine to delete".into());
         };
-        if node_ref(&victim).is_none() {
-            // Nothing to forward or remove: no node for the Machine.
-            return self.delete(&victim);
+        if self.options.scale_down_checks_deleting_first {
+            // v0.3.3 built the workload client before the early check.
+            return self.forward(ctx, victim);
         }
-        // scaleDownControlPlane's GetWorkloadCluster, then ForwardEtcdLeadership.
+        // v0.3.4's GetWorkloadCluster after reconcileHealth, then ForwardEtcdLeadership.
         self.connect(ctx, Phase::Forward { victim })
     }
 
-    fn forward(&mut self, victim: Arc<Object>) -> Step {
-        let leaving = node_ref(&victim).expect("checked").to_string();
+    fn forward(&mut self, ctx: &mut ReconcileCtx<'_>, victim: Arc<Object>) -> Step {
+        let Some(leaving) = node_ref(&victim).map(str::to_string) else {
+            // ForwardEtcdLeadership and RemoveEtcdMemberForMachine return at once: no
+            // node for the Machine. The health check still runs.
+            return self.connect(ctx, Phase::RemovedHealthNodes { victim });
+        };
         let newest = self.machines.last().expect("a candidate exists");
         let candidate = node_ref(newest).map(str::to_string);
         self.etcd_call(
@@ -523,7 +563,7 @@ impl Reconciler for KcpController {
         let reply = reply.answer::<EtcdResult>();
         match std::mem::take(&mut self.phase) {
             // Never waits on a reply: the decision is taken when the client is built.
-            Phase::Idle | Phase::UpgradeByCount { .. } => {
+            Phase::Idle | Phase::UpgradeByCount { .. } | Phase::ScaleDownEarly { .. } => {
                 Step::Error("reply without a reconcile in progress".into())
             }
             Phase::Connecting(next) => match reply {
@@ -678,15 +718,32 @@ impl Reconciler for KcpController {
                 )
             }
             Phase::RemoveMember { victim } => match reply {
-                Answer::Service(Ok(_)) => {
-                    let name = node_ref(&victim).expect("checked").to_string();
-                    self.etcd_call(
-                        Phase::RemoveEndpoint { victim },
-                        EtcdOp::RemoveEndpoint { name },
-                    )
-                }
+                // TargetClusterControlPlaneIsHealthy before removing the Machine.
+                Answer::Service(Ok(_)) => self.connect(ctx, Phase::RemovedHealthNodes { victim }),
                 other => Step::Error(format!("failed to remove etcd member: {other:?}")),
             },
+            Phase::RemovedHealthNodes { victim } => {
+                let Some(nodes) = node_names(&reply) else {
+                    return Step::Error(format!("control plane health: {reply:?}"));
+                };
+                if any_no_execute(&reply) || !self.control_plane_healthy(ctx, &nodes) {
+                    ctx.note(|| {
+                        format!(
+                            "scale down: control plane unhealthy after the member removal ({} Nodes): {} kept",
+                            nodes.len(),
+                            victim.meta.name
+                        )
+                    });
+                    return Step::requeue_after(HEALTH_REQUEUE_MS);
+                }
+                match node_ref(&victim).map(str::to_string) {
+                    Some(name) => self.etcd_call(
+                        Phase::RemoveEndpoint { victim },
+                        EtcdOp::RemoveEndpoint { name },
+                    ),
+                    None => self.delete(&victim),
+                }
+            }
             Phase::RemoveEndpoint { victim } => match reply {
                 Answer::Service(Ok(_)) => self.delete(&victim),
                 other => Step::Error(format!("failed to update kubeadm config: {other:?}")),

@@ -92,6 +92,7 @@ impl KcpVariant {
     pub fn kcp_options(self, workload_client_ms: Range) -> KcpOptions {
         KcpOptions {
             wait_for_deletion: self != KcpVariant::V0_3_3,
+            scale_down_checks_deleting_first: self == KcpVariant::V0_3_3,
             scale_by_machine_count: self == KcpVariant::V0_3_4MachineCount,
             workload_client_ms_min: workload_client_ms.lo,
             workload_client_ms_max: workload_client_ms.hi,
