@@ -52,7 +52,8 @@ pub const REQUEUE_NODE_REF_MS: u64 = 20_000;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CapiMachineOptions {
     /// v0.3.3: refuse to delete the Node when exactly one non-deleting control-plane
-    /// Machine is left (errLastControlPlaneNode). v0.3.4 removed it.
+    /// Machine is left (errLastControlPlaneNode). Removing it is the Machine-controller
+    /// half of PR #2958 (docs/semantics.md 7.6), on its own in `v0.3.3-machine-fix`.
     pub refuse_last_control_plane_node: bool,
 }
 

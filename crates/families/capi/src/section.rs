@@ -70,15 +70,34 @@ pub const KCP_NAME: &str = "controlplane";
 /// The processes this family starts (fault targets).
 pub const KCP_PROCESSES: [&str; 3] = ["kcp-controller", "capi-machine-controller", "etcd"];
 
-/// Which release of Cluster API runs.
+/// Which release of Cluster API runs, and which half of PR #2958 (8bbdd95a72, merged as
+/// 7cda00b20b = the v0.3.4 tag) it has. The PR fixed two controllers independently
+/// (docs/semantics.md 7.5, 7.6): the *Machine-controller half* removed
+/// isDeleteNodeAllowed's errLastControlPlaneNode refusal
+/// ([`CapiMachineOptions::refuse_last_control_plane_node`]); the *KCP half* added
+/// reconcileHealth's final "a machine is deleting -> requeue"
+/// ([`KcpOptions::wait_for_deletion`]) and dropped scale down's early deleting check
+/// ([`KcpOptions::scale_down_checks_deleting_first`]). Neither half touched
+/// MachinesNeedingUpgrade or upgradeControlPlane. The two single-half variants are
+/// not releases: they say which half fixes which symptom of the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum KcpVariant {
-    /// The parent of 8bbdd95a72: scale up does not wait for deleting machines; the
-    /// Machine controller refuses to delete the last active control-plane Node.
+    /// The parent of 8bbdd95a72 (its controllers equal the v0.3.4 tag's other parent,
+    /// ef72ed6530): scale down checks for deleting machines first, scale up does not
+    /// wait for them; the Machine controller refuses to delete the last active
+    /// control-plane Node.
     #[serde(rename = "v0.3.3")]
     V0_3_3,
-    /// 8bbdd95a72 (PR #2958): reconcileHealth waits for deleting machines; the refusal is
-    /// gone.
+    /// v0.3.3 with only the Machine-controller half: the refusal is gone, the KCP is
+    /// v0.3.3's. The state in which the report's one-replica upgrade creates a second
+    /// machine at the new version (docs/seeds/kcp.md).
+    #[serde(rename = "v0.3.3-machine-fix")]
+    V0_3_3MachineFix,
+    /// v0.3.3 with only the KCP half: reconcileHealth waits for deleting machines and
+    /// scale down has no early check; the Machine controller still refuses.
+    #[serde(rename = "v0.3.3-kcp-fix")]
+    V0_3_3KcpFix,
+    /// 8bbdd95a72 (PR #2958, the v0.3.4 tag): both halves.
     #[serde(rename = "v0.3.4")]
     V0_3_4,
     /// v0.3.4 with upgradeControlPlane deciding on the reconcile's snapshot of Machines
@@ -89,10 +108,28 @@ pub enum KcpVariant {
 }
 
 impl KcpVariant {
+    /// Whether the KCP half of PR #2958 (controller.go reconcileHealth, scale.go
+    /// scaleDownControlPlane) is in.
+    pub fn kcp_half_fixed(self) -> bool {
+        matches!(
+            self,
+            KcpVariant::V0_3_3KcpFix | KcpVariant::V0_3_4 | KcpVariant::V0_3_4MachineCount
+        )
+    }
+
+    /// Whether the Machine-controller half of PR #2958 (machine_controller.go
+    /// isDeleteNodeAllowed) is in.
+    pub fn machine_half_fixed(self) -> bool {
+        matches!(
+            self,
+            KcpVariant::V0_3_3MachineFix | KcpVariant::V0_3_4 | KcpVariant::V0_3_4MachineCount
+        )
+    }
+
     pub fn kcp_options(self, workload_client_ms: Range) -> KcpOptions {
         KcpOptions {
-            wait_for_deletion: self != KcpVariant::V0_3_3,
-            scale_down_checks_deleting_first: self == KcpVariant::V0_3_3,
+            wait_for_deletion: self.kcp_half_fixed(),
+            scale_down_checks_deleting_first: !self.kcp_half_fixed(),
             scale_by_machine_count: self == KcpVariant::V0_3_4MachineCount,
             workload_client_ms_min: workload_client_ms.lo,
             workload_client_ms_max: workload_client_ms.hi,
@@ -101,7 +138,7 @@ impl KcpVariant {
 
     pub fn machine_options(self) -> CapiMachineOptions {
         CapiMachineOptions {
-            refuse_last_control_plane_node: self == KcpVariant::V0_3_3,
+            refuse_last_control_plane_node: !self.machine_half_fixed(),
         }
     }
 }
@@ -290,5 +327,50 @@ impl KcpSpec {
             "capi-machine-controller",
             manager("capi-machine-controller", Box::new(machines)),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLIENT_MS: Range = Range { lo: 100, hi: 1000 };
+
+    /// Each half of PR #2958 switches only its own controller, so a single-half variant
+    /// differs from v0.3.3 (and from v0.3.4) in exactly one controller.
+    #[test]
+    fn each_half_of_the_fix_switches_only_its_own_controller() {
+        let old = KcpVariant::V0_3_3;
+        let fixed = KcpVariant::V0_3_4;
+        let machine = KcpVariant::V0_3_3MachineFix;
+        let kcp = KcpVariant::V0_3_3KcpFix;
+        assert_eq!(machine.kcp_options(CLIENT_MS), old.kcp_options(CLIENT_MS));
+        assert_eq!(machine.machine_options(), fixed.machine_options());
+        assert_eq!(kcp.kcp_options(CLIENT_MS), fixed.kcp_options(CLIENT_MS));
+        assert_eq!(kcp.machine_options(), old.machine_options());
+        assert!(old.machine_options().refuse_last_control_plane_node);
+        assert!(!fixed.machine_options().refuse_last_control_plane_node);
+        let (o, f) = (old.kcp_options(CLIENT_MS), fixed.kcp_options(CLIENT_MS));
+        assert!(!o.wait_for_deletion && o.scale_down_checks_deleting_first);
+        assert!(f.wait_for_deletion && !f.scale_down_checks_deleting_first);
+    }
+
+    /// The serialized names are a contract: the old ones keep their meaning.
+    #[test]
+    fn variant_names_round_trip() {
+        for (name, v) in [
+            ("v0.3.3", KcpVariant::V0_3_3),
+            ("v0.3.3-machine-fix", KcpVariant::V0_3_3MachineFix),
+            ("v0.3.3-kcp-fix", KcpVariant::V0_3_3KcpFix),
+            ("v0.3.4", KcpVariant::V0_3_4),
+            ("v0.3.4-machine-count", KcpVariant::V0_3_4MachineCount),
+        ] {
+            let json = serde_json::Value::String(name.to_string());
+            assert_eq!(
+                serde_json::from_value::<KcpVariant>(json.clone()).unwrap(),
+                v
+            );
+            assert_eq!(serde_json::to_value(v).unwrap(), json);
+        }
     }
 }
