@@ -3,12 +3,12 @@
 
 use reconsim::check::View;
 use reconsim::families::builtin;
-use reconsim::families::capi::KcpSpec;
 use reconsim::families::capi::etcd::Etcd;
 use reconsim::families::capi::kinds::Machine;
 use reconsim::families::capi::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref,
 };
+use reconsim::families::capi::{KcpSpec, KcpVariant};
 use reconsim::scenario::build::World;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{faults, library};
@@ -129,6 +129,75 @@ fn v0_3_4_waits_for_the_deletion_in_the_same_history() {
     let (outcome, world) = run_world(&scenario, 31, plan, TraceMode::Hash);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     assert_eq!(view(&world).api.list(Machine::KIND).count(), 3);
+}
+
+/// `name` at `seed` with its KubeadmControlPlane section's variant replaced: the same
+/// fault plan (it depends on the scenario's fault profile and the seed only).
+fn run_as(
+    name: &str,
+    variant: KcpVariant,
+    seed: u64,
+) -> (reconsim::scenario::runner::Outcome, World) {
+    let (_, mut scenario) = library::load(name, &builtin()).unwrap();
+    scenario.controllers.get_mut::<KcpSpec>().unwrap().variant = variant;
+    let plan = faults::generate(&scenario, seed);
+    run_world(&scenario, seed, plan, TraceMode::Hash)
+}
+
+#[test]
+fn the_machine_controller_half_alone_creates_the_reports_second_machine_at_one_replica() {
+    // PR #2958's first symptom fixed, its second exposed: the Machine controller deletes
+    // the old machine's Node, so ClusterStatus counts 1 Node while MachinesNeedingUpgrade
+    // still holds the deleting machine; scale up does not wait for the deletion, and its
+    // health check re-reads the cache after the old Machine is gone: a second Machine
+    // at the new version ("a second machine with the new version to come up").
+    let (outcome, world) = run("kcp-upgrade-machine-fix-only-1", 54);
+    let v = outcome.violation.expect("a violation");
+    assert_eq!(v.invariant, "kcp_no_needless_create", "{v:?}");
+    assert!(
+        v.message
+            .contains("already had 1 non-deleting Machines at v1.17.4 (replicas 1)"),
+        "{}",
+        v.message
+    );
+    let machines: Vec<_> = view(&world).api.list(Machine::KIND).collect();
+    assert_eq!(machines.len(), 2, "the new machine and the extra one");
+    assert!(
+        machines
+            .iter()
+            .all(|m| machine_version(m) == Some("v1.17.4"))
+    );
+}
+
+#[test]
+fn both_halves_upgrade_one_replica_cleanly_in_the_same_history() {
+    // The same scenario, seed and fault plan with v0.3.4: reconcileHealth sees the
+    // deleting machine in its snapshot and requeues, so no second Machine.
+    let (outcome, world) = run_as("kcp-upgrade-machine-fix-only-1", KcpVariant::V0_3_4, 54);
+    assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
+    assert_eq!(view(&world).api.list(Machine::KIND).count(), 1);
+}
+
+#[test]
+fn the_kcp_half_alone_creates_no_extra_machine_but_keeps_the_old_node() {
+    // The same history with only the KCP half: no needless create (the invariant is
+    // checked), but errLastControlPlaneNode keeps the old Node, so it never converges.
+    let (outcome, world) = run_as(
+        "kcp-upgrade-machine-fix-only-1",
+        KcpVariant::V0_3_3KcpFix,
+        54,
+    );
+    let v = outcome.violation.expect("a violation");
+    assert_eq!(v.invariant, "convergence", "{v:?}");
+    assert!(v.message.contains("left behind"), "{}", v.message);
+    let view = view(&world);
+    assert_eq!(view.api.list(Machine::KIND).count(), 1);
+    let nodes = view
+        .api
+        .list(Node::KIND)
+        .filter(|n| is_workload_node(n))
+        .count();
+    assert_eq!(nodes, 2, "the old Node stayed");
 }
 
 #[test]

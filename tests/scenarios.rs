@@ -68,6 +68,8 @@ fn every_shipped_scenario_is_tested() {
         "kcp-upgrade-health-recheck-race",
         "kcp-upgrade-watch-lag",
         "kcp-upgrade-machine-count",
+        "kcp-upgrade-machine-fix-only-1",
+        "kcp-upgrade-kcp-fix-only-1",
         "mco-gc-keep-latest-only",
         "mco-bootstrap-mismatch",
         "mco-gc-older-than-1h",
@@ -155,6 +157,16 @@ fn kcp_upgrade_watch_lag_violates() {
 #[test]
 fn kcp_upgrade_machine_count_holds() {
     check("kcp-upgrade-machine-count");
+}
+
+#[test]
+fn kcp_upgrade_machine_fix_only_1_violates() {
+    check("kcp-upgrade-machine-fix-only-1");
+}
+
+#[test]
+fn kcp_upgrade_kcp_fix_only_1_violates() {
+    check("kcp-upgrade-kcp-fix-only-1");
 }
 
 #[test]
