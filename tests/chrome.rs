@@ -115,7 +115,7 @@ fn check_structure(doc: &Value) -> BTreeMap<String, usize> {
 
 #[test]
 fn a_violation_trace_has_reconciles_flows_leases_faults_and_the_violation() {
-    let doc = trace("machineapi-lease-expiry-pause", 19);
+    let doc = trace("machineapi-lease-expiry-pause", 5);
     let phases = check_structure(&doc);
     for ph in ["M", "X", "s", "f", "C", "i"] {
         assert!(

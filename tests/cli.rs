@@ -98,7 +98,7 @@ fn a_saved_failure_replays_to_the_same_hash() {
         "run",
         "machineapi-lease-expiry-pause",
         "--seed",
-        "19",
+        "5",
         "--save-failure",
         file.to_str().unwrap(),
         "--json",

@@ -99,6 +99,12 @@ pub trait FamilySection: SectionData {
     }
     /// The processes it spawns after the cluster's own.
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services);
+    /// Whether it approves joining nodes' client certificates (OpenShift's
+    /// cluster-machine-approver): then the cloud's new nodes bootstrap TLS and register
+    /// only once approved. Without such a family, joining is approved at once.
+    fn approves_node_certificates(&self) -> bool {
+        false
+    }
     /// Its desired state, judged once faults heal: `Err` says what is missing.
     fn converged(&self, view: &View<'_>) -> Result<(), String>;
     /// Its workload actions (the scenario's actions with this family's names, in file

@@ -1,19 +1,21 @@
 //! Building a world from a scenario: hosts, the cluster's processes, its first objects,
 //! the controllers under test as pods, and the user's script.
 //!
-//! Layout: the API server on host `api`; the node lifecycle controller and the workloads
-//! controller (Deployments and the scheduler) on `controller-manager`; the cloud on
+//! Layout: the API server on host `api`; the node lifecycle controller, the workloads
+//! controller (Deployments and the scheduler) and the cloud node lifecycle controller
+//! (Nodes of gone instances) on `controller-manager`; the cloud on
 //! `cloud`; the user's scripted client on `user`; a kubelet per node. Each family's
 //! section ([`reconsim_family::FamilySection`]) then adds its objects, its pods' images
 //! and its processes, in the registry's order ([`Scenario::sections`]).
 
 use crate::format::{Plan, Scenario};
-use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy};
+use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy, node_lifecycle};
 use reconsim_family::Services;
 use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::lifecycle::NodeLifecycle;
+use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::{TAINT_MASTER, Taint, TaintEffect};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
@@ -70,6 +72,9 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         } else {
             JoinPolicy::Never
         },
+        tls_bootstrap: scenario
+            .sections()
+            .any(|section| section.approves_node_certificates()),
         ..CloudConfig::default()
     };
     let spawned = sim.spawn(
@@ -93,6 +98,22 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
         "workloads",
         Proc::Workloads(Workloads::new(Default::default(), endpoints)),
     );
+    if scenario.cloud.node_lifecycle {
+        // The cloud provider's half of kube-controller-manager: Nodes of gone instances go.
+        let config = ManagerConfig {
+            identity: node_lifecycle::NAME.to_string(),
+            ..Default::default()
+        };
+        sim.spawn(
+            cm,
+            node_lifecycle::NAME,
+            Proc::Manager(Manager::new(
+                config,
+                endpoints,
+                vec![node_lifecycle::controller(cloud)],
+            )),
+        );
+    }
     for (node, role) in scenario
         .topology
         .control_plane_nodes
@@ -115,6 +136,8 @@ pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> Wo
             } else {
                 Vec::new()
             },
+            // Installed with the cluster: their certificates were approved then.
+            tls_bootstrap: false,
         };
         sim.spawn(
             host(&sim, node),

@@ -190,6 +190,15 @@ pub struct CloudSpec {
     pub terminate_ms_max: Option<u64>,
     /// Whether booted instances register Nodes at all.
     pub join: bool,
+    /// Whether the cluster runs the cloud provider's node lifecycle controller, which
+    /// deletes the Nodes of gone instances (docs/semantics.md 6.7). A cluster without a
+    /// cloud provider (a kind or CAPD test cluster) keeps such a Node NotReady forever.
+    #[serde(default = "yes")]
+    pub node_lifecycle: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for CloudSpec {
@@ -210,6 +219,7 @@ impl Default for CloudSpec {
             terminate_ms: 30_000,
             terminate_ms_max: None,
             join: true,
+            node_lifecycle: true,
         }
     }
 }

@@ -1,6 +1,11 @@
 //! The kubelet: a node's agent. One process per node, on the node's host.
 //!
 //! What it does (numbers and sources: docs/semantics.md section 5):
+//! - TLS bootstrap (5.12), when [`KubeletConfig::tls_bootstrap`]: before anything else a
+//!   kubelet without a client certificate creates a CertificateSigningRequest for
+//!   `system:node:<name>` and waits for its approval, polling it every 5 s, with a new
+//!   CSR every 15 minutes while none is approved; nothing else runs meanwhile (no Node,
+//!   no heartbeat, no pods). The certificate is on disk: a restarted kubelet keeps it.
 //! - Registration: on start it creates its Node (providerID, labels, Ready=True). If the
 //!   Node already exists (a restarted kubelet) it keeps it. It never re-creates a Node
 //!   deleted later: the real kubelet registers once per process start.
@@ -47,8 +52,9 @@ use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::Resource;
 use crate::object::{
-    Body, ConditionStatus, Lease, Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta,
-    OwnerReference, Pod, PodPhase, PodStatus, Taint, Uid,
+    Body, CertificateSigningRequest, ConditionStatus, CsrSpec, CsrStatus, Lease, NODE_BOOTSTRAPPER,
+    Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodPhase,
+    PodStatus, Taint, Uid,
 };
 use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{HostId, ProcId, SimTime, TimerId};
@@ -76,6 +82,8 @@ pub enum Timer {
     },
     /// A [`Container`] with an exit time exits.
     ContainerExit,
+    /// Look at the bootstrap CSR again (or make a new one).
+    CsrPoll { epoch: u32 },
     /// A terminating pod's grace period is over: kill its container.
     Kill {
         epoch: u32,
@@ -133,7 +141,15 @@ pub struct KubeletConfig {
     pub labels: BTreeMap<String, String>,
     /// The taints the Node registers with (`--register-with-taints`).
     pub taints: Vec<Taint>,
+    /// Start without a client certificate: get one approved first (TLS bootstrap).
+    pub tls_bootstrap: bool,
 }
+
+/// How often a bootstrapping kubelet looks at its CSR.
+pub const CSR_POLL_MS: u64 = 5_000;
+/// How long a bootstrapping kubelet waits on one CSR before it makes a new one (field
+/// reports show a new pending CSR about every 15 minutes; semantics 5.12).
+pub const CSR_RENEW_MS: u64 = 900_000;
 
 /// The kubelet's durations (docs/semantics.md 5.1 unless noted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,6 +217,8 @@ pub struct Termination {
 /// An in-flight request of the kubelet and what its answer is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Req {
+    CsrCreate,
+    CsrGet,
     Register,
     GetNode,
     LeaseGet,
@@ -234,6 +252,12 @@ pub struct Kubelet {
     lease: Option<Arc<Object>>,
     lease_backoff_ms: u64,
     heartbeats: u64,
+    /// The client certificate was issued (TLS bootstrap done, or not needed).
+    certified: bool,
+    /// While bootstrapping: the CSR waited on (its name once created) and since when.
+    csr: Option<(Option<String>, SimTime)>,
+    /// CSRs created so far.
+    csrs: u64,
 }
 
 /// Informer ids cycle through this many values so that a restarted kubelet's informer
@@ -243,7 +267,6 @@ const INFORMER_IDS: u32 = 32;
 impl Kubelet {
     pub fn new(config: KubeletConfig, endpoints: Endpoints, images: Images) -> Self {
         Kubelet {
-            config,
             endpoints,
             images,
             timing: KubeletTiming::default(),
@@ -261,6 +284,10 @@ impl Kubelet {
             lease: None,
             lease_backoff_ms: KubeletTiming::default().lease_retry_ms_min,
             heartbeats: 0,
+            certified: !config.tls_bootstrap,
+            csr: None,
+            csrs: 0,
+            config,
         }
     }
 
@@ -272,6 +299,16 @@ impl Kubelet {
     /// Successful Lease writes so far.
     pub fn heartbeats(&self) -> u64 {
         self.heartbeats
+    }
+
+    /// Whether the kubelet holds its client certificate.
+    pub fn certified(&self) -> bool {
+        self.certified
+    }
+
+    /// Certificate signing requests created so far.
+    pub fn csrs(&self) -> u64 {
+        self.csrs
     }
 
     pub fn node_name(&self) -> &str {
@@ -296,6 +333,7 @@ impl Kubelet {
         self.lease_req = None;
         self.registered = false;
         self.lease = None;
+        self.csr = None;
     }
 
     pub fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
@@ -321,6 +359,68 @@ impl Kubelet {
             let id = self.ids.issue();
             self.api(ctx, id, ApiOp::Unwatch { stream });
         }
+        if !self.certified {
+            // TLS bootstrap first: a new CSR (each start makes its own).
+            self.csr = Some((None, ctx.now()));
+            self.poll_csr(ctx);
+            return;
+        }
+        self.start_node(ctx);
+    }
+
+    /// The bootstrap step: make the CSR (or a new one, when the last waited too long),
+    /// or look at it; and come back in [`CSR_POLL_MS`].
+    fn poll_csr(&mut self, ctx: &mut WorldCtx<'_>) {
+        let Some((name, since)) = self.csr.clone() else {
+            return;
+        };
+        let now = ctx.now();
+        let id = self.ids.issue();
+        let creating = matches!(self.node_req, Some((_, Req::CsrCreate)));
+        match name {
+            // The create's answer is on its way (or lost: retried after the client's
+            // dead-connection bound).
+            None if creating && now.since(since) < crate::informer::REQUEST_TIMEOUT_MS => {}
+            Some(name) if now.since(since) < CSR_RENEW_MS => {
+                self.node_req = Some((id, Req::CsrGet));
+                let key = ObjectKey::new(CertificateSigningRequest::KIND, "", &name);
+                self.api(ctx, id, ApiOp::Get(key));
+            }
+            _ => {
+                self.csr = Some((None, now));
+                self.csrs += 1;
+                let mut meta = ObjectMeta::named("", "");
+                meta.generate_name = Some("csr-".into());
+                let csr = CertificateSigningRequest {
+                    spec: CsrSpec {
+                        username: NODE_BOOTSTRAPPER.to_string(),
+                        node_name: self.config.node_name.clone(),
+                    },
+                    status: CsrStatus::default(),
+                };
+                ctx.note(|| {
+                    format!(
+                        "kubelet: requesting a client certificate for {}",
+                        self.config.node_name
+                    )
+                });
+                self.node_req = Some((id, Req::CsrCreate));
+                self.api(
+                    ctx,
+                    id,
+                    ApiOp::Create(Box::new(Object::new(meta, Body::new(csr)))),
+                );
+            }
+        }
+        let epoch = self.epoch;
+        ctx.set_timer(
+            CSR_POLL_MS,
+            Msg::Timer(AnyTimer::Kubelet(Timer::CsrPoll { epoch })),
+        );
+    }
+
+    /// Certified: register, heartbeat, relist, reconcile.
+    fn start_node(&mut self, ctx: &mut WorldCtx<'_>) {
         self.informer_id = 1 + self.epoch % INFORMER_IDS;
         self.informer = Informer::new(self.informer_id, &[Pod::KIND], self.endpoints.apiserver);
         self.initial_sync_done = false;
@@ -390,6 +490,7 @@ impl Kubelet {
                 );
             }
             Timer::RetryLease { epoch } if epoch == current => self.renew_lease(ctx),
+            Timer::CsrPoll { epoch } if epoch == current && !self.certified => self.poll_csr(ctx),
             Timer::Sync { epoch } if epoch == current => {
                 self.sync(ctx);
                 ctx.set_timer(
@@ -448,6 +549,27 @@ impl Kubelet {
 
     fn on_node_resp(&mut self, req: Req, result: Result<ApiOk, ApiError>, ctx: &mut WorldCtx<'_>) {
         match (req, result) {
+            (Req::CsrCreate, Ok(ApiOk::Object(csr))) => {
+                if let Some((name, _)) = &mut self.csr {
+                    *name = Some(csr.meta.name.clone());
+                }
+            }
+            (Req::CsrGet, Ok(ApiOk::Object(csr))) => {
+                let approved = csr
+                    .typed::<CertificateSigningRequest>()
+                    .is_some_and(|c| c.status.approved);
+                if approved && !self.certified {
+                    ctx.note(|| format!("kubelet: certificate {} approved", csr.meta.name));
+                    self.certified = true;
+                    self.csr = None;
+                    self.start_node(ctx);
+                }
+            }
+            (Req::CsrGet, Err(ApiError::NotFound)) => {
+                // Deleted: a new one at the next poll.
+                self.csr = self.csr.take().map(|(_, since)| (None, since));
+            }
+            (Req::CsrCreate | Req::CsrGet, _) => {}
             (Req::Register, Ok(ApiOk::Object(node))) => {
                 self.registered = true;
                 self.node_uid = Some(node.meta.uid);

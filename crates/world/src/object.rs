@@ -756,6 +756,45 @@ impl Resource for Pod {
     crate::status_subresource!();
 }
 
+// ----- certificates.k8s.io/v1 CertificateSigningRequest --------------------------------------
+
+/// The username a bootstrapping kubelet's CSR carries in OpenShift (the machine-config
+/// operator's node-bootstrapper service account).
+pub const NODE_BOOTSTRAPPER: &str =
+    "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CsrSpec {
+    /// The requesting user (`spec.username`).
+    pub username: String,
+    /// The node the client certificate is for: the request's CN `system:node:<name>`.
+    pub node_name: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CsrStatus {
+    /// The Approved condition (and the certificate issued with it).
+    pub approved: bool,
+}
+
+/// A kubelet's request for its client certificate (TLS bootstrap): the kubelet may
+/// register its Node only once it is approved (docs/semantics.md 5.12).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CertificateSigningRequest {
+    pub spec: CsrSpec,
+    pub status: CsrStatus,
+}
+
+impl Resource for CertificateSigningRequest {
+    const KIND: Kind = Kind::new(&KindInfo::cluster_scoped(
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+        "certificatesigningrequests",
+    ));
+    crate::status_subresource!();
+}
+
 // ----- apps/v1 Deployment --------------------------------------------------------------------
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -9,9 +9,10 @@ use reconsim_world::kubelet::{Container, Images, Kubelet, KubeletConfig, NODE_LE
 use reconsim_world::lifecycle::{NodeLifecycle, eviction_time};
 use reconsim_world::object::Resource;
 use reconsim_world::object::{
-    Body, ConditionStatus, Deployment, DeploymentSpec, Lease, Node, NodeSpec, NodeStatus, Object,
-    ObjectKey, ObjectMeta, Pod, PodPhase, PodSpec, PodTemplate, TAINT_MASTER, TAINT_NOT_READY,
-    TAINT_UNREACHABLE, Taint, TaintEffect, Toleration,
+    Body, CertificateSigningRequest, ConditionStatus, CsrStatus, Deployment, DeploymentSpec, Lease,
+    NODE_BOOTSTRAPPER, Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta, Pod, PodPhase,
+    PodSpec, PodTemplate, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, Taint, TaintEffect,
+    Toleration,
 };
 use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
@@ -52,12 +53,13 @@ fn cluster(
     faults: Vec<TimedFault<WorldFault>>,
 ) -> Cluster {
     let nodes: Vec<(&str, Vec<Taint>)> = nodes.iter().map(|n| (*n, Vec::new())).collect();
-    cluster_with(&nodes, seeded, steps, faults)
+    cluster_with(&nodes, false, seeded, steps, faults)
 }
 
-/// [`cluster`] with nodes that register with taints.
+/// [`cluster`] with nodes that register with taints, and that bootstrap TLS first.
 fn cluster_with(
     nodes: &[(&str, Vec<Taint>)],
+    tls_bootstrap: bool,
     seeded: Vec<Object>,
     steps: Vec<Step>,
     faults: Vec<TimedFault<WorldFault>>,
@@ -91,6 +93,7 @@ fn cluster_with(
             provider_id: provider_id(n),
             labels: [("kubernetes.io/hostname".to_string(), n.to_string())].into(),
             taints: taints.clone(),
+            tls_bootstrap,
         };
         let pid = sim.spawn(
             host,
@@ -293,6 +296,49 @@ fn kubelet_stop(node: &str, at_ms: u64, duration_ms: u64) -> TimedFault<WorldFau
 }
 
 // ----- registration and heartbeats ---------------------------------------------------------
+
+#[test]
+fn a_bootstrapping_kubelet_registers_only_once_its_csr_is_approved() {
+    let csrs = |c: &Cluster| -> Vec<Arc<Object>> {
+        c.server()
+            .list(CertificateSigningRequest::KIND)
+            .cloned()
+            .collect()
+    };
+    let mut c = cluster_with(&[("w0", vec![])], true, vec![], vec![], vec![]);
+    // Unapproved: no Node, no heartbeat, and a new CSR every 15 minutes.
+    c.run_to_s(40 * 60);
+    assert!(c.node_obj("w0").is_none(), "no Node before approval");
+    assert_eq!(c.kubelet("w0").heartbeats(), 0);
+    assert_eq!(csrs(&c).len(), 3, "at 0, 15 and 30 minutes");
+    let csr = &csrs(&c)[0];
+    let spec = &csr.typed::<CertificateSigningRequest>().unwrap().spec;
+    assert_eq!(spec.node_name, "w0");
+    assert_eq!(spec.username, NODE_BOOTSTRAPPER);
+    // Approve the newest (what the kubelet waits on): the node registers within a poll.
+    let newest = csrs(&c)
+        .into_iter()
+        .max_by_key(|o| o.meta.creation_timestamp)
+        .unwrap();
+    let approve = ApiOp::Patch {
+        key: newest.key(),
+        ops: vec![PatchOp::Status(Body::new(CertificateSigningRequest {
+            status: CsrStatus { approved: true },
+            ..Default::default()
+        }))],
+        resource_version: None,
+    };
+    let steps = vec![step(0, approve)];
+    let user = c.sim.host_by_name("user").unwrap();
+    c.sim
+        .spawn(user, "approver", Proc::Script(Script::new(c.api, steps)));
+    c.run_to_s(40 * 60 + 10);
+    assert!(c.kubelet("w0").certified());
+    assert!(c.node_obj("w0").is_some(), "registered once approved");
+    c.run_to_s(40 * 60 + 60);
+    assert!(c.kubelet("w0").heartbeats() > 0);
+    assert_eq!(c.kubelet("w0").csrs(), 3, "no CSR after the approval");
+}
 
 #[test]
 fn node_registers_and_stays_ready_with_heartbeats() {
@@ -809,6 +855,7 @@ fn a_node_registered_with_a_no_schedule_taint_takes_only_tolerating_pods() {
     }
     let mut c = cluster_with(
         &[("master", vec![master_taint()]), ("worker", vec![])],
+        false,
         vec![],
         steps,
         vec![],

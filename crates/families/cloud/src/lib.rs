@@ -1,6 +1,7 @@
 //! The simulated cloud provider (EC2-like): instances, eventual consistency, node join.
 //!
-//! One process ([`Cloud`], a [`Component`]) owns every instance; clients talk to it over
+//! One process ([`Cloud`], a [`Component`]) owns every instance ([`node_lifecycle`] is
+//! the cluster's controller that deletes the Nodes of gone instances); clients talk to it over
 //! the network (a [`CloudOp`] in a `Msg::Request`, the [`CloudResult`] back in a
 //! `Msg::Response` to the sender), so every cloud call of a
 //! controller is an await point the scheduler can interleave. Real-world rules, from
@@ -39,6 +40,8 @@
 //!
 //! [`CloudClient`] is a scripted cloud client (the cloud-side twin of
 //! [`reconsim_world::script::Script`]) for tests and scenario user actions.
+
+pub mod node_lifecycle;
 
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::component::Component;
@@ -200,6 +203,9 @@ pub struct CloudConfig {
     pub node_label_tag_prefix: Option<String>,
     /// Bound on instances that have not vanished yet (InstanceLimitExceeded beyond).
     pub max_instances: usize,
+    /// Joining nodes' kubelets need their client certificate approved before they
+    /// register (a family runs the approver: OpenShift's cluster-machine-approver).
+    pub tls_bootstrap: bool,
 }
 
 impl Default for CloudConfig {
@@ -219,6 +225,7 @@ impl Default for CloudConfig {
             join: JoinPolicy::Always,
             node_label_tag_prefix: None,
             max_instances: 5_000,
+            tls_bootstrap: false,
         }
     }
 }
@@ -415,6 +422,7 @@ impl Cloud {
                     provider_id: Some(r.instance.provider_id()),
                     labels,
                     taints: Vec::new(),
+                    tls_bootstrap: self.config.tls_bootstrap,
                 };
                 let kubelet = Kubelet::new(config, self.endpoints, self.images.clone());
                 let pid = ctx.spawn_on(

@@ -21,6 +21,9 @@ pub struct MachineStatus {
     pub instance_id: Option<String>,
     /// status.nodeRef.name
     pub node_ref: Option<String>,
+    /// status.addresses' NodeInternalDNS: the instance's private DNS name, the name its
+    /// Node will have (the machine approver matches CSRs against it).
+    pub internal_dns: Option<String>,
     pub error_message: Option<String>,
     /// status.lastUpdated: when the controller last wrote the status (its clock).
     pub last_updated: Option<SimTime>,
@@ -52,6 +55,7 @@ pub struct MachineFields {
     pub phase: Option<String>,
     pub error_message: Option<String>,
     pub last_updated: Option<SimTime>,
+    pub internal_dns: Option<String>,
 }
 
 impl Patch for MachineFields {
@@ -63,6 +67,9 @@ impl Patch for MachineFields {
         }
         if self.instance_id.is_some() {
             m.status.instance_id = self.instance_id.clone();
+        }
+        if self.internal_dns.is_some() {
+            m.status.internal_dns = self.internal_dns.clone();
         }
         if self.phase.is_some() {
             m.status.phase = self.phase.clone();

@@ -8,6 +8,8 @@
 //!   with the AWS actuator. Leader election is the host's (the manager's) concern, so the
 //!   4.5 and 4.6 variants run the same reconcilers; [`machine::MachineOptions`] adds the
 //!   idempotent-create variant.
+//! - [`approver`]: cluster-machine-approver: joining nodes' client certificates are
+//!   approved only for nodes a Machine waits for.
 //! - [`invariants`]: `no_leaked_instances`, `no_duplicate_machines` and the machine-api
 //!   convergence check.
 //! - [`section`]: the family in scenario files ([`MachineApi`], `controllers.machine_api`):
@@ -15,6 +17,7 @@
 //!
 //! The cloud its Machine controller calls is the [`reconsim_cloud`] family's.
 
+pub mod approver;
 pub mod invariants;
 pub mod kinds;
 pub mod machine;

@@ -236,6 +236,7 @@ fn fields(
     PatchOp::from(MachineFields {
         provider_id: instance.map(provider_id),
         instance_id: instance.map(|i| i.id.clone()),
+        internal_dns: instance.map(|i| i.private_dns_name.clone()),
         phase: phase.map(str::to_string),
         error_message: error.map(str::to_string),
         last_updated: Some(ctx.client.now()),

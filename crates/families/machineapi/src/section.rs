@@ -5,6 +5,7 @@
 //! `scale_machine_set`, patches a MachineSet's replicas.
 
 use crate::MachineOptions;
+use crate::approver;
 use crate::kinds::{MachineSet, MachineSetSpec};
 use reconsim_check::{NamedCheck, View};
 use reconsim_family::{
@@ -172,8 +173,22 @@ impl FamilySection for MachineApiSpec {
         self::images(images, self, services.cloud)
     }
 
-    /// Nothing: its controllers are pods the kubelets start.
-    fn spawn(&self, _: &mut Sim<Proc>, _: &Services) {}
+    /// The machine approver on the controllers' node (the controllers themselves are pods
+    /// the kubelets start).
+    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
+        let host = sim.host_by_name(&self.node).expect("validated node");
+        let config = ManagerConfig {
+            identity: approver::NAME.to_string(),
+            ..Default::default()
+        };
+        let approver = Manager::new(config, services.endpoints, vec![approver::controller()]);
+        sim.spawn(host, approver::NAME, Proc::Manager(approver));
+    }
+
+    /// cluster-machine-approver approves the nodes that join.
+    fn approves_node_certificates(&self) -> bool {
+        true
+    }
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
         crate::invariants::converged(view)
