@@ -11,7 +11,7 @@ use reconsim::scenario::{Scenario, faults, library, run_world};
 use reconsim::sim::{SimTime, TraceMode};
 use reconsim::world::Proc;
 use reconsim_mco::model::{MachineConfig, MachineConfigPool};
-use reconsim_world::object::Resource;
+use reconsim_world::object::{ConditionStatus, Node, Resource};
 
 fn scenario(name: &str) -> Scenario {
     library::load(name, &builtin())
@@ -239,6 +239,51 @@ fn older_than_1h_degrades_the_first_node_rolled_after_an_hour() {
                 m.name()
             );
         }
+    }
+}
+
+#[test]
+fn no_mco_node_goes_unknown_while_its_machine_runs() {
+    // Every machine's kubelet renews its node Lease from registration on, so the node
+    // lifecycle controller (Unknown 40 s after the last renew, semantics.md 5.2-5.3)
+    // never marks an MCO Node Unknown nor taints it, through bring-up, the slow join
+    // and the rolling update. Checked every 5 s of the whole run.
+    let s = scenario("mco-gc-in-use-and-in-flight");
+    for seed in 0..2 {
+        let plan = faults::generate(&s, seed);
+        let mut world = build(&s, seed, plan, TraceMode::Hash);
+        let names: Vec<String> = machines(&world)
+            .iter()
+            .map(|m| m.name().to_string())
+            .collect();
+        let mut registered = std::collections::BTreeSet::new();
+        for t in (5_000..=s.duration_ms).step_by(5_000) {
+            world.sim.run_until(SimTime(t));
+            for n in api(&world).list(Node::KIND) {
+                if !names.contains(&n.meta.name) {
+                    continue;
+                }
+                registered.insert(n.meta.name.clone());
+                let node = n.typed::<Node>().unwrap();
+                assert_eq!(
+                    node.status.ready,
+                    ConditionStatus::True,
+                    "seed {seed}: {} at {t} ms",
+                    n.meta.name
+                );
+                assert!(
+                    node.spec.taints.is_empty(),
+                    "seed {seed}: {} at {t} ms: {:?}",
+                    n.meta.name,
+                    node.spec.taints
+                );
+            }
+        }
+        assert_eq!(
+            registered.len(),
+            names.len(),
+            "seed {seed}: every machine joined"
+        );
     }
 }
 

@@ -15,15 +15,16 @@
 //!
 //! Components (kernel processes):
 //! - [`MachineConfigServer`]: the Machine Config Server. In the cluster it serves a
-//!   booting machine the pool's target from its informer cache (pkg/server/
-//!   cluster_server.go `GetConfig`: the 2019 code served `status.configuration`; today
-//!   `spec.configuration` once `updatedMachineCount > 0`); the answer carries the name
-//!   that Ignition writes into node-annotations.json as current = desired, state Done.
-//!   With `record_hand_outs` (the in-flight GC this project proposes) it first records
+//!   booting machine the pool's `status.configuration.name`, read live on each request:
+//!   a Get of the pool, then a Get of that config, as the 2019 `clusterServer.GetConfig`
+//!   did through a typed clientset with no cache (pkg/server/cluster_server.go
+//!   @5ea28209; docs/semantics.md 8.1). The answer carries the name that Ignition writes
+//!   into node-annotations.json as current = desired, state Done.
+//!   With `record_hand_outs` (the in-flight GC this project proposes) it then records
 //!   the hand-out on the pool, `machineconfiguration.openshift.io/served-to.<machine>`,
-//!   with a patch conditional on the pool's resourceVersion, so the record is ordered
-//!   before any change of the target. In bootstrap mode it serves the names the
-//!   installer rendered outside the cluster.
+//!   with a patch conditional on the resourceVersion of the pool it read, so the record
+//!   is ordered before any change of the target. In bootstrap mode it serves the names
+//!   the installer rendered outside the cluster.
 //! - [`McoMachine`]: one machine's first boot and its machine-config-daemon. Power on,
 //!   fetch the config (retry every 5 s on error, as Ignition retries), reboot, the kubelet
 //!   registers the Node after a join delay, the daemon pod starts, loads the served
@@ -35,8 +36,18 @@
 //!   writes current = desired, state Done. The daemon follows its Node with a watch on
 //!   Nodes opened from the version it read (the real daemon's node informer, without the
 //!   HTTP/2 health check: machines' links are never cut in these scenarios, and the
-//!   pings were most of a run's events). The Node is not heartbeated (no kubelet Lease):
-//!   nothing here reads Ready.
+//!   pings were most of a run's events).
+//! - The machine's kubelet heartbeats from the moment its Node is registered: it creates
+//!   its node Lease in `kube-node-lease` (name = node name, leaseDurationSeconds 40,
+//!   ownerReference to the Node) and renews it every 10 s plus up to 400 ms of jitter,
+//!   retrying a failed write with backoff 200 ms doubling to 7 s, as the core kubelet
+//!   (`reconsim_world::kubelet`, docs/semantics.md 5.1). Without it the node lifecycle
+//!   controller marks every MCO Node Unknown 40 s after it registers and taints it
+//!   NoExecute. That is one write per 10 s per machine and nothing else: the kubelet's
+//!   10 s Node status sync, which only repairs a Ready condition the lifecycle
+//!   controller set while the kubelet was silent, is not modelled, and neither is the
+//!   kubelet's silence during an update's reboot (the heartbeat goes on through
+//!   `update_ms`, so a node rebooting for a config stays Ready).
 //!
 //! The GC policies and the render and node controllers live in
 //! `crate::controllers`; the checker in `crate::invariants`.
@@ -44,10 +55,11 @@
 use reconsim_sim::{ProcId, SimTime, StableHasher, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
 use reconsim_world::component::Component;
-use reconsim_world::informer::Informer;
+use reconsim_world::kubelet::{KubeletTiming, NODE_LEASE_NAMESPACE};
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::object::{
-    Body, ConditionStatus, Kind, Node, NodeStatus, Object, ObjectKey, ObjectMeta,
+    Body, ConditionStatus, Kind, Lease, Node, NodeStatus, Object, ObjectKey, ObjectMeta,
+    OwnerReference, Uid,
 };
 use reconsim_world::object::{KindInfo, Resource};
 use reconsim_world::proc::{Endpoints, WorldCtx};
@@ -150,18 +162,6 @@ impl Resource for MachineConfigPool {
     }
 }
 
-impl MachineConfigPool {
-    /// The config the server hands a booting machine (cluster_server.go GetConfig):
-    /// spec once a machine has updated to it, else status.
-    pub fn served_target(&self) -> Option<&str> {
-        if self.status.updated_machine_count > 0 && self.spec.configuration.is_some() {
-            self.spec.configuration.as_deref()
-        } else {
-            self.status.configuration.as_deref()
-        }
-    }
-}
-
 /// The name of the rendered config of `pool` with `content`: `rendered-<pool>-<16 hex>`,
 /// the [`StableHasher`] of the content map through its derived `Hash`: the entry count
 /// as one word, then per entry in key order the key and the value, each as its bytes
@@ -253,6 +253,10 @@ pub enum MachineTimer {
     Timeout { req: u64 },
     /// The next step of the current phase is due (reboot done, joined, daemon up, retry).
     Next { step: u64 },
+    /// The kubelet's periodic node Lease renew.
+    RenewLease,
+    /// The kubelet retries a failed Lease write.
+    RetryLease,
 }
 
 // ----- the Machine Config Server ------------------------------------------------------
@@ -262,8 +266,20 @@ pub enum MachineTimer {
 pub enum ServerMode {
     /// The bootstrap node's server: the installer's renders, by pool.
     Bootstrap { configs: BTreeMap<String, String> },
-    /// The in-cluster server: the pool's target from its cache.
+    /// The in-cluster server: the pool's target, read live from the API server on each
+    /// request (the 2019 `clusterServer.GetConfig`; docs/semantics.md 8.1).
     Cluster { record_hand_outs: bool },
+}
+
+/// Which read or write of one `GetConfig` a server request is.
+#[derive(Clone, Debug)]
+enum Stage {
+    /// `MachineConfigPools().Get(pool)`.
+    Pool,
+    /// `MachineConfigs().Get(status.configuration.name)`, with the pool as read.
+    Config { pool: Arc<Object>, name: String },
+    /// The hand-out record on the pool (the in-flight GC), conditional on the version read.
+    Record { name: String },
 }
 
 #[derive(Clone, Debug)]
@@ -271,19 +287,29 @@ struct Pending {
     from: ProcId,
     id: u64,
     machine: String,
-    name: String,
+    stage: Stage,
+    /// The request's timeout, cancelled when the answer comes.
+    timer: TimerId,
 }
 
 /// The Machine Config Server process.
+///
+/// The in-cluster server holds no cache: like the 2019 code (pkg/server/cluster_server.go
+/// @5ea28209, a typed clientset, no lister) each `GET /config/<pool>` is a Get of the pool
+/// and then a Get of the config its `status.configuration.name` names, each a consistent
+/// read over the network with its latency. A lagging watch cannot make it serve a stale
+/// target; a config deleted between the two reads makes the request fail (Ignition
+/// retries). The informer-backed server is the 2022 change (4031f6c12), not modelled.
 #[derive(Debug)]
 pub struct MachineConfigServer {
     mode: ServerMode,
     apiserver: ProcId,
-    informer: Informer,
     ids: ReqIds,
     pending: BTreeMap<u64, Pending>,
     /// Every hand-out: (time, machine, config). An observation record for tests.
     pub served: Vec<(SimTime, String, String)>,
+    /// API requests sent so far (observation for tests: a cache would send none).
+    pub api_requests: u64,
 }
 
 /// Bound on the hand-out log (an observation record).
@@ -296,14 +322,10 @@ impl MachineConfigServer {
         MachineConfigServer {
             mode,
             apiserver: endpoints.apiserver,
-            informer: Informer::new(
-                0,
-                &[MachineConfigPool::KIND, MachineConfig::KIND],
-                endpoints.apiserver,
-            ),
             ids: ReqIds::new(MCO_TAG),
             pending: BTreeMap::new(),
             served: Vec::new(),
+            api_requests: 0,
         }
     }
 
@@ -311,11 +333,8 @@ impl MachineConfigServer {
         &self.mode
     }
 
-    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {
         self.pending.clear();
-        if matches!(self.mode, ServerMode::Cluster { .. }) {
-            self.informer.start(ctx);
-        }
     }
 
     fn on_crash(&mut self) {
@@ -323,32 +342,23 @@ impl MachineConfigServer {
     }
 
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
-        match t {
-            AnyTimer::Informer(t) => {
-                self.informer.on_timer(&t, ctx);
-            }
-            AnyTimer::Family(t) => {
-                let Some(&Timer::ServerRequest { req }) = t.typed::<Timer>() else {
-                    return;
-                };
-                if let Some(p) = self.pending.remove(&req) {
-                    reply(
-                        ctx,
-                        p.from,
-                        p.id,
-                        Err("timed out recording the hand-out".into()),
-                    );
-                }
-            }
-            _ => {}
+        let AnyTimer::Family(t) = t else {
+            return;
+        };
+        let Some(&Timer::ServerRequest { req }) = t.typed::<Timer>() else {
+            return;
+        };
+        if let Some(p) = self.pending.remove(&req) {
+            let what = match p.stage {
+                Stage::Pool => "fetching the pool",
+                Stage::Config { .. } => "fetching the config",
+                Stage::Record { .. } => "recording the hand-out",
+            };
+            reply(ctx, p.from, p.id, Err(format!("timed out {what}")));
         }
     }
 
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        let mut changes = Vec::new();
-        if self.informer.handle(&msg, ctx, &mut changes) {
-            return;
-        }
         match msg {
             Msg::Family(m) => {
                 if let Some(McoMsg::GetConfig { id, machine, pool }) = m.typed::<McoMsg>() {
@@ -359,10 +369,8 @@ impl MachineConfigServer {
                 let Some(p) = self.pending.remove(&resp.id) else {
                     return;
                 };
-                match resp.result {
-                    Ok(_) => self.hand_out(p.from, p.id, p.machine, p.name, ctx),
-                    Err(e) => reply(ctx, p.from, p.id, Err(format!("record failed: {e:?}"))),
-                }
+                ctx.cancel_timer(p.timer);
+                self.on_api(p, resp.result, ctx);
             }
             _ => {}
         }
@@ -376,87 +384,115 @@ impl MachineConfigServer {
         pool: String,
         ctx: &mut WorldCtx<'_>,
     ) {
-        let record = match &self.mode {
-            ServerMode::Bootstrap { configs } => {
-                match configs.get(&pool) {
-                    Some(name) => {
-                        let name = name.clone();
-                        self.hand_out(from, id, machine, name, ctx);
-                    }
-                    None => reply(ctx, from, id, Err(format!("no pool {pool}"))),
+        if let ServerMode::Bootstrap { configs } = &self.mode {
+            match configs.get(&pool) {
+                Some(name) => {
+                    let name = name.clone();
+                    self.hand_out(from, id, machine, name, ctx);
                 }
-                return;
+                None => reply(ctx, from, id, Err(format!("no pool {pool}"))),
             }
-            ServerMode::Cluster { record_hand_outs } => *record_hand_outs,
-        };
-        if !self.informer.synced() {
-            return reply(ctx, from, id, Err("caches not synced".into()));
-        }
-        let cache = self.informer.cache();
-        let Some(pool_obj) = cache
-            .get(&ObjectKey::new(MachineConfigPool::KIND, "", &pool))
-            .cloned()
-        else {
-            return reply(ctx, from, id, Err(format!("could not fetch pool {pool}")));
-        };
-        let Some(name) = pool_obj
-            .typed::<MachineConfigPool>()
-            .and_then(|p| p.served_target())
-            .map(str::to_string)
-        else {
-            return reply(
-                ctx,
-                from,
-                id,
-                Err(format!("pool {pool} has no configuration")),
-            );
-        };
-        if cache
-            .get(&ObjectKey::new(MachineConfig::KIND, "", &name))
-            .is_none()
-        {
-            return reply(ctx, from, id, Err(format!("could not fetch config {name}")));
-        }
-        if !record {
-            return self.hand_out(from, id, machine, name, ctx);
+            return;
         }
         if self.pending.len() >= SERVER_PENDING_MAX {
             return reply(ctx, from, id, Err("busy".into()));
         }
-        // Record first, conditional on the pool version the target was read from: the
-        // record lands only if `name` is still the target, before any later change.
+        let key = ObjectKey::new(MachineConfigPool::KIND, "", &pool);
+        self.request(from, id, machine, Stage::Pool, ApiOp::Get(key), ctx);
+    }
+
+    /// Send `op` to the API server as the `stage` of machine request `id`.
+    fn request(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        machine: String,
+        stage: Stage,
+        op: ApiOp,
+        ctx: &mut WorldCtx<'_>,
+    ) {
         let req = self.ids.issue();
+        self.api_requests += 1;
+        ctx.send(self.apiserver, Msg::Api(ApiRequest { id: req, op }));
+        let timer = ctx.set_timer(
+            MACHINE_REQUEST_TIMEOUT_MS,
+            Msg::family_timer(Timer::ServerRequest { req }),
+        );
         self.pending.insert(
             req,
             Pending {
                 from,
                 id,
-                machine: machine.clone(),
-                name: name.clone(),
+                machine,
+                stage,
+                timer,
             },
-        );
-        ctx.send(
-            self.informer_apiserver(),
-            Msg::Api(ApiRequest {
-                id: req,
-                op: ApiOp::Patch {
-                    key: pool_obj.key(),
-                    ops: vec![PatchOp::SetAnnotation(
-                        format!("{ANNOTATION_SERVED_TO_PREFIX}{machine}"),
-                        Some(name),
-                    )],
-                    resource_version: Some(pool_obj.meta.resource_version),
-                },
-            }),
-        );
-        ctx.set_timer(
-            MACHINE_REQUEST_TIMEOUT_MS,
-            Msg::family_timer(Timer::ServerRequest { req }),
         );
     }
 
-    fn informer_apiserver(&self) -> ProcId {
-        self.apiserver
+    fn on_api(&mut self, p: Pending, result: Result<ApiOk, ApiError>, ctx: &mut WorldCtx<'_>) {
+        let Pending {
+            from,
+            id,
+            machine,
+            stage,
+            ..
+        } = p;
+        let record = matches!(
+            self.mode,
+            ServerMode::Cluster {
+                record_hand_outs: true
+            }
+        );
+        match (stage, result) {
+            (Stage::Pool, Ok(ApiOk::Object(pool))) => {
+                // The 2019 rule: status.configuration.name (the render controller of
+                // the time wrote nothing else).
+                let Some(name) = pool
+                    .typed::<MachineConfigPool>()
+                    .and_then(|p| p.status.configuration.clone())
+                else {
+                    let msg = format!("pool {} has no configuration", pool.meta.name);
+                    return reply(ctx, from, id, Err(msg));
+                };
+                let key = ObjectKey::new(MachineConfig::KIND, "", &name);
+                let stage = Stage::Config { pool, name };
+                self.request(from, id, machine, stage, ApiOp::Get(key), ctx);
+            }
+            (Stage::Pool, other) => reply(
+                ctx,
+                from,
+                id,
+                Err(format!("could not fetch pool: {other:?}")),
+            ),
+            (Stage::Config { name, .. }, Ok(_)) if !record => {
+                self.hand_out(from, id, machine, name, ctx)
+            }
+            (Stage::Config { pool, name }, Ok(_)) => {
+                // Record first, conditional on the pool version the target was read
+                // from: the record lands only if `name` is still the target, before any
+                // later change.
+                let op = ApiOp::Patch {
+                    key: pool.key(),
+                    ops: vec![PatchOp::SetAnnotation(
+                        format!("{ANNOTATION_SERVED_TO_PREFIX}{machine}"),
+                        Some(name.clone()),
+                    )],
+                    resource_version: Some(pool.meta.resource_version),
+                };
+                self.request(from, id, machine, Stage::Record { name }, op, ctx);
+            }
+            (Stage::Config { name, .. }, Err(e)) => reply(
+                ctx,
+                from,
+                id,
+                Err(format!("could not fetch config {name}: {e:?}")),
+            ),
+            (Stage::Record { name }, Ok(_)) => self.hand_out(from, id, machine, name, ctx),
+            (Stage::Record { .. }, Err(e)) => {
+                reply(ctx, from, id, Err(format!("record failed: {e:?}")))
+            }
+        }
     }
 
     fn hand_out(
@@ -556,6 +592,14 @@ pub enum Phase {
     },
 }
 
+/// The kubelet's node Lease request under way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LeaseReq {
+    Get,
+    Create,
+    Update,
+}
+
 /// One machine: Ignition's first boot, the kubelet's registration, the daemon.
 #[derive(Debug)]
 pub struct McoMachine {
@@ -579,6 +623,21 @@ pub struct McoMachine {
     desired: Option<String>,
     /// When the daemon went Degraded.
     pub degraded_at: Option<SimTime>,
+    /// The kubelet's heartbeat: started once the Node is registered.
+    heartbeating: bool,
+    /// The registered Node's uid (the Lease's owner), if the create answered it.
+    node_uid: Option<Uid>,
+    /// The node Lease as last read or written, and the Lease request under way.
+    lease: Option<Arc<Object>>,
+    lease_req: Option<(u64, LeaseReq)>,
+    lease_backoff_ms: u64,
+    /// Successful Lease writes so far (observation for tests).
+    pub heartbeats: u64,
+}
+
+/// The kubelet's node Lease timing (docs/semantics.md 5.1), shared with the core kubelet.
+fn kubelet_timing() -> KubeletTiming {
+    KubeletTiming::default()
 }
 
 impl McoMachine {
@@ -598,6 +657,12 @@ impl McoMachine {
             current: None,
             desired: None,
             degraded_at: None,
+            heartbeating: false,
+            node_uid: None,
+            lease: None,
+            lease_req: None,
+            lease_backoff_ms: kubelet_timing().lease_retry_ms_min,
+            heartbeats: 0,
         }
     }
 
@@ -652,6 +717,8 @@ impl McoMachine {
     fn on_crash(&mut self) {
         self.req = None;
         self.timeout = None;
+        self.lease_req = None;
+        self.lease = None;
     }
 
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
@@ -675,6 +742,16 @@ impl McoMachine {
                 self.failed(ctx);
             }
             MachineTimer::Next { step } if step == self.step => self.next(ctx),
+            MachineTimer::RenewLease => {
+                self.renew_lease(ctx);
+                let t = kubelet_timing();
+                let jitter = ctx.draw_ms(0, t.lease_renew_jitter_ms);
+                ctx.set_timer(
+                    t.lease_renew_interval_ms + jitter,
+                    Msg::family_timer(Timer::Machine(MachineTimer::RenewLease)),
+                );
+            }
+            MachineTimer::RetryLease => self.renew_lease(ctx),
             _ => {}
         }
     }
@@ -714,6 +791,10 @@ impl McoMachine {
                         self.failed(ctx);
                     }
                 }
+            }
+            Msg::ApiResp(resp) if self.lease_req.is_some_and(|(id, _)| id == resp.id) => {
+                let (_, req) = self.lease_req.take().expect("checked");
+                self.on_lease_resp(req, resp.result, ctx);
             }
             Msg::ApiResp(resp) if self.req == Some(resp.id) => {
                 self.answered(ctx);
@@ -948,10 +1029,120 @@ impl McoMachine {
         self.write_state(STATE_DEGRADED, Some(reason), ctx);
     }
 
+    // ----- the kubelet's node Lease ---------------------------------------------------
+
+    /// From the Node's registration on, renew the node Lease every 10 s (+ jitter).
+    fn start_heartbeat(&mut self, ctx: &mut WorldCtx<'_>) {
+        if self.heartbeating {
+            return;
+        }
+        self.heartbeating = true;
+        self.renew_lease(ctx);
+        let t = kubelet_timing();
+        let jitter = ctx.draw_ms(0, t.lease_renew_jitter_ms);
+        ctx.set_timer(
+            t.lease_renew_interval_ms + jitter,
+            Msg::family_timer(Timer::Machine(MachineTimer::RenewLease)),
+        );
+    }
+
+    fn lease_key(&self) -> ObjectKey {
+        ObjectKey::new(Lease::KIND, NODE_LEASE_NAMESPACE, &self.spec.name)
+    }
+
+    fn lease_owner(&self, meta: &mut ObjectMeta) {
+        if let Some(uid) = self.node_uid {
+            meta.owner_references = vec![OwnerReference {
+                kind: Node::KIND,
+                name: self.spec.name.clone(),
+                uid,
+                controller: false,
+            }];
+        }
+    }
+
+    /// One heartbeat: update the Lease last seen (conditional on its version), or read
+    /// it if there is none. A request still unanswered is abandoned (its answer is then
+    /// ignored; if it landed, the next update is a conflict and a re-read).
+    fn renew_lease(&mut self, ctx: &mut WorldCtx<'_>) {
+        let (req, op) = match &self.lease {
+            Some(current) => {
+                let mut next = (**current).clone();
+                if let Some(l) = next.typed_mut::<Lease>() {
+                    l.holder_identity = Some(self.spec.name.clone());
+                    l.lease_duration_seconds = kubelet_timing().lease_duration_s;
+                    l.renew_time = Some(ctx.now());
+                }
+                self.lease_owner(&mut next.meta);
+                let op = ApiOp::Update {
+                    object: Box::new(next),
+                    precondition: true,
+                };
+                (LeaseReq::Update, op)
+            }
+            None => (LeaseReq::Get, ApiOp::Get(self.lease_key())),
+        };
+        self.lease_call(req, op, ctx);
+    }
+
+    fn lease_call(&mut self, req: LeaseReq, op: ApiOp, ctx: &mut WorldCtx<'_>) {
+        let id = self.ids.issue();
+        self.lease_req = Some((id, req));
+        ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
+    }
+
+    fn on_lease_resp(
+        &mut self,
+        req: LeaseReq,
+        result: Result<ApiOk, ApiError>,
+        ctx: &mut WorldCtx<'_>,
+    ) {
+        let t = kubelet_timing();
+        match (req, result) {
+            (LeaseReq::Get, Ok(ApiOk::Object(lease))) => {
+                self.lease = Some(lease);
+                self.renew_lease(ctx);
+            }
+            (LeaseReq::Get, Err(ApiError::NotFound)) => {
+                let now = ctx.now();
+                let mut meta = ObjectMeta::named(NODE_LEASE_NAMESPACE, &self.spec.name);
+                self.lease_owner(&mut meta);
+                let lease = Lease {
+                    holder_identity: Some(self.spec.name.clone()),
+                    lease_duration_seconds: t.lease_duration_s,
+                    acquire_time: Some(now),
+                    renew_time: Some(now),
+                    lease_transitions: 0,
+                };
+                let op = ApiOp::Create(Box::new(Object::new(meta, Body::new(lease))));
+                self.lease_call(LeaseReq::Create, op, ctx);
+            }
+            (LeaseReq::Create | LeaseReq::Update, Ok(ApiOk::Object(lease))) => {
+                self.lease = Some(lease);
+                self.heartbeats += 1;
+                self.lease_backoff_ms = t.lease_retry_ms_min;
+            }
+            _ => {
+                // Conflict, AlreadyExists, a timeout...: read it again after a backoff.
+                self.lease = None;
+                let delay = self.lease_backoff_ms;
+                self.lease_backoff_ms = (delay * 2).min(t.lease_retry_ms_max);
+                ctx.set_timer(
+                    delay,
+                    Msg::family_timer(Timer::Machine(MachineTimer::RetryLease)),
+                );
+            }
+        }
+    }
+
     fn on_api(&mut self, result: Result<ApiOk, ApiError>, ctx: &mut WorldCtx<'_>) {
         match (self.phase.clone(), result) {
-            (Phase::Registering, Ok(_) | Err(ApiError::AlreadyExists)) => {
+            (Phase::Registering, result @ (Ok(_) | Err(ApiError::AlreadyExists))) => {
                 ctx.note(|| "kubelet: node registered".into());
+                if let Ok(ApiOk::Object(node)) = result {
+                    self.node_uid = Some(node.meta.uid);
+                }
+                self.start_heartbeat(ctx);
                 self.phase = Phase::DaemonPending;
                 let (lo, hi) = self.spec.timing.daemon_start_ms;
                 self.after(ctx.draw_ms(lo, hi), ctx);

@@ -9,13 +9,16 @@ use reconsim_mco::model::{
     McoMachine, Phase, STATE_DEGRADED, STATE_DONE, ServerMode, merge, pool_object, rendered_name,
     rendered_object, source_object,
 };
-use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, SimTime};
+use reconsim_sim::{Fault, FaultPlan, ProcId, Sim, SimConfig, SimTime, TimedFault};
 use reconsim_world::api::{ApiOp, PatchOp};
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::kubelet::NODE_LEASE_NAMESPACE;
+use reconsim_world::lifecycle::NodeLifecycle;
+use reconsim_world::object::{Body, ConditionStatus, Lease, TAINT_UNREACHABLE};
 use reconsim_world::object::{Node, Resource};
 use reconsim_world::object::{Object, ObjectKey};
 use reconsim_world::script::{Script, Step};
-use reconsim_world::{Endpoints, Proc};
+use reconsim_world::{Endpoints, Proc, WorldFault};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -76,7 +79,15 @@ struct World {
 }
 
 fn world(seeded: Vec<Object>, steps: Vec<Step>) -> (World, Endpoints, reconsim_sim::HostId) {
-    let mut sim = Sim::new(SimConfig::new(3), FaultPlan::new(vec![]));
+    world_with_plan(seeded, steps, FaultPlan::new(vec![]))
+}
+
+fn world_with_plan(
+    seeded: Vec<Object>,
+    steps: Vec<Step>,
+    plan: FaultPlan<WorldFault>,
+) -> (World, Endpoints, reconsim_sim::HostId) {
+    let mut sim = Sim::new(SimConfig::new(3), plan);
     let api_host = sim.add_host("api");
     let infra = sim.add_host("infra");
     let mut server = ApiServer::new(Default::default());
@@ -225,6 +236,135 @@ fn the_server_records_a_hand_out_before_answering() {
         Some(&name),
         "the record is on the pool by the time the machine has its config"
     );
+}
+
+#[test]
+fn the_cluster_server_reads_the_pool_live_not_from_a_lagging_watch() {
+    // The 2019 clusterServer.GetConfig Gets the pool and then the config from the API
+    // server on each request (pkg/server/cluster_server.go @5ea28209; semantics.md
+    // 8.1). With the API server's watch cache 60 s behind, a server reading an
+    // informer cache would still see the old target when the machine asks; a live Get
+    // is a consistent read and sees the new one.
+    let (pool, old) = worker_pool_with_target();
+    let new = rendered_object(&pool, content(&[("unit", "v2")]));
+    let mut moved = pool.typed::<MachineConfigPool>().unwrap().clone();
+    moved.status.configuration = Some(new.meta.name.clone());
+    let new_name = new.meta.name.clone();
+    let plan = FaultPlan::new(vec![TimedFault {
+        at_ms: 0,
+        duration_ms: Some(120_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag { lag_ms: 60_000 },
+        },
+    }]);
+    let steps = vec![Step {
+        at_ms: 500,
+        op: ApiOp::Patch {
+            key: pool.key(),
+            ops: vec![PatchOp::Status(Body::new(moved))],
+            resource_version: None,
+        },
+    }];
+    let (mut w, endpoints, infra) = world_with_plan(vec![pool, old, new], steps, plan);
+    let mcs = w.sim.spawn(
+        infra,
+        "machine-config-server",
+        Proc::Component(Box::new(MachineConfigServer::new(
+            ServerMode::Cluster {
+                record_hand_outs: false,
+            },
+            endpoints,
+        ))),
+    );
+    let host = w.sim.add_host("worker-0");
+    let m = w.sim.spawn(
+        host,
+        "worker-0",
+        Proc::Component(Box::new(McoMachine::new(
+            MachineConfigSpec {
+                name: "worker-0".into(),
+                pool: "worker".into(),
+                server: mcs,
+                timing: quick_timing(),
+            },
+            endpoints,
+        ))),
+    );
+    w.sim.run_until(SimTime::from_secs(2));
+    assert_eq!(machine(&w, m).served(), Some(new_name.as_str()));
+    let server = w.sim.actor(mcs).component::<MachineConfigServer>().unwrap();
+    assert_eq!(
+        server.api_requests, 2,
+        "one request: a Get of the pool, then of the config"
+    );
+}
+
+#[test]
+fn a_registered_machine_heartbeats_and_its_node_never_goes_unknown() {
+    // The node lifecycle controller marks a Node Unknown 40 s after its last Lease
+    // renew (semantics.md 5.2-5.3). The machine's kubelet renews its node Lease every
+    // 10 s from registration on, and does nothing more: one write per 10 s.
+    let (pool, rendered) = worker_pool_with_target();
+    let (mut w, endpoints, infra) = world(vec![pool, rendered], vec![]);
+    w.sim.spawn(
+        infra,
+        "node-lifecycle",
+        Proc::Lifecycle(NodeLifecycle::new(Default::default(), endpoints)),
+    );
+    let mcs = w.sim.spawn(
+        infra,
+        "machine-config-server",
+        Proc::Component(Box::new(MachineConfigServer::new(
+            ServerMode::Cluster {
+                record_hand_outs: false,
+            },
+            endpoints,
+        ))),
+    );
+    let host = w.sim.add_host("worker-0");
+    let m = w.sim.spawn(
+        host,
+        "worker-0",
+        Proc::Component(Box::new(McoMachine::new(
+            MachineConfigSpec {
+                name: "worker-0".into(),
+                pool: "worker".into(),
+                server: mcs,
+                timing: quick_timing(),
+            },
+            endpoints,
+        ))),
+    );
+    let node_key = ObjectKey::new(Node::KIND, "", "worker-0");
+    // Registered at about 3 s; check every 5 s for 10 minutes.
+    for t in (5..=600).step_by(5) {
+        w.sim.run_until(SimTime::from_secs(t));
+        let node = store(&w).get(&node_key).expect("registered");
+        let n = node.typed::<Node>().unwrap();
+        assert_eq!(n.status.ready, ConditionStatus::True, "at {t} s");
+        assert!(
+            !n.spec.taints.iter().any(|x| x.key == TAINT_UNREACHABLE),
+            "at {t} s: {:?}",
+            n.spec.taints
+        );
+    }
+    let lease = store(&w)
+        .get(&ObjectKey::new(
+            Lease::KIND,
+            NODE_LEASE_NAMESPACE,
+            "worker-0",
+        ))
+        .expect("the node Lease");
+    let l = lease.typed::<Lease>().unwrap();
+    assert_eq!(l.holder_identity.as_deref(), Some("worker-0"));
+    assert_eq!(l.lease_duration_seconds, 40);
+    assert!(l.renew_time.unwrap() >= SimTime::from_secs(589), "{l:?}");
+    let node_uid = store(&w).get(&node_key).unwrap().meta.uid;
+    assert_eq!(lease.meta.owner_references[0].uid, node_uid);
+    // About (600 - 3) / 10.2 renews: one per 10 s (+ up to 0.4 s of jitter), no more.
+    let beats = machine(&w, m).heartbeats;
+    assert!((57..=61).contains(&beats), "{beats} Lease writes");
 }
 
 #[test]
