@@ -75,6 +75,10 @@ fn every_shipped_scenario_is_tested() {
         "mco-gc-older-than-1h",
         "mco-gc-in-use",
         "mco-gc-in-use-and-in-flight",
+        "mco-gc-churn-after-join-keep-latest-only",
+        "mco-gc-churn-after-join-older-than-1h",
+        "mco-gc-churn-after-join-in-use",
+        "mco-gc-churn-after-join-in-use-and-in-flight",
     ];
     for n in &names {
         assert!(
@@ -192,4 +196,27 @@ fn mco_gc_in_use_deletes_a_config_in_flight() {
 #[test]
 fn mco_gc_in_use_and_in_flight_holds() {
     check("mco-gc-in-use-and-in-flight");
+}
+
+// Configs that keep changing after the nodes registered (issue 13, item 10): which GC
+// rules hold, as measured (docs/seeds/mco.md, "Configs changing after registration").
+
+#[test]
+fn mco_gc_churn_after_join_keep_latest_only_deletes_the_running_config() {
+    check("mco-gc-churn-after-join-keep-latest-only");
+}
+
+#[test]
+fn mco_gc_churn_after_join_older_than_1h_deletes_a_config_mid_rollout() {
+    check("mco-gc-churn-after-join-older-than-1h");
+}
+
+#[test]
+fn mco_gc_churn_after_join_in_use_deletes_a_config_handed_to_a_joining_worker() {
+    check("mco-gc-churn-after-join-in-use");
+}
+
+#[test]
+fn mco_gc_churn_after_join_in_use_and_in_flight_holds() {
+    check("mco-gc-churn-after-join-in-use-and-in-flight");
 }
