@@ -41,7 +41,7 @@
 //!   its node Lease in `kube-node-lease` (name = node name, leaseDurationSeconds 40,
 //!   ownerReference to the Node) and renews it every 10 s plus up to 400 ms of jitter,
 //!   retrying a failed write with backoff 200 ms doubling to 7 s, as the core kubelet
-//!   (`reconsim_world::kubelet`, docs/semantics.md 5.1). Without it the node lifecycle
+//!   (`reconsim_world::kubelet`, docs/semantics.md 5.1, 8.2). Without it the node lifecycle
 //!   controller marks every MCO Node Unknown 40 s after it registers and taints it
 //!   NoExecute. That is one write per 10 s per machine and nothing else: the kubelet's
 //!   10 s Node status sync, which only repairs a Ready condition the lifecycle
