@@ -251,6 +251,8 @@ struct ProcSlot<A: Actor> {
     clock_offset_ms: i64,
     /// Events that came due while paused, in order.
     pending: VecDeque<Event<A::Msg>>,
+    /// When it last crashed or stopped (its sockets were orphaned then).
+    down_at: SimTime,
 }
 
 /// The tie-break of events that came due before the instant they are handled at (events
@@ -303,6 +305,9 @@ struct Held<M> {
     to: ProcId,
     inc: u32,
     msg: M,
+    /// When the partition caught it, and the sender's incarnation then.
+    held_at: SimTime,
+    from_inc: u32,
 }
 
 /// The simulator.
@@ -425,6 +430,7 @@ impl<A: Actor> Sim<A> {
             rng,
             clock_offset_ms: 0,
             pending: VecDeque::new(),
+            down_at: SimTime::ZERO,
         });
         // A process starts before anything else due at its first instant reaches it.
         self.enqueue_with(self.now, DUE_EARLIER, Event::Start { proc: id, inc: 0 });
@@ -658,11 +664,14 @@ impl<A: Actor> Sim<A> {
                     }
                     Some(PartitionMode::Hold) => {
                         self.trace.push(self.now, RecordKind::Held { from, to });
+                        let from_inc = self.procs[from.index()].incarnation;
                         self.held.push(Held {
                             from,
                             to,
                             inc: ev_inc,
                             msg,
+                            held_at: self.now,
+                            from_inc,
                         });
                         return Some(StepKind::Lost(to));
                     }
@@ -801,6 +810,7 @@ impl<A: Actor> Sim<A> {
         let NetConfig {
             latency_ms_min: lo,
             latency_ms_max: hi,
+            ..
         } = self.net.config;
         let latency = if hi > lo {
             lo + self.net_rng.next_u64() % (hi - lo + 1)
@@ -935,7 +945,27 @@ impl<A: Actor> Sim<A> {
                 self.held.push(h);
                 continue;
             }
-            let Held { from, to, inc, msg } = h;
+            // TCP's bounds: an open socket's data for hold_open_ms, an exited sender's
+            // for hold_orphan_ms after its exit (network.rs).
+            let sender = &self.procs[h.from.index()];
+            let mut deadline = h.held_at.plus_ms(self.net.config.hold_open_ms);
+            if sender.incarnation != h.from_inc {
+                deadline = deadline.min(sender.down_at.plus_ms(self.net.config.hold_orphan_ms));
+            }
+            let Held {
+                from, to, inc, msg, ..
+            } = h;
+            if self.now > deadline {
+                self.trace.push(
+                    self.now,
+                    RecordKind::Dropped {
+                        from,
+                        to,
+                        reason: DropReason::Expired,
+                    },
+                );
+                continue;
+            }
             self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
         }
     }
@@ -974,6 +1004,7 @@ impl<A: Actor> Sim<A> {
         slot.state = ProcState::Stopped;
         slot.incarnation += 1;
         slot.pending.clear();
+        slot.down_at = self.now;
     }
 
     /// Kill a process: its memory, timers and connections are gone.
@@ -985,6 +1016,7 @@ impl<A: Actor> Sim<A> {
         slot.state = ProcState::Crashed;
         slot.incarnation += 1;
         slot.pending.clear();
+        slot.down_at = self.now;
         slot.actor.on_crash();
         self.net.forget(p);
         true

@@ -5,7 +5,14 @@
 //! as a TCP connection or an HTTP/2 stream is: a message never overtakes an earlier one on
 //! the same link. Messages between processes on one host are never cut. Partitions are
 //! checked when a message arrives, so one sent just before a partition starts is caught by
-//! it; a `Hold` partition parks messages and releases them, in order, when it heals.
+//! it; a `Hold` partition parks messages and releases them, in order, when it heals, but
+//! only within TCP's real bounds (docs/semantics.md 4.6): the sender's kernel
+//! retransmits unacknowledged data while the socket is open, and a client-go client
+//! closes a dead connection about 45 s in (its HTTP/2 health check), after which the
+//! orphaned socket retransmits for `tcp_orphan_retries` (about 102 s); a sender that
+//! exits orphans its sockets at once. So a held message is delivered at the heal only if
+//! it was held at most `hold_open_ms` (145 s) ago, and at most `hold_orphan_ms` (102 s)
+//! after its sender went down; later, it is dropped.
 
 use crate::fault::PartitionMode;
 use crate::id::{HostId, ProcId};
@@ -13,12 +20,34 @@ use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// Latency bounds of the network.
+/// Latency bounds of the network, and how long a held message can still arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetConfig {
     pub latency_ms_min: u64,
     pub latency_ms_max: u64,
+    /// A held message older than this at the heal is lost: the client closed the dead
+    /// connection after its health check (30 s + 15 s) and the orphaned socket gave up
+    /// retransmitting (`tcp_orphan_retries`, ~102 s).
+    #[serde(default = "hold_open_ms")]
+    pub hold_open_ms: u64,
+    /// A held message is lost this long after its sender crashed or stopped (its
+    /// sockets were orphaned at the exit).
+    #[serde(default = "hold_orphan_ms")]
+    pub hold_orphan_ms: u64,
+}
+
+/// 45 s of HTTP/2 health check, then tcp_orphan_retries' ~100 s.
+pub const HOLD_OPEN_MS: u64 = 145_000;
+/// tcp_orphan_retries (8 when 0, the default): RTO 200 ms doubling, 0.2 s x 511.
+pub const HOLD_ORPHAN_MS: u64 = 102_200;
+
+fn hold_open_ms() -> u64 {
+    HOLD_OPEN_MS
+}
+
+fn hold_orphan_ms() -> u64 {
+    HOLD_ORPHAN_MS
 }
 
 impl Default for NetConfig {
@@ -26,6 +55,8 @@ impl Default for NetConfig {
         NetConfig {
             latency_ms_min: 1,
             latency_ms_max: 5,
+            hold_open_ms: HOLD_OPEN_MS,
+            hold_orphan_ms: HOLD_ORPHAN_MS,
         }
     }
 }

@@ -32,6 +32,8 @@ pub enum DropReason {
     Partition,
     /// The receiver is crashed or stopped, or restarted since the message was sent.
     ReceiverDown,
+    /// Held by a partition longer than TCP keeps retransmitting it (network.rs).
+    Expired,
 }
 
 /// One thing that happened.

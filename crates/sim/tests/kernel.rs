@@ -319,6 +319,7 @@ fn config(seed: u64, lo: u64, hi: u64, trace: TraceMode) -> SimConfig {
     c.net = NetConfig {
         latency_ms_min: lo,
         latency_ms_max: hi,
+        ..Default::default()
     };
     c.trace = trace;
     c
@@ -689,6 +690,74 @@ fn hold_partition_delivers_held_messages_in_order_after_heal() {
         .collect::<Vec<_>>();
     assert_eq!(held, (10..30).map(|i| 8 + 10 * i).collect::<Vec<_>>());
     assert!(drops(&sim, s, r_other, DropReason::Partition).is_empty());
+}
+
+/// A ticker on `a` sending every 10 s from 5 s to a recorder on `b`, a holding partition
+/// between them over [1 s, 201 s), and maybe a crash of the sender at `crash_at_ms`.
+fn long_hold_world(crash_at_ms: Option<u64>) -> (Sim<Node>, ProcId, ProcId) {
+    let mut faults = vec![timed(
+        1_000,
+        Some(200_000),
+        partition(&["a"], &["b"], PartitionMode::Hold, false),
+    )];
+    if let Some(at) = crash_at_ms {
+        faults.push(timed(
+            at,
+            None,
+            Fault::Crash {
+                process: "s".into(),
+            },
+        ));
+    }
+    let mut sim = new_sim(config(5, 3, 3, TraceMode::Full), faults);
+    let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
+    let r = sim.spawn(hb, "r", Node::new(Role::Recorder));
+    let s = sim.spawn(
+        ha,
+        "s",
+        Node::new(Role::Ticker {
+            to: vec![r],
+            first_ms: 5_000,
+            every_ms: 10_000,
+            count: 30,
+        }),
+    );
+    sim.run_until(SimTime::from_secs(400));
+    (sim, s, r)
+}
+
+#[test]
+fn a_hold_delivers_only_what_tcp_still_retransmits() {
+    // Held at 5.003 s, 15.003 s, ..., 195.003 s; the heal at 201 s delivers those held
+    // at most 145 s before (from 65 s on) and drops the older ones as expired.
+    let (sim, s, r) = long_hold_world(None);
+    let got = seqs_from(&sim, r, s);
+    let released: Vec<u64> = got
+        .iter()
+        .filter(|(t, _)| *t == 201_000)
+        .map(|(_, i)| *i)
+        .collect();
+    assert_eq!(released, (6..20).collect::<Vec<_>>(), "{got:?}");
+    let expired = drops(&sim, s, r, DropReason::Expired);
+    assert_eq!(expired, vec![201_000; 6], "held at 5..55 s");
+    assert!(
+        got.iter().all(|(_, i)| *i >= 6),
+        "nothing older arrives: {got:?}"
+    );
+}
+
+#[test]
+fn a_crashed_senders_held_messages_die_with_its_orphaned_sockets() {
+    // The sender crashes at 90 s: its sockets are orphaned and retransmit ~102 s more,
+    // to 192.2 s, before the 201 s heal: nothing it sent into the partition arrives.
+    let (sim, s, r) = long_hold_world(Some(90_000));
+    let got = seqs_from(&sim, r, s);
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(
+        drops(&sim, s, r, DropReason::Expired).len(),
+        9,
+        "held at 5..85 s"
+    );
 }
 
 #[test]
