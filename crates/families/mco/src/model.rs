@@ -633,6 +633,13 @@ pub struct McoMachine {
     lease_backoff_ms: u64,
     /// Successful Lease writes so far (observation for tests).
     pub heartbeats: u64,
+    /// The daemon has reached Running once: from then on the machine is no longer booting.
+    has_run: bool,
+    /// Reads of its config by the daemon, before it first ran, that the API server answered
+    /// NotFound (observation for tests): the report's "secondary masters that were still
+    /// booting and expecting to be able to find that MC", counted rather than inferred
+    /// from the invariant, which stops at the first violation.
+    pub boot_not_found: u64,
 }
 
 /// The kubelet's node Lease timing (docs/semantics.md 5.1), shared with the core kubelet.
@@ -663,6 +670,8 @@ impl McoMachine {
             lease_req: None,
             lease_backoff_ms: kubelet_timing().lease_retry_ms_min,
             heartbeats: 0,
+            has_run: false,
+            boot_not_found: 0,
         }
     }
 
@@ -1009,6 +1018,7 @@ impl McoMachine {
         match after {
             After::Run => {
                 self.phase = Phase::Running;
+                self.has_run = true;
                 self.look(ctx);
             }
             After::Apply => {
@@ -1205,6 +1215,9 @@ impl McoMachine {
                 }
                 Ok(_) => self.proceed(after, ctx),
                 Err(e) => {
+                    if !self.has_run && e == ApiError::NotFound {
+                        self.boot_not_found += 1;
+                    }
                     if ctx.now().since(since) >= DAEMON_CONFIG_TIMEOUT_MS {
                         let reason = format!(
                             "machineconfig {:?} not found after {} s: {e:?}",
@@ -1237,6 +1250,7 @@ impl McoMachine {
                     )
                 });
                 self.phase = Phase::Running;
+                self.has_run = true;
                 self.look(ctx);
             }
             (Phase::Degraded { .. }, _) => {}
