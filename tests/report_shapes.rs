@@ -340,8 +340,14 @@ fn kcp_the_reports_extra_machines_appear_and_the_fix_creates_exactly_replicas() 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct McoShape {
     not_found: Vec<String>,
+    /// Of `not_found`, those whose first miss came in the first 10 minutes: bring-up,
+    /// the report's time (every mco scenario's sources are created at 20-24 s).
+    bring_up: Vec<String>,
     degraded: Vec<String>,
 }
+
+/// The bring-up window of `McoShape::bring_up`.
+const BRING_UP_MS: u64 = 600_000;
 
 fn mco_shape(s: &Scenario, seed: u64) -> McoShape {
     let plan = faults::generate(s, seed);
@@ -355,6 +361,11 @@ fn mco_shape(s: &Scenario, seed: u64) -> McoShape {
     {
         if m.boot_not_found > 0 {
             shape.not_found.push(m.name().to_string());
+        }
+        if m.first_boot_not_found_at
+            .is_some_and(|t| t < SimTime(BRING_UP_MS))
+        {
+            shape.bring_up.push(m.name().to_string());
         }
         if m.is_degraded() {
             shape.degraded.push(m.name().to_string());
@@ -376,7 +387,7 @@ const MCO_ROWS: [&str; 9] = [
 ];
 
 #[test]
-#[ignore = "prints the table of docs/seeds/mco.md; about 30 s in release"]
+#[ignore = "prints the table of docs/seeds/mco.md; about 45 s in release"]
 fn mco_table_prints() {
     let seeds = 0..200u64;
     let runs = seeds.end - seeds.start;
@@ -384,9 +395,12 @@ fn mco_table_prints() {
         let s = scenario(name);
         let (mut hit, mut per_run, mut degraded, mut who) =
             (0u64, BTreeMap::new(), 0u64, BTreeMap::new());
+        let (mut bring_up, mut bring_up_per_run) = (0u64, BTreeMap::new());
         for seed in seeds.clone() {
             let shape = mco_shape(&s, seed);
             hit += u64::from(!shape.not_found.is_empty());
+            bring_up += u64::from(!shape.bring_up.is_empty());
+            *bring_up_per_run.entry(shape.bring_up.len()).or_insert(0u64) += 1;
             degraded += u64::from(!shape.degraded.is_empty());
             *per_run.entry(shape.not_found.len()).or_insert(0u64) += 1;
             for m in shape.not_found {
@@ -402,6 +416,12 @@ fn mco_table_prints() {
             ranked(&per_run, runs),
             ranked(&who, runs)
         );
+        println!(
+            "    of which in bring-up (first miss before {} s): {bring_up} runs ({:.1} %); machines per run {}",
+            BRING_UP_MS / 1000,
+            100.0 * bring_up as f64 / runs as f64,
+            ranked(&bring_up_per_run, runs)
+        );
     }
 }
 
@@ -414,10 +434,11 @@ fn mco_booting_machines_miss_their_config_only_where_the_report_says() {
     let all_masters = vec!["master-0", "master-1", "master-2"];
     let s = mco_shape(&scenario("mco-bootstrap-mismatch"), 0);
     assert_eq!(s.not_found, all_masters, "{s:?}");
+    assert_eq!(s.bring_up, all_masters, "{s:?}");
     assert_eq!(s.degraded, all_masters, "{s:?}");
     let s = mco_shape(&scenario("mco-gc-in-use"), 0);
     assert!(
-        !s.not_found.is_empty() && s.not_found.iter().all(|m| m.starts_with("worker-")),
+        !s.bring_up.is_empty() && s.not_found.iter().all(|m| m.starts_with("worker-")),
         "{s:?}"
     );
     let s = mco_shape(&scenario("mco-gc-in-use-and-in-flight"), 0);

@@ -640,6 +640,8 @@ pub struct McoMachine {
     /// booting and expecting to be able to find that MC", counted rather than inferred
     /// from the invariant, which stops at the first violation.
     pub boot_not_found: u64,
+    /// When the first of those answers came: tells a bring-up miss from a late joiner's.
+    pub first_boot_not_found_at: Option<SimTime>,
 }
 
 /// The kubelet's node Lease timing (docs/semantics.md 5.1), shared with the core kubelet.
@@ -672,6 +674,7 @@ impl McoMachine {
             heartbeats: 0,
             has_run: false,
             boot_not_found: 0,
+            first_boot_not_found_at: None,
         }
     }
 
@@ -1217,6 +1220,7 @@ impl McoMachine {
                 Err(e) => {
                     if !self.has_run && e == ApiError::NotFound {
                         self.boot_not_found += 1;
+                        self.first_boot_not_found_at.get_or_insert(ctx.now());
                     }
                     if ctx.now().since(since) >= DAEMON_CONFIG_TIMEOUT_MS {
                         let reason = format!(
