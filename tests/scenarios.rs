@@ -59,6 +59,7 @@ fn every_shipped_scenario_is_tested() {
         "machineapi-lease-expiry-idempotent",
         "machineapi-leader-election-watch-lag",
         "machineapi-idempotent-watch-lag",
+        "machineapi-leader-election-watch-stall",
         "kcp-upgrade-counts-deleting-1",
         "kcp-upgrade-counts-deleting-3",
         "kcp-upgrade-waits-for-deletion-1",
@@ -116,6 +117,11 @@ fn machineapi_leader_election_watch_lag_duplicates() {
 #[test]
 fn machineapi_idempotent_watch_lag_holds() {
     check("machineapi-idempotent-watch-lag");
+}
+
+#[test]
+fn machineapi_leader_election_watch_stall_duplicates() {
+    check("machineapi-leader-election-watch-stall");
 }
 
 #[test]

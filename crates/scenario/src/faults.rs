@@ -102,6 +102,12 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Plan {
                         lag_ms: draw(&mut rng, *lag_ms),
                     },
                 },
+                FaultKind::WatchStall { processes, lag_ms } => Fault::Inject {
+                    process: pick(&mut rng, processes).clone(),
+                    fault: WorldFault::WatchStall {
+                        lag_ms: draw(&mut rng, *lag_ms),
+                    },
+                },
                 FaultKind::Failpoint {
                     processes,
                     name,

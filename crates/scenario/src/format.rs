@@ -314,6 +314,12 @@ pub enum FaultKind {
     NodeJoinDelay { extra_ms: Range },
     /// The API server's watch events leave this much after the write's response.
     WatchLag { lag_ms: Range },
+    /// One of `processes` (controller hosts) gets its watch events this much later,
+    /// while its requests and their answers go at the usual pace.
+    WatchStall {
+        processes: Vec<String>,
+        lag_ms: Range,
+    },
     /// Arm failpoint `name` in one of `processes` from the fault's start to its end: its
     /// hit number `hit` (drawn) crashes the process there (restarting `for_ms` later),
     /// returns an error, or stalls the reconcile `for_ms`.
@@ -367,6 +373,7 @@ impl FaultKind {
             FaultKind::CloudDescribeLag { .. } => "cloud_describe_lag",
             FaultKind::NodeJoinDelay { .. } => "node_join_delay",
             FaultKind::WatchLag { .. } => "watch_lag",
+            FaultKind::WatchStall { .. } => "watch_stall",
             FaultKind::Failpoint { .. } => "failpoint",
         }
     }
@@ -764,6 +771,13 @@ impl Scenario {
                 FaultKind::CloudDescribeLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
                 FaultKind::NodeJoinDelay { extra_ms } => check_range(&kat("extra_ms"), *extra_ms)?,
                 FaultKind::WatchLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
+                FaultKind::WatchStall {
+                    processes: ps,
+                    lag_ms,
+                } => {
+                    names_in("processes", ps, &processes)?;
+                    check_range(&kat("lag_ms"), *lag_ms)?;
+                }
                 FaultKind::Failpoint {
                     processes: ps,
                     name,

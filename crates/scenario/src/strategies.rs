@@ -107,6 +107,12 @@ fn generator(g: &FaultGen) -> BoxedStrategy<Vec<TimedFault<WorldFault>>> {
                 fault: WorldFault::WatchLag { lag_ms },
             })
             .boxed(),
+        FaultKind::WatchStall { processes, lag_ms } => (one_of(processes), within(*lag_ms))
+            .prop_map(|(process, lag_ms)| Fault::Inject {
+                process,
+                fault: WorldFault::WatchStall { lag_ms },
+            })
+            .boxed(),
         FaultKind::Failpoint {
             processes,
             name,

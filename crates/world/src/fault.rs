@@ -16,6 +16,10 @@ pub enum WorldFault {
     /// Watch events leave this much later than the write's response (target: the API
     /// server; its watch cache lags etcd).
     WatchLag { lag_ms: u64 },
+    /// This one process's watch events reach it this much later, in order, while its
+    /// requests and answers do not wait (target: a manager; a stalled HTTP/2 watch
+    /// stream, a slow consumer; docs/semantics.md 4.7).
+    WatchStall { lag_ms: u64 },
     /// Arm the failpoint `name` of a controller host (target: a manager process): its
     /// `hit`-th hit (from 1, counted from when this fault starts) does `action`. Hits
     /// after the fault ends do nothing.

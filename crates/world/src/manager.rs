@@ -315,6 +315,8 @@ pub enum Timer {
     Wake { ctrl: u16, req: u64 },
     /// The informer of the `kind`-th watched kind resyncs, every `period_ms`.
     Resync { kind: u16, period_ms: u64 },
+    /// Watch events held by a [`WorldFault::WatchStall`] are due.
+    ReleaseWatch,
 }
 
 /// controller-runtime's work queue for one controller (one worker).
@@ -450,6 +452,11 @@ pub struct Manager {
     /// How many times the process has started: the uniquifier of its leader-election
     /// identity (not memory; it stands in for a fresh uuid).
     starts: u32,
+    /// The watch stall in force ([`WorldFault::WatchStall`]); 0: none.
+    watch_stall_ms: u64,
+    /// Watch events held by the stall, in order, with their release times (never
+    /// decreasing); bounded by the events of one stall period.
+    stalled: VecDeque<(SimTime, Msg)>,
 }
 
 impl Manager {
@@ -488,6 +495,8 @@ impl Manager {
             keys: Vec::new(),
             failpoints: Failpoints::default(),
             starts: 0,
+            watch_stall_ms: 0,
+            stalled: VecDeque::new(),
         }
     }
 
@@ -547,6 +556,9 @@ impl Manager {
 
     pub fn on_crash(&mut self) {
         self.running = false;
+        // The socket buffers died with the process; a fault's end is not delivered to it.
+        self.stalled.clear();
+        self.watch_stall_ms = 0;
         if let Some(e) = &mut self.elector {
             e.reset();
         }
@@ -559,6 +571,14 @@ impl Manager {
 
     /// A `Failpoint` fault arms (or, at its end, disarms) a failpoint of this process.
     pub fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+        if let WorldFault::WatchStall { lag_ms } = f {
+            // Overlapping stalls add up, as the API server's lags do.
+            self.watch_stall_ms = if active {
+                self.watch_stall_ms.saturating_add(*lag_ms)
+            } else {
+                self.watch_stall_ms.saturating_sub(*lag_ms)
+            };
+        }
         if let WorldFault::Failpoint { name, hit, action } = f {
             if active {
                 self.failpoints.arm(name, *hit, *action);
@@ -572,6 +592,26 @@ impl Manager {
         if self.exited {
             return;
         }
+        if matches!(msg, Msg::Watch(_)) && (self.watch_stall_ms > 0 || !self.stalled.is_empty()) {
+            // Behind the stall, or behind events it still holds (order first).
+            let now = ctx.now();
+            let release = self
+                .stalled
+                .back()
+                .map_or(now, |(at, _)| *at)
+                .max(now.plus_ms(self.watch_stall_ms));
+            self.stalled.push_back((release, msg));
+            ctx.set_timer(
+                release.since(now),
+                Msg::Timer(AnyTimer::Manager(Timer::ReleaseWatch)),
+            );
+            return;
+        }
+        self.handle(msg, ctx);
+    }
+
+    /// A message as it reaches the manager's code (after any watch stall).
+    fn handle(&mut self, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let mut changes = std::mem::take(&mut self.changes);
         if self.informer.handle(&msg, ctx, &mut changes) {
             self.offer(&changes, ctx);
@@ -616,6 +656,16 @@ impl Manager {
                 if let Some(e) = &mut self.elector {
                     let handled = e.on_timer(&t, ctx);
                     self.on_leader_event(handled.event, ctx);
+                }
+            }
+            AnyTimer::Manager(Timer::ReleaseWatch) => {
+                let now = ctx.now();
+                while self.stalled.front().is_some_and(|(at, _)| *at <= now) {
+                    let (_, msg) = self.stalled.pop_front().expect("checked");
+                    self.handle(msg, ctx);
+                    if self.exited {
+                        return;
+                    }
                 }
             }
             AnyTimer::Manager(Timer::Resync { kind, period_ms }) => {

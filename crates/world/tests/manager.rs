@@ -637,6 +637,47 @@ fn a_sync_period_reoffers_every_cached_object_at_a_jittered_period() {
 }
 
 #[test]
+fn a_watch_stall_delays_one_managers_events_only() {
+    // m0's watch stream stalls 5 s from 10 s to 40 s; m1's does not. A change at 20 s
+    // reaches m1 at once and m0 5 s later; after the stall both see changes at once.
+    let stall = timed(
+        10_000,
+        Some(30_000),
+        Fault::Inject {
+            process: "m0".into(),
+            fault: WorldFault::WatchStall { lag_ms: 5_000 },
+        },
+    );
+    let mut w = world(
+        4,
+        vec![stall],
+        vec![widget_set("ws-a", 1)],
+        vec![scale(20_000, "ws-a", 2), scale(60_000, "ws-a", 3)],
+        vec![
+            mgr("m0", Recorder::widget_sets(vec![Plan::done()])),
+            mgr("m1", Recorder::widget_sets(vec![Plan::done()])),
+        ],
+    );
+    w.sim.run_until(SimTime::from_secs(90));
+    let starts = |m: usize| -> Vec<u64> {
+        rec(&w.sim, w.mgrs[m])
+            .log
+            .iter()
+            .map(|r| r.start.as_ms())
+            .collect()
+    };
+    let (m0, m1) = (starts(0), starts(1));
+    assert_eq!(m0.len(), 3, "{m0:?}");
+    assert_eq!(m1.len(), 3, "{m1:?}");
+    assert!((20_000..20_100).contains(&m1[1]), "m1 at once: {m1:?}");
+    assert!((25_000..25_100).contains(&m0[1]), "m0 5 s late: {m0:?}");
+    assert!(
+        (60_000..60_100).contains(&m0[2]),
+        "after the stall, at once: {m0:?}"
+    );
+}
+
+#[test]
 fn requeue_after_reconciles_again_exactly_after_the_delay() {
     let mut w = world(
         2,

@@ -486,6 +486,7 @@ impl Cloud {
             WorldFault::NodeJoinDelay { extra_ms } => (&mut self.join_extra_ms, *extra_ms),
             WorldFault::KubeletStop
             | WorldFault::WatchLag { .. }
+            | WorldFault::WatchStall { .. }
             | WorldFault::Failpoint { .. } => {
                 return;
             }
