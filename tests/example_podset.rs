@@ -101,6 +101,25 @@ fn the_fixed_podset_holds_over_its_whole_budget() {
 }
 
 #[test]
+fn a_deposed_leaders_late_create_lands_and_a_fence_keeps_the_new_leader_out() {
+    // The held create of a leader that lost its lease lands after the new leader acted
+    // (within TCP's bounds), expectations or not; a fence as long as those bounds holds.
+    let deposed = scenario("podset-deposed-leader");
+    assert_eq!(deposed.expect, Expect::Violation);
+    let report = campaign(&deposed, true);
+    let first = report
+        .failures
+        .first()
+        .expect("a violation within the budget");
+    assert_eq!(first.invariant, podset::MAX_PODS);
+    let fenced = scenario("podset-deposed-leader-fenced");
+    assert_eq!(fenced.expect, Expect::Clean);
+    let report = campaign(&fenced, false);
+    assert_eq!(report.runs, fenced.seeds);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+}
+
+#[test]
 fn the_two_variants_differ_only_in_the_controller() {
     // The fixed scenario is the buggy one with variant `expectations`: the same world,
     // workload and fault profile, so the fix is what makes it clean.

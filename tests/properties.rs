@@ -101,6 +101,7 @@ fn machine_api_perturbed(scenario: &Scenario) -> impl Strategy<Value = Scenario>
                     lease_duration_ms: lease_ms,
                     renew_deadline_ms: renew,
                     retry_period_ms: renew / 2 / retry_div.max(1),
+                    fence_ms: 0,
                 });
             }
             s

@@ -103,6 +103,15 @@ pub struct LeaseSpec {
     pub lease_duration_ms: u64,
     pub renew_deadline_ms: u64,
     pub retry_period_ms: u64,
+    /// A new leader's fence: it acts only this long after it acquired the Lease, so the
+    /// writes a deposed leader left in flight have landed or died first (Chubby's
+    /// lock-delay; docs/semantics.md 4.6 bounds them at 145 s). 0: none, as client-go.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fence_ms: u64,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 impl LeaseSpec {
@@ -156,6 +165,7 @@ mod tests {
             lease_duration_ms: d,
             renew_deadline_ms: r,
             retry_period_ms: p,
+            fence_ms: 0,
         };
         assert!(l(137_000, 107_000, 26_000).check(".lease").is_ok());
         assert!(l(10, 20, 1).check(".lease").is_err());

@@ -421,6 +421,7 @@ impl FamilySection for Custom {
                         pod: None,
                         // Users' controllers are kube-rs code (kube-runtime's watcher).
                         relist_notify: RelistNotify::Every,
+                        fence_ms: c.leader_election.map_or(0, |l| l.fence_ms),
                         ..Default::default()
                     },
                     services.endpoints,

@@ -317,6 +317,8 @@ pub enum Timer {
     Resync { kind: u16, period_ms: u64 },
     /// Watch events held by a [`WorldFault::WatchStall`] are due.
     ReleaseWatch,
+    /// The new leader's fence is over.
+    FenceOver,
 }
 
 /// controller-runtime's work queue for one controller (one worker).
@@ -433,6 +435,10 @@ pub struct ManagerConfig {
     /// per start (pkg/cache `resyncPeriod`; semantics 4.5). `None`: no resync (kube-runtime
     /// has none; controller-runtime's default is 10 h, past any scenario).
     pub sync_period_ms: Option<u64>,
+    /// After acquiring the lease, start the controllers only this much later (a fence
+    /// against a deposed leader's writes still in flight; 0: at once, as
+    /// controller-runtime).
+    pub fence_ms: u64,
 }
 
 /// The controller host process.
@@ -452,6 +458,8 @@ pub struct Manager {
     /// How many times the process has started: the uniquifier of its leader-election
     /// identity (not memory; it stands in for a fresh uuid).
     starts: u32,
+    /// Until when a new leader holds back ([`ManagerConfig::fence_ms`]).
+    fence_until: Option<SimTime>,
     /// The watch stall in force ([`WorldFault::WatchStall`]); 0: none.
     watch_stall_ms: u64,
     /// Watch events held by the stall, in order, with their release times (never
@@ -495,6 +503,7 @@ impl Manager {
             keys: Vec::new(),
             failpoints: Failpoints::default(),
             starts: 0,
+            fence_until: None,
             watch_stall_ms: 0,
             stalled: VecDeque::new(),
         }
@@ -556,6 +565,7 @@ impl Manager {
 
     pub fn on_crash(&mut self) {
         self.running = false;
+        self.fence_until = None;
         // The socket buffers died with the process; a fault's end is not delivered to it.
         self.stalled.clear();
         self.watch_stall_ms = 0;
@@ -658,6 +668,7 @@ impl Manager {
                     self.on_leader_event(handled.event, ctx);
                 }
             }
+            AnyTimer::Manager(Timer::FenceOver) => self.maybe_start(ctx),
             AnyTimer::Manager(Timer::ReleaseWatch) => {
                 let now = ctx.now();
                 while self.stalled.front().is_some_and(|(at, _)| *at <= now) {
@@ -713,6 +724,14 @@ impl Manager {
         match event {
             Some(LeaderEvent::StartedLeading) => {
                 ctx.note(|| "started leading".to_string());
+                if self.config.fence_ms > 0 {
+                    self.fence_until = Some(ctx.now().plus_ms(self.config.fence_ms));
+                    ctx.set_timer(
+                        self.config.fence_ms,
+                        Msg::Timer(AnyTimer::Manager(Timer::FenceOver)),
+                    );
+                    ctx.note(|| format!("fenced: acting in {} ms", self.config.fence_ms));
+                }
                 self.maybe_start(ctx)
             }
             Some(LeaderEvent::StoppedLeading) => {
@@ -732,6 +751,9 @@ impl Manager {
     /// Start the controllers once synced and leading; replay the cache as adds.
     fn maybe_start(&mut self, ctx: &mut WorldCtx<'_>) {
         if self.running || !self.informer.synced() || !self.believes_leader() {
+            return;
+        }
+        if self.fence_until.is_some_and(|t| ctx.now() < t) {
             return;
         }
         self.running = true;

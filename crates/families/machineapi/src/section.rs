@@ -43,6 +43,7 @@ pub const MACHINE_API_4_6_LEASE: LeaseSpec = LeaseSpec {
     lease_duration_ms: 120_000,
     renew_deadline_ms: 110_000,
     retry_period_ms: 20_000,
+    fence_ms: 0,
 };
 
 /// 120 s / 110 s / 90 s: the MachineSet controller's, slowed "to reduce etcd writes at
@@ -52,6 +53,7 @@ pub const MACHINESET_4_6_LEASE: LeaseSpec = LeaseSpec {
     lease_duration_ms: 120_000,
     renew_deadline_ms: 110_000,
     retry_period_ms: 90_000,
+    fence_ms: 0,
 };
 
 /// The family, for a binary's registry.
