@@ -566,7 +566,7 @@ impl ApiServer {
             return Ok(ApiOk::Object(current));
         }
         let mut next = (*current).clone();
-        next.meta.deletion_timestamp = Some(ctx.now().plus_ms(grace_s * 1000));
+        next.meta.deletion_timestamp = Some(ctx.now().plus_ms(grace_s.saturating_mul(1000)));
         next.meta.deletion_grace_period_seconds = Some(grace_s);
         next.meta.generation += 1;
         if grace_s > 0 {

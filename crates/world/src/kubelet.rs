@@ -917,11 +917,11 @@ impl Kubelet {
     fn terminate(&mut self, key: &(String, String), pod: &Object, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now();
         let epoch = self.epoch;
-        let grace_ms = 1000
-            * pod
-                .meta
-                .deletion_grace_period_seconds
-                .unwrap_or(POD_GRACE_PERIOD_SECONDS_DEFAULT);
+        let grace_ms = pod
+            .meta
+            .deletion_grace_period_seconds
+            .unwrap_or(POD_GRACE_PERIOD_SECONDS_DEFAULT)
+            .saturating_mul(1000);
         let c = self.containers.get_mut(key).expect("checked by the caller");
         let proc = c.proc.expect("checked by the caller");
         let kill_at = match c.terminating {
