@@ -98,8 +98,10 @@ impl Expectations {
 
 /// A pod the scheduler has assumed on a node: its bind is in flight, or succeeded and the
 /// cache does not show it yet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Assumed {
+    /// The pod's key, to look it up in the cache.
+    key: ObjectKey,
     sent: SimTime,
     answered: bool,
 }
@@ -370,13 +372,11 @@ impl Workloads {
         let cache = self.informer.cache();
         // An assumption ends when the cache shows the pod bound or gone (the informer's
         // event confirms it), or when its bind went unanswered too long.
-        let unbound: BTreeSet<Uid> = cache
-            .list(Pod::KIND)
-            .filter(|p| p.typed::<Pod>().is_some_and(|x| x.spec.node_name.is_none()))
-            .map(|p| p.meta.uid)
-            .collect();
         self.assumed.retain(|uid, a| {
-            unbound.contains(uid) && (a.answered || now.since(a.sent) < timeout_ms)
+            let unbound = cache.get(&a.key).is_some_and(|p| {
+                p.meta.uid == *uid && p.typed::<Pod>().is_some_and(|x| x.spec.node_name.is_none())
+            });
+            unbound && (a.answered || now.since(a.sent) < timeout_ms)
         });
         let assumed = &self.assumed;
         self.bind_reqs.retain(|_, uid| assumed.contains_key(uid));
@@ -417,6 +417,7 @@ impl Workloads {
             self.assumed.insert(
                 pod.meta.uid,
                 Assumed {
+                    key: pod.key(),
                     sent: now,
                     answered: false,
                 },

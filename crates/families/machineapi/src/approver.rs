@@ -35,6 +35,8 @@ struct Ctx {
 
 /// The approver.
 pub fn controller() -> Box<dyn Reconciler> {
+    // Machines and Nodes are watched for the cache the rules read, not as triggers: a CSR
+    // that fails them is retried by its error's backoff.
     Controller::new::<CertificateSigningRequest>(NAME)
         .watches::<Machine>(|_, _| {})
         .watches::<Node>(|_, _| {})
