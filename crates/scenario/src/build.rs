@@ -35,8 +35,20 @@ pub struct World {
 
 /// Build the world of `scenario` for `seed` with fault `plan`.
 pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> World {
+    build_recording(scenario, seed, plan, trace, false)
+}
+
+/// [`build`], keeping the run's decision points if `record` (a search's reference run).
+pub fn build_recording(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    record: bool,
+) -> World {
     let mut config = SimConfig::new(seed);
     config.trace = trace;
+    config.record_decisions = record;
     config.net.latency_ms_min = scenario.net.latency_ms.lo;
     config.net.latency_ms_max = scenario.net.latency_ms.hi;
     let mut sim: Sim<Proc> = Sim::new(config, plan);

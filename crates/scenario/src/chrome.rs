@@ -215,5 +215,8 @@ fn fault_name<F>(f: &reconsim_sim::Fault<F>) -> &'static str {
         Fault::Crash { .. } => "crash",
         Fault::ClockSkew { .. } => "clock skew",
         Fault::Inject { .. } => "world fault",
+        Fault::DropMessage => "drop message",
+        Fault::DelayMessage { .. } => "delay message",
+        Fault::LoseAnswer => "lose answer",
     }
 }

@@ -57,13 +57,28 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
         .plan
         .faults
         .iter()
-        .map(|f| {
-            let end = f.duration_ms.map(|d| SimTime(f.at_ms.saturating_add(d)));
-            let active = SimTime(f.at_ms) <= at && end.is_none_or(|e| e > at);
+        .enumerate()
+        .map(|(i, f)| {
+            // An anchored fault's time is when its event came (never, if it did not).
+            let start = match &f.on {
+                None => Some(SimTime(f.at_ms)),
+                Some(_) => world.sim.fired_at(i),
+            };
+            let what = match &f.on {
+                None => fault_summary(&f.fault),
+                Some(anchor) => format!("{} {anchor}", fault_summary(&f.fault)),
+            };
+            let Some(start) = start else {
+                return format!("{what}: its event never came");
+            };
+            let end = if f.fault.is_message_fault() {
+                Some(start)
+            } else {
+                f.duration_ms.map(|d| start.plus_ms(d))
+            };
+            let active = start <= at && end.is_none_or(|e| e > at);
             format!(
-                "{} {}-{}{}",
-                fault_summary(&f.fault),
-                SimTime(f.at_ms),
+                "{what} {start}-{}{}",
                 end.map_or("end".to_string(), |e| e.to_string()),
                 if active { " (active)" } else { "" }
             )
@@ -266,5 +281,8 @@ fn fault_summary<F: std::fmt::Debug>(f: &Fault<F>) -> String {
         Fault::Crash { process } => format!("crash {process}"),
         Fault::ClockSkew { process, offset_ms } => format!("clock skew {process} {offset_ms:+} ms"),
         Fault::Inject { process, fault } => format!("{fault:?} on {process}"),
+        Fault::DropMessage => "drop the message".into(),
+        Fault::DelayMessage { extra_ms } => format!("delay the message +{extra_ms} ms"),
+        Fault::LoseAnswer => "lose the answer".into(),
     }
 }

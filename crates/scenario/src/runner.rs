@@ -8,7 +8,7 @@
 //! something new to check. A check that depends on elapsed time alone (a grace period
 //! running out) is judged at the next change.
 
-use crate::build::{World, build};
+use crate::build::{World, build_recording};
 use crate::format::{Plan, Scenario};
 use reconsim_check::{Checker, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
@@ -67,10 +67,15 @@ fn converged(scenario: &Scenario, view: &View<'_>) -> Result<(), String> {
 }
 
 /// When convergence is judged: `within_ms` after the last user action and the last
-/// fault's end; `None` if the scenario has no bound or a fault never ends.
+/// fault's end; `None` if the scenario has no bound or a fault never ends. For a plan
+/// with anchored faults this is a first guess: the run moves it to after their events.
 pub fn convergence_deadline(scenario: &Scenario, plan: &Plan) -> Option<SimTime> {
+    deadline_after(scenario, plan.last_heal_ms())
+}
+
+fn deadline_after(scenario: &Scenario, heal_ms: Option<u64>) -> Option<SimTime> {
     let c = scenario.convergence?;
-    let heal = plan.last_heal_ms()?;
+    let heal = heal_ms?;
     let last_action = scenario.workload.iter().map(|a| a.at_ms).max().unwrap_or(0);
     Some(SimTime(
         heal.max(last_action)
@@ -82,8 +87,20 @@ pub fn convergence_deadline(scenario: &Scenario, plan: &Plan) -> Option<SimTime>
 /// Run `scenario` with `seed` and `plan`; the world is returned for inspection
 /// (timelines, Chrome traces).
 pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> (Outcome, World) {
+    run_world_recording(scenario, seed, plan, trace, false)
+}
+
+/// [`run_world`], keeping the run's decision points if `record` (`world.sim.decisions()`).
+pub fn run_world_recording(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    record: bool,
+) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
-    let mut world = build(scenario, seed, plan, trace);
+    let anchored = plan.has_anchors();
+    let mut world = build_recording(scenario, seed, plan, trace, record);
     let mut checkers: Vec<Checker> = scenario
         .invariants
         .iter()
@@ -101,9 +118,23 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
     let mut api_writes = u64::MAX;
     let mut violation = None;
     let mut pending_convergence = deadline;
+    let mut fired = 0;
     'run: loop {
         let horizon = pending_convergence.unwrap_or(end).min(end);
         while let Some(step) = world.sim.step_until(horizon) {
+            // An anchored fault's event came: judge convergence after it heals, even if
+            // an earlier deadline was judged already.
+            let mut rehorizon = false;
+            if anchored && world.sim.fired() != fired {
+                fired = world.sim.fired();
+                if let Some(d) = deadline_after(scenario, world.sim.heal_ms())
+                    && pending_convergence.is_none_or(|p| d > p)
+                    && d > world.sim.now()
+                {
+                    pending_convergence = Some(d);
+                    rehorizon = true;
+                }
+            }
             let relevant = match step {
                 StepKind::Handled(p) if p == api => {
                     let Proc::ApiServer(a) = world.sim.actor(api) else {
@@ -115,13 +146,15 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
                 StepKind::Lost(_) => false,
                 StepKind::Fault { .. } => true,
             };
-            if !relevant {
-                continue;
+            if relevant {
+                let v = view(&world);
+                if let Some(found) = checkers.iter_mut().find_map(|c| c.check(&v)) {
+                    violation = Some(found);
+                    break 'run;
+                }
             }
-            let v = view(&world);
-            if let Some(found) = checkers.iter_mut().find_map(|c| c.check(&v)) {
-                violation = Some(found);
-                break 'run;
+            if rehorizon {
+                continue 'run;
             }
         }
         if world.sim.budget_exhausted() {
@@ -138,6 +171,18 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
         }
         match pending_convergence.take() {
             Some(at) => {
+                if anchored {
+                    // Anchored faults heal after their events, known only now.
+                    match deadline_after(scenario, world.sim.heal_ms()) {
+                        Some(later) if later > at => {
+                            pending_convergence = Some(later);
+                            continue;
+                        }
+                        // A fault that took effect never reverts: no bound to judge.
+                        None => continue,
+                        Some(_) => {}
+                    }
+                }
                 if let Err(reason) = converged(
                     scenario,
                     &View {
@@ -173,7 +218,17 @@ pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -
 
 /// Run `scenario` with `seed`, generating its fault plan.
 pub fn run(scenario: &Scenario, seed: u64) -> (Outcome, Plan) {
-    let plan = crate::faults::generate(scenario, seed);
+    run_generated(scenario, seed, false)
+}
+
+/// Run `scenario` with `seed` and the plan its generators draw, in swarm mode if asked
+/// ([`crate::faults::generate_swarm`]).
+pub fn run_generated(scenario: &Scenario, seed: u64, swarm: bool) -> (Outcome, Plan) {
+    let plan = if swarm {
+        crate::faults::generate_swarm(scenario, seed)
+    } else {
+        crate::faults::generate(scenario, seed)
+    };
     let (outcome, _) = run_world(scenario, seed, plan.clone(), TraceMode::Hash);
     (outcome, plan)
 }

@@ -138,6 +138,7 @@ fn generator(g: &FaultGen) -> BoxedStrategy<Vec<TimedFault<WorldFault>>> {
             at_ms,
             duration_ms: Some(d),
             fault,
+            on: None,
         });
     proptest::collection::vec(one, g.count.lo as usize..=g.count.hi as usize).boxed()
 }

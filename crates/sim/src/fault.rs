@@ -7,7 +7,13 @@
 //! plan is readable, editable and stable across runs. Faults the kernel does not know
 //! (a kubelet stop, cloud lag) travel as [`Fault::Inject`] to the named process, typed by
 //! the world's own fault type `F`.
+//!
+//! A fault may wait for an event instead of a time ([`TimedFault::on`], an
+//! [`crate::Anchor`]): armed at `at_ms`, it takes effect at the anchor's message. Three
+//! faults act on that one message and exist only with an anchor: drop it, delay it, or
+//! lose the answer to it.
 
+use crate::anchor::Anchor;
 use serde::{Deserialize, Serialize};
 
 /// What a partition does to a message that would cross it.
@@ -53,9 +59,31 @@ pub enum Fault<F> {
     ClockSkew { process: String, offset_ms: i64 },
     /// A world fault, handed to the named process's `on_fault`.
     Inject { process: String, fault: F },
+    /// Anchored only: the anchor's message is lost. A request: its caller times out. A
+    /// message of a stream (a watch event): its connection breaks, and the receiver
+    /// hears of it as TCP would tell it ([`crate::Actor::broken_by_drop`]).
+    DropMessage,
+    /// Anchored only: the anchor's message takes this much longer (its link is FIFO, so
+    /// what follows it on the link waits too: a stalled stream).
+    DelayMessage { extra_ms: u64 },
+    /// Anchored only: the answer to the anchor's request is lost (the request took
+    /// effect; its caller times out not knowing).
+    LoseAnswer,
 }
 
-/// A fault at a time, for a duration (`None`: until the end of the run).
+impl<F> Fault<F> {
+    /// Acts on the anchor's message itself, so it needs an anchor.
+    pub fn is_message_fault(&self) -> bool {
+        matches!(
+            self,
+            Fault::DropMessage | Fault::DelayMessage { .. } | Fault::LoseAnswer
+        )
+    }
+}
+
+/// A fault at a time, for a duration (`None`: until the end of the run). With `on`, the
+/// fault is armed at `at_ms` and takes effect at the anchor's event (if it comes), for
+/// `duration_ms` from then.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimedFault<F> {
@@ -63,6 +91,30 @@ pub struct TimedFault<F> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     pub fault: Fault<F>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on: Option<Anchor>,
+}
+
+impl<F> TimedFault<F> {
+    /// A fault at a time.
+    pub fn at(at_ms: u64, duration_ms: Option<u64>, fault: Fault<F>) -> Self {
+        TimedFault {
+            at_ms,
+            duration_ms,
+            fault,
+            on: None,
+        }
+    }
+
+    /// A fault at an event, armed from the start of the run.
+    pub fn on(anchor: Anchor, duration_ms: Option<u64>, fault: Fault<F>) -> Self {
+        TimedFault {
+            at_ms: 0,
+            duration_ms,
+            fault,
+            on: Some(anchor),
+        }
+    }
 }
 
 /// A fault plan: the faults of one run.
@@ -91,11 +143,22 @@ impl<F> FaultPlan<F> {
         self.faults.is_empty()
     }
 
-    /// The end of the last fault's effect; `None` if some fault never reverts.
+    /// The end of the last fault's effect; `None` if some fault never reverts. An
+    /// anchored fault's event has no time known before the run: its bound is its arming
+    /// time plus its duration, which a caller that needs the true heal time (a
+    /// convergence deadline) must not trust; see [`FaultPlan::has_anchors`].
     pub fn last_heal_ms(&self) -> Option<u64> {
         self.faults.iter().try_fold(0u64, |acc, f| {
+            if f.fault.is_message_fault() {
+                return Some(acc.max(f.at_ms));
+            }
             f.duration_ms.map(|d| acc.max(f.at_ms.saturating_add(d)))
         })
+    }
+
+    /// Some fault waits for an event.
+    pub fn has_anchors(&self) -> bool {
+        self.faults.iter().any(|f| f.on.is_some())
     }
 }
 
@@ -115,6 +178,7 @@ mod tests {
                     mode: PartitionMode::Hold,
                     one_way: true,
                 },
+                on: None,
             },
             TimedFault {
                 at_ms: 2000,
@@ -123,6 +187,7 @@ mod tests {
                     process: "kubelet/master-0".into(),
                     fault: "stop".into(),
                 },
+                on: None,
             },
         ]);
         let json = serde_json::to_string(&plan).unwrap();

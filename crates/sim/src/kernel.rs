@@ -13,7 +13,14 @@
 //!
 //! [`Sim::step_until`] handles one event and returns what it was, so the caller (the
 //! runner) can check invariants after every event without the kernel knowing of them.
+//!
+//! Faults anchored to events ([`crate::anchor`]) are armed at their time and fire as
+//! their message leaves its sender, inside the effect loop of the handler that sent it:
+//! a crash there drops the rest of what the handler asked for, a pause defers its sends
+//! to the resume. The kernel counts only messages the world classifies, and only while
+//! some anchored fault is armed or decisions are being recorded.
 
+use crate::anchor::{DecisionPoint, EventClass, Position};
 use crate::fault::{Fault, FaultPlan, PartitionMode};
 use crate::id::{HostId, ProcId, TimerId};
 use crate::network::{LinkRule, NetConfig, Network};
@@ -22,7 +29,7 @@ use crate::rng::{SimRng, Streams};
 use crate::time::SimTime;
 use crate::trace::{DropReason, RecordKind, Trace, TraceMode};
 use rand::Rng;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fmt::Debug;
 use std::hash::Hash;
 
@@ -42,6 +49,30 @@ pub trait Actor: Sized {
     fn on_crash(&mut self) {}
     /// A world fault starts (`active`) or reverts.
     fn on_fault(&mut self, _fault: &Self::Fault, _active: bool, _ctx: &mut Ctx<'_, Self>) {}
+
+    /// What `msg` is, for event anchors and decision records; `None` for a message no
+    /// fault anchors to.
+    fn classify(_msg: &Self::Msg) -> Option<EventClass> {
+        None
+    }
+    /// A request's id, to know its answer.
+    fn request_id(_msg: &Self::Msg) -> Option<u64> {
+        None
+    }
+    /// The id of the request an answer answers.
+    fn answer_id(_msg: &Self::Msg) -> Option<u64> {
+        None
+    }
+    /// A few words for a decision record.
+    fn describe(msg: &Self::Msg) -> String {
+        format!("{msg:?}")
+    }
+    /// What the receiver of `msg` gets when a fault drops it, if its connection would
+    /// notice: TCP never loses one message of a stream silently, so a dropped watch
+    /// event is a broken connection the client hears of (a reset).
+    fn broken_by_drop(_msg: &Self::Msg) -> Option<Self::Msg> {
+        None
+    }
 }
 
 /// A process's lifecycle state.
@@ -253,6 +284,9 @@ struct ProcSlot<A: Actor> {
     pending: VecDeque<Event<A::Msg>>,
     /// When it last crashed or stopped (its sockets were orphaned then).
     down_at: SimTime,
+    /// Sends of a handler an anchored pause caught, sent when it resumes; `true` for a
+    /// message already counted for anchors.
+    deferred: Vec<(ProcId, A::Msg, bool)>,
 }
 
 /// The tie-break of events that came due before the instant they are handled at (events
@@ -269,6 +303,8 @@ pub struct SimConfig {
     pub trace: TraceMode,
     /// Hard bound on handled events: a livelock ends the run instead of hanging it.
     pub max_events: u64,
+    /// Keep every decision point ([`Sim::decisions`]): a search's reference run.
+    pub record_decisions: bool,
 }
 
 impl SimConfig {
@@ -278,6 +314,7 @@ impl SimConfig {
             net: NetConfig::default(),
             trace: TraceMode::Hash,
             max_events: 50_000_000,
+            record_decisions: false,
         }
     }
 }
@@ -310,6 +347,18 @@ struct Held<M> {
     from_inc: u32,
 }
 
+/// A reference run's record of its decision points.
+#[derive(Debug, Default)]
+struct Recorder {
+    points: Vec<DecisionPoint>,
+    /// Events of each class so far, by process name (as anchors count them).
+    counts: BTreeMap<String, [u32; EventClass::ALL.len()]>,
+    /// Requests awaiting their answer: (caller, callee, id) -> decision.
+    pending: BTreeMap<(u32, u32, u64), usize>,
+    /// The decision whose answer the running handler is handling.
+    cause: Option<usize>,
+}
+
 /// The simulator.
 pub struct Sim<A: Actor> {
     config: SimConfig,
@@ -327,6 +376,13 @@ pub struct Sim<A: Actor> {
     actions: Vec<FaultAction>,
     next_action: usize,
     cancelled: HashSet<TimerId>,
+    /// Anchored faults armed and waiting: (plan index, matching events seen).
+    armed: Vec<(usize, u32)>,
+    /// When each fault of the plan that waits for an event took effect.
+    fired_at: Vec<Option<SimTime>>,
+    /// Answers to lose: (callee, caller, request id).
+    lost_answers: Vec<(ProcId, ProcId, u64)>,
+    recorder: Option<Box<Recorder>>,
     /// Processes paused by each active `PauseHost` fault (by plan index).
     host_pauses: Vec<(usize, Vec<ProcId>)>,
     next_timer: u64,
@@ -357,6 +413,11 @@ impl<A: Actor> Sim<A> {
             }
         }
         actions.sort_by_key(|a| (a.time, a.index, !a.active));
+        // An anchored fault's arming is its only scheduled action; it reverts
+        // `duration_ms` after its event, scheduled when that comes.
+        actions.retain(|a| a.active || plan.faults[a.index].on.is_none());
+        let recorder = config.record_decisions.then(Box::default);
+        let fired_at = vec![None; plan.faults.len()];
         Sim {
             now: SimTime::ZERO,
             seq: 0,
@@ -372,6 +433,10 @@ impl<A: Actor> Sim<A> {
             actions,
             next_action: 0,
             cancelled: HashSet::new(),
+            armed: Vec::new(),
+            fired_at,
+            lost_answers: Vec::new(),
+            recorder,
             host_pauses: Vec::new(),
             next_timer: 0,
             next_proc: 0,
@@ -431,6 +496,7 @@ impl<A: Actor> Sim<A> {
             clock_offset_ms: 0,
             pending: VecDeque::new(),
             down_at: SimTime::ZERO,
+            deferred: Vec::new(),
         });
         // A process starts before anything else due at its first instant reaches it.
         self.enqueue_with(self.now, DUE_EARLIER, Event::Start { proc: id, inc: 0 });
@@ -489,6 +555,46 @@ impl<A: Actor> Sim<A> {
         &self.trace
     }
 
+    /// The decision points recorded so far (empty unless `record_decisions`).
+    pub fn decisions(&self) -> &[DecisionPoint] {
+        self.recorder.as_ref().map_or(&[], |r| &r.points)
+    }
+
+    /// How many anchored faults have taken effect so far.
+    pub fn fired(&self) -> usize {
+        self.fired_at.iter().filter(|t| t.is_some()).count()
+    }
+
+    /// When fault `index` of the plan took effect, if it waits for an event and its
+    /// event came.
+    pub fn fired_at(&self, index: usize) -> Option<SimTime> {
+        self.fired_at.get(index).copied().flatten()
+    }
+
+    /// The end of the last fault's effect as known now: a timed fault's from the plan,
+    /// an anchored one's from when its event came (one still waiting does not count);
+    /// `None` if some fault that took effect never reverts.
+    pub fn heal_ms(&self) -> Option<u64> {
+        let mut heal = 0u64;
+        for (i, f) in self.plan.faults.iter().enumerate() {
+            let start = if f.on.is_some() {
+                match self.fired_at[i] {
+                    Some(t) => t.as_ms(),
+                    None => continue,
+                }
+            } else {
+                f.at_ms
+            };
+            let end = if f.fault.is_message_fault() {
+                start
+            } else {
+                start.saturating_add(f.duration_ms?)
+            };
+            heal = heal.max(end);
+        }
+        Some(heal)
+    }
+
     /// Events handled so far (including losses and faults).
     pub fn handled(&self) -> u64 {
         self.handled
@@ -523,6 +629,11 @@ impl<A: Actor> Sim<A> {
             if take_fault {
                 let action = self.actions[self.next_action];
                 self.next_action += 1;
+                if action.active && self.plan.faults[action.index].on.is_some() {
+                    // Armed: it waits for its event, silently (no step, no trace).
+                    self.armed.push((action.index, 0));
+                    continue;
+                }
                 self.apply_fault(action);
                 self.handled += 1;
                 return Some(StepKind::Fault {
@@ -698,7 +809,14 @@ impl<A: Actor> Sim<A> {
                 } else {
                     self.trace_hash_only_deliver(from, to, &msg);
                 }
+                if let Some(rec) = &mut self.recorder {
+                    rec.cause =
+                        A::answer_id(&msg).and_then(|id| rec.pending.remove(&(to.0, from.0, id)));
+                }
                 self.with_ctx(to, |a, ctx| a.on_msg(from, msg, ctx));
+                if let Some(rec) = &mut self.recorder {
+                    rec.cause = None;
+                }
                 Some(StepKind::Handled(to))
             }
         }
@@ -732,21 +850,34 @@ impl<A: Actor> Sim<A> {
             f(&mut slot.actor, &mut ctx);
         }
         let mut drain = effects.drain(..);
+        let was_running = self.procs[p.index()].state == ProcState::Running;
+        let mut deferring = false;
         for effect in drain.by_ref() {
             let crashes = matches!(effect, Effect::CrashSelf { .. });
-            self.apply_effect(p, effect);
+            self.apply_effect(p, effect, deferring);
             if crashes {
                 // A dead process does nothing more: what the handler asked for after
                 // its crash is dropped with it.
                 break;
+            }
+            if was_running {
+                // An anchored fault fired on one of these effects and hit this process.
+                match self.procs[p.index()].state {
+                    ProcState::Crashed => break,
+                    ProcState::Paused => deferring = true,
+                    ProcState::Running | ProcState::Stopped => {}
+                }
             }
         }
         drop(drain);
         self.effects = effects;
     }
 
-    fn apply_effect(&mut self, me: ProcId, effect: Effect<A>) {
+    fn apply_effect(&mut self, me: ProcId, effect: Effect<A>, deferring: bool) {
         match effect {
+            Effect::Send { to, msg } if deferring => {
+                self.procs[me.index()].deferred.push((to, msg, false));
+            }
             Effect::Send { to, msg } => self.send(me, to, msg),
             Effect::Timer { id, after_ms, msg } => {
                 let inc = self.procs[me.index()].incarnation;
@@ -801,7 +932,189 @@ impl<A: Actor> Sim<A> {
         }
     }
 
+    /// Send a message a handler asked for: lose it if it is an answer a fault loses,
+    /// count it for anchors (firing any whose event it is) and record it as a decision.
     fn send(&mut self, from: ProcId, to: ProcId, msg: A::Msg) {
+        if !self.lost_answers.is_empty() && self.lose_answer(from, to, &msg) {
+            return;
+        }
+        if self.armed.is_empty() && self.recorder.is_none() {
+            return self.transmit(from, to, msg, 0);
+        }
+        let Some(class) = A::classify(&msg) else {
+            return self.transmit(from, to, msg, 0);
+        };
+        let anchor_proc = if class.counted_at_receiver() {
+            to
+        } else {
+            from
+        };
+        if self.recorder.is_some() {
+            self.record(from, to, anchor_proc, class, &msg);
+        }
+        let mut fired: Vec<usize> = Vec::new();
+        let (plan, procs) = (&self.plan, &self.procs);
+        self.armed.retain_mut(|(index, seen)| {
+            let a = plan.faults[*index]
+                .on
+                .as_ref()
+                .expect("armed faults are anchored");
+            if a.event != class || procs[anchor_proc.index()].name != a.process {
+                return true;
+            }
+            *seen += 1;
+            if *seen < a.nth {
+                return true;
+            }
+            fired.push(*index);
+            false
+        });
+        if fired.is_empty() {
+            return self.transmit(from, to, msg, 0);
+        }
+        let sender_running = self.procs[from.index()].state == ProcState::Running;
+        let (mut extra_ms, mut drop, mut lose) = (0u64, false, false);
+        for &i in &fired {
+            let f = &self.plan.faults[i];
+            match f.fault {
+                Fault::DropMessage => drop = true,
+                Fault::DelayMessage { extra_ms: e } => extra_ms = extra_ms.saturating_add(e),
+                Fault::LoseAnswer => lose = true,
+                _ => {
+                    if f.on
+                        .as_ref()
+                        .is_some_and(|a| a.position == Position::Before)
+                    {
+                        self.fire(i);
+                    }
+                    continue;
+                }
+            }
+            self.fired_at[i] = Some(self.now);
+            self.trace.push(
+                self.now,
+                RecordKind::Fault {
+                    index: i,
+                    active: true,
+                    applied: true,
+                },
+            );
+        }
+        if lose && let Some(id) = A::request_id(&msg) {
+            self.lost_answers.push((to, from, id));
+        }
+        let sender = self.procs[from.index()].state;
+        if drop || (sender_running && sender == ProcState::Crashed) {
+            // Lost, or never sent: its sender died just before.
+            self.trace.push(
+                self.now,
+                RecordKind::Dropped {
+                    from,
+                    to,
+                    reason: DropReason::Fault,
+                },
+            );
+            if drop && let Some(reset) = A::broken_by_drop(&msg) {
+                self.transmit(from, to, reset, extra_ms);
+            }
+        } else if sender_running && sender == ProcState::Paused {
+            self.procs[from.index()].deferred.push((to, msg, true));
+        } else {
+            self.transmit(from, to, msg, extra_ms);
+        }
+        for &i in &fired {
+            let f = &self.plan.faults[i];
+            if !f.fault.is_message_fault()
+                && f.on.as_ref().is_some_and(|a| a.position == Position::After)
+            {
+                self.fire(i);
+            }
+        }
+    }
+
+    /// Drop `msg` if it answers a request whose answer a fault loses.
+    fn lose_answer(&mut self, from: ProcId, to: ProcId, msg: &A::Msg) -> bool {
+        let Some(id) = A::answer_id(msg) else {
+            return false;
+        };
+        let Some(k) = self
+            .lost_answers
+            .iter()
+            .position(|&(callee, caller, rid)| callee == from && caller == to && rid == id)
+        else {
+            return false;
+        };
+        self.lost_answers.swap_remove(k);
+        self.trace.push(
+            self.now,
+            RecordKind::Dropped {
+                from,
+                to,
+                reason: DropReason::Fault,
+            },
+        );
+        true
+    }
+
+    /// An anchored fault's event came: it takes effect now, and reverts `duration_ms`
+    /// from now.
+    fn fire(&mut self, index: usize) {
+        self.fired_at[index] = Some(self.now);
+        self.apply_fault(FaultAction {
+            time: self.now,
+            index,
+            active: true,
+        });
+        if let Some(d) = self.plan.faults[index].duration_ms {
+            let revert = FaultAction {
+                time: self.now.plus_ms(d),
+                index,
+                active: false,
+            };
+            let order = |a: &FaultAction| (a.time, a.index, !a.active);
+            let at = self.next_action
+                + self.actions[self.next_action..].partition_point(|a| order(a) <= order(&revert));
+            self.actions.insert(at, revert);
+        }
+    }
+
+    fn record(
+        &mut self,
+        from: ProcId,
+        to: ProcId,
+        anchor_proc: ProcId,
+        class: EventClass,
+        msg: &A::Msg,
+    ) {
+        let process = self.procs[anchor_proc.index()].name.clone();
+        let peer_proc = if anchor_proc == from { to } else { from };
+        let peer = self.procs[peer_proc.index()].name.clone();
+        let time_ms = self.now.as_ms();
+        let rec = self.recorder.as_mut().expect("recording");
+        let counts = rec.counts.entry(process.clone()).or_default();
+        counts[class.index()] += 1;
+        let nth = counts[class.index()];
+        let index = rec.points.len();
+        rec.points.push(DecisionPoint {
+            time_ms,
+            process,
+            peer,
+            event: class,
+            nth,
+            label: A::describe(msg),
+            after_answer_of: if class.counted_at_receiver() {
+                None
+            } else {
+                rec.cause
+            },
+        });
+        if let Some(id) = A::request_id(msg) {
+            rec.pending.insert((from.0, to.0, id), index);
+        }
+    }
+
+    /// Put a message on the network, `extra_ms` later than its link would.
+    fn transmit(&mut self, from: ProcId, to: ProcId, msg: A::Msg, extra_ms: u64) {
         let Some(receiver) = self.procs.get(to.index()) else {
             panic!("process {from} sent to unknown process {to}");
         };
@@ -819,7 +1132,8 @@ impl<A: Actor> Sim<A> {
         };
         let earliest = self
             .now
-            .plus_ms(latency + self.net.extra_latency_ms(fh, th));
+            .plus_ms(latency + self.net.extra_latency_ms(fh, th))
+            .plus_ms(extra_ms);
         let tb = self.draw_tiebreak();
         let (at, tb) = self.net.fifo(from, to, earliest, tb);
         self.enqueue_with(at, tb, Event::Deliver { from, to, inc, msg });
@@ -907,6 +1221,8 @@ impl<A: Actor> Sim<A> {
                 }
                 _ => false,
             },
+            // They act on an anchor's message (`send`); at a time they have none.
+            Fault::DropMessage | Fault::DelayMessage { .. } | Fault::LoseAnswer => false,
         };
         self.trace.push(
             self.now,
@@ -989,8 +1305,17 @@ impl<A: Actor> Sim<A> {
         }
         slot.state = ProcState::Running;
         let pending = std::mem::take(&mut slot.pending);
+        let deferred = std::mem::take(&mut slot.deferred);
         for ev in pending {
             self.enqueue_with(self.now, DUE_EARLIER, ev);
+        }
+        // What an anchored pause caught mid-handler leaves now, in order.
+        for (to, msg, counted) in deferred {
+            if counted {
+                self.transmit(p, to, msg, 0);
+            } else {
+                self.send(p, to, msg);
+            }
         }
         true
     }
@@ -1004,6 +1329,7 @@ impl<A: Actor> Sim<A> {
         slot.state = ProcState::Stopped;
         slot.incarnation += 1;
         slot.pending.clear();
+        slot.deferred.clear();
         slot.down_at = self.now;
     }
 
@@ -1016,6 +1342,7 @@ impl<A: Actor> Sim<A> {
         slot.state = ProcState::Crashed;
         slot.incarnation += 1;
         slot.pending.clear();
+        slot.deferred.clear();
         slot.down_at = self.now;
         slot.actor.on_crash();
         self.net.forget(p);

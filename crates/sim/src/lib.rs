@@ -18,9 +18,11 @@
 //! - [`queue`]: the event queue (time, tie-break, sequence).
 //! - [`network`]: seeded latency, FIFO links, partitions and slow links.
 //! - [`fault`]: fault plans as serde data.
+//! - [`anchor`]: faults anchored to events, and decision records.
 //! - [`trace`]: trace records and the trace hash.
 //! - [`kernel`]: the [`Sim`] itself, the [`Actor`] trait and its [`Ctx`].
 
+pub mod anchor;
 pub mod fault;
 pub mod hash;
 pub mod id;
@@ -31,6 +33,7 @@ pub mod rng;
 pub mod time;
 pub mod trace;
 
+pub use anchor::{Anchor, DecisionPoint, EventClass, Position};
 pub use fault::{Fault, FaultPlan, PartitionMode, TimedFault};
 pub use hash::StableHasher;
 pub use id::{HostId, ProcId, TimerId};

@@ -34,6 +34,9 @@ pub enum DropReason {
     ReceiverDown,
     /// Held by a partition longer than TCP keeps retransmitting it (network.rs).
     Expired,
+    /// An anchored fault dropped it (the message, an answer, or the send of a process
+    /// that crashed just before it).
+    Fault,
 }
 
 /// One thing that happened.

@@ -334,6 +334,7 @@ fn timed(at_ms: u64, duration_ms: Option<u64>, fault: Fault<String>) -> TimedFau
         at_ms,
         duration_ms,
         fault,
+        on: None,
     }
 }
 

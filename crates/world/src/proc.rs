@@ -4,11 +4,13 @@
 //! process is a [`Component`] behind `Proc::Component`. User reconcilers plug in
 //! through [`crate::manager::Manager`], which hosts any [`crate::manager::Reconciler`].
 
+use crate::api::{ApiOp, ApiRequest};
 use crate::component::Component;
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer};
+use crate::object::{Lease, ObjectKey, Resource};
 use crate::{apiserver, informer, kubelet, leader, lifecycle, manager, script, workloads};
-use reconsim_sim::{Actor, ProcId, TimerId};
+use reconsim_sim::{Actor, EventClass, ProcId, TimerId};
 
 /// The kernel context as the world's components see it.
 pub type WorldCtx<'a> = reconsim_sim::Ctx<'a, Proc>;
@@ -109,5 +111,86 @@ impl Actor for Proc {
 
     fn on_fault(&mut self, fault: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
         each!(self, p => p.on_fault(fault, active, ctx))
+    }
+
+    /// Decision points for event anchors: API writes (a Lease's are renewals), reads,
+    /// service calls and watch events. Watch opens, pings and timers are not decisions.
+    fn classify(msg: &Msg) -> Option<EventClass> {
+        match msg {
+            Msg::Api(ApiRequest { op, .. }) => {
+                let written = match op {
+                    ApiOp::Get(_) | ApiOp::List { .. } => return Some(EventClass::Read),
+                    ApiOp::Watch { .. } | ApiOp::Unwatch { .. } | ApiOp::Ping => return None,
+                    ApiOp::Create(o) | ApiOp::Update { object: o, .. } => o.kind(),
+                    ApiOp::Patch { key, .. }
+                    | ApiOp::Delete { key, .. }
+                    | ApiOp::Bind { key, .. } => key.kind,
+                };
+                Some(if written == Lease::KIND {
+                    EventClass::Renewal
+                } else {
+                    EventClass::Write
+                })
+            }
+            Msg::Request { .. } => Some(EventClass::Call),
+            Msg::Watch(_) => Some(EventClass::WatchEvent),
+            _ => None,
+        }
+    }
+
+    fn request_id(msg: &Msg) -> Option<u64> {
+        match msg {
+            Msg::Api(req) => Some(req.id),
+            Msg::Request { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+
+    fn answer_id(msg: &Msg) -> Option<u64> {
+        match msg {
+            Msg::ApiResp(resp) => Some(resp.id),
+            Msg::Response { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+
+    /// A watch event lost is its HTTP/2 connection broken: the client's reads fail and
+    /// every reflector on it relists, as on a reset (informer.rs).
+    fn broken_by_drop(msg: &Msg) -> Option<Msg> {
+        matches!(msg, Msg::Watch(_)).then_some(Msg::ConnectionReset)
+    }
+
+    fn describe(msg: &Msg) -> String {
+        fn named(key: &ObjectKey) -> String {
+            key.to_string()
+        }
+        match msg {
+            Msg::Api(ApiRequest { op, .. }) => match op {
+                ApiOp::Get(key) => format!("get {}", named(key)),
+                ApiOp::List { kind, .. } => format!("list {kind}"),
+                ApiOp::Create(o) => {
+                    let name = if o.meta.name.is_empty() {
+                        format!("{}*", o.meta.generate_name.as_deref().unwrap_or_default())
+                    } else {
+                        o.meta.name.clone()
+                    };
+                    format!("create {}", named(&ObjectKey { name, ..o.key() }))
+                }
+                ApiOp::Update { object, .. } => format!("update {}", named(&object.key())),
+                ApiOp::Patch { key, .. } => format!("patch {}", named(key)),
+                ApiOp::Delete { key, .. } => format!("delete {}", named(key)),
+                ApiOp::Bind { key, node_name, .. } => {
+                    format!("bind {} to {node_name}", named(key))
+                }
+                other => format!("{other:?}"),
+            },
+            Msg::Request { body, .. } => {
+                let text = format!("{body:?}");
+                let short: String = text.chars().take(80).collect();
+                format!("call {short}")
+            }
+            Msg::Watch(ev) => format!("{:?} {}", ev.event, named(&ev.object.key())),
+            other => format!("{other:?}").chars().take(80).collect(),
+        }
     }
 }

@@ -348,6 +348,7 @@ fn creation_timestamp_is_the_server_clock() {
             process: "apiserver".into(),
             offset_ms: 1_000_000,
         },
+        on: None,
     }]);
     let mut w = World::with_plan(1, Default::default(), plan);
     w.run_to(2_000);
@@ -1150,6 +1151,7 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
         fault: Fault::Crash {
             process: "apiserver".into(),
         },
+        on: None,
     }]);
     let mut w = World::with_plan(
         1,
@@ -1428,6 +1430,7 @@ fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
             process: "apiserver".into(),
             fault: WorldFault::WatchLag { lag_ms: 500 },
         },
+        on: None,
     }]);
     let mut w = World::with_plan(1, Default::default(), plan);
     let host = w.sim.host_by_name("client").unwrap();
@@ -1497,6 +1500,7 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
             process: "apiserver".into(),
             fault: WorldFault::WatchLag { lag_ms: 500 },
         },
+        on: None,
     }]);
     let mut w = World::with_plan(1, Default::default(), plan);
     let host = w.sim.host_by_name("client").unwrap();

@@ -76,6 +76,7 @@ fn cut(at_ms: u64, duration_ms: u64, mode: PartitionMode) -> TimedFault<WorldFau
             mode,
             one_way: false,
         },
+        on: None,
     }
 }
 
@@ -404,6 +405,7 @@ fn a_crashed_informer_restarts_cold_and_resyncs() {
         fault: Fault::Crash {
             process: "watcher".into(),
         },
+        on: None,
     };
     let mut w = World::new(13, Default::default(), steps, vec![crash]);
     w.run_to(9_000);
@@ -451,6 +453,7 @@ fn gone_on_the_watch_leads_to_a_relist() {
             extra_latency_ms: 5_000,
             one_way: true,
         },
+        on: None,
     };
     let config = ApiServerConfig {
         watch_history_ms: 300_000,
@@ -553,6 +556,7 @@ fn a_restarted_api_server_resets_the_watch_and_the_informer_relists_at_once() {
         fault: Fault::Crash {
             process: "apiserver".into(),
         },
+        on: None,
     };
     let mut w = World::new(3, Default::default(), steps, vec![crash]);
     w.run_to(4_000);

@@ -110,6 +110,7 @@ fn timed(at_ms: u64, duration_ms: Option<u64>, fault: Fault<WorldFault>) -> Time
         at_ms,
         duration_ms,
         fault,
+        on: None,
     }
 }
 

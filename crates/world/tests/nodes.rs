@@ -292,6 +292,7 @@ fn kubelet_stop(node: &str, at_ms: u64, duration_ms: u64) -> TimedFault<WorldFau
             process: format!("kubelet/{node}"),
             fault: WorldFault::KubeletStop,
         },
+        on: None,
     }
 }
 
@@ -892,6 +893,7 @@ fn the_scheduler_binds_each_pod_once_through_a_lagging_cache() {
             process: "apiserver".into(),
             fault: WorldFault::WatchLag { lag_ms: 3_000 },
         },
+        on: None,
     };
     let mut c = cluster(&["a", "b"], vec![], steps, vec![lag]);
     c.run_to_s(40);
@@ -996,6 +998,7 @@ fn a_deleted_pod_s_paused_container_is_killed_after_the_grace_period() {
         fault: Fault::Pause {
             process: "web".into(),
         },
+        on: None,
     };
     let mut c = cluster(&["w0"], vec![], steps, vec![pause]);
     c.run_to_ms(20_500);
@@ -1056,6 +1059,7 @@ fn crashed_kubelet_restarts_without_duplicating_containers() {
         fault: Fault::Crash {
             process: "kubelet/w0".into(),
         },
+        on: None,
     };
     let mut c = cluster(&["w0"], vec![], steps, vec![crash]);
     c.run_to_s(20);

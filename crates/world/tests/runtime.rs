@@ -257,6 +257,7 @@ fn a_request_into_a_partition_resolves_as_a_timeout() {
         at_ms: 2_000,
         duration_ms: Some(120_000),
         fault: cut,
+        on: None,
     }];
     // Each reconcile sleeps 3 s first, so its first request goes into the partition.
     let mut w = world(3, plan, vec![], controller(&log, false, 3_000));
@@ -280,6 +281,7 @@ fn a_crash_drops_the_reconcile_and_the_context() {
         fault: Fault::Crash {
             process: "m0".into(),
         },
+        on: None,
     }];
     let mut w = world(4, plan, vec![], controller(&log, false, 5_000));
     w.sim.run_until(SimTime::from_secs(60));

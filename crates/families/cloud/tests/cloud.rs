@@ -176,6 +176,7 @@ fn inject(at_ms: u64, duration_ms: u64, fault: WorldFault) -> TimedFault<WorldFa
             process: "cloud".to_string(),
             fault,
         },
+        on: None,
     }
 }
 
@@ -633,6 +634,7 @@ fn a_cloud_crash_keeps_instances_and_rearms_transitions() {
             fault: Fault::Crash {
                 process: "cloud".to_string(),
             },
+            on: None,
         }],
     );
     w.run_until_secs(3);

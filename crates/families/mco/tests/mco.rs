@@ -257,6 +257,7 @@ fn the_cluster_server_reads_the_pool_live_not_from_a_lagging_watch() {
             process: "apiserver".into(),
             fault: WorldFault::WatchLag { lag_ms: 60_000 },
         },
+        on: None,
     }]);
     let steps = vec![Step {
         at_ms: 500,
