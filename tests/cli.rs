@@ -338,3 +338,98 @@ fn a_time_budget_runs_a_prefix_of_the_seeds() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
+    let dir = tmp("search-failures");
+    let out = reconsim(&[
+        "search",
+        "machineapi-lease-expiry-pause",
+        "--stop-on-first",
+        "--max-plans",
+        "50",
+        "--jobs",
+        "2",
+        "--failures-dir",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "a failing plan exits 1");
+    let doc = json(&out);
+    for f in [
+        "scenario",
+        "seeds",
+        "references",
+        "failures",
+        "first_failure",
+        "runs",
+        "runs_to_first_failure",
+        "events",
+        "sim_ms",
+        "wall_ms",
+        "jobs",
+    ] {
+        assert!(doc.get(f).is_some(), "search --json lacks {f}: {doc}");
+    }
+    let r = &doc["references"][0];
+    for f in [
+        "seed",
+        "outcome",
+        "decisions",
+        "generated",
+        "pruned",
+        "singles",
+        "pairs",
+        "runs",
+        "first_failure_plan",
+        "trace_hash",
+    ] {
+        assert!(r.get(f).is_some(), "a reference lacks {f}: {r}");
+    }
+    assert_eq!(r["outcome"], "clean");
+    let failure = &doc["failures"][0];
+    assert_eq!(failure["invariant"], "no_duplicate_machines");
+    let file = failure["file"].as_str().expect("saved");
+    let replay = reconsim(&["replay", file, "--json"]);
+    assert_eq!(replay.status.code(), Some(0));
+    assert_eq!(json(&replay)["reproduced"], true);
+    let explain = reconsim(&["explain", file]);
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        text.contains("before call of machine-controller-0"),
+        "{text}"
+    );
+
+    // A clean scenario's short search exits 0 and says so.
+    let clean = reconsim(&[
+        "search",
+        "kcp-upgrade-waits-for-deletion-1",
+        "--max-plans",
+        "5",
+        "--no-pairs",
+    ]);
+    assert_eq!(clean.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&clean.stdout).contains("no failure in 6 runs"));
+
+    // Bad input: exit 2, one line naming the argument.
+    let bad = reconsim(&["search", "machineapi-lease-expiry-pause", "--seeds", "5..2"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--seeds"));
+}
+
+#[test]
+fn fuzz_swarm_is_reported_and_finds_a_violation() {
+    let out = reconsim(&[
+        "fuzz",
+        "machineapi-lease-expiry-pause",
+        "--seeds",
+        "0..100",
+        "--swarm",
+        "--stop-on-first",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    assert_eq!(doc["swarm"], true);
+    assert!(doc["first_failure_seed"].is_u64());
+}

@@ -67,6 +67,7 @@ fn campaign(s: &Scenario, stop_on_first: bool) -> Report {
             jobs: jobs(),
             shard: None,
             stop_on_first,
+            swarm: false,
         },
         &|_, _| {},
         &|_, _| {},

@@ -204,6 +204,7 @@ fn leaks_and_convergence_failures_are_caught_on_their_own() {
         jobs: 2,
         shard: None,
         stop_on_first: false,
+        swarm: false,
     };
     let report = fuzz(&scenario, campaign, &|_, _| {}, &|_, _| {});
     let count = |name: &str| {

@@ -382,6 +382,7 @@ fn campaign(s: &Scenario) -> (Report, Vec<FailureFile>) {
             jobs: 2,
             shard: None,
             stop_on_first: false,
+            swarm: false,
         },
         &|outcome, plan| {
             let f = FailureFile::new(s, plan, outcome).expect("a failing run");

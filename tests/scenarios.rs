@@ -28,6 +28,7 @@ fn check(name: &str) {
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         shard: None,
         stop_on_first: scenario.expect == Expect::Violation,
+        swarm: false,
     };
     let report = fuzz(&scenario, campaign, &|_, _| {}, &|_, _| {});
     match scenario.expect {

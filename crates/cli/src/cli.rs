@@ -83,6 +83,42 @@ enum Command {
         /// that ran are always a prefix of the range, reported as `seeds_run`.
         #[arg(long, value_name = "DURATION")]
         time_budget: Option<String>,
+        /// Swarm mode: each seed switches on a random half of the scenario's fault
+        /// generators (at least one), so one mix of faults cannot mask another's bugs.
+        #[arg(long)]
+        swarm: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search beyond random seeds: a reference run, then one fault anchored to each of
+    /// its decision points (crash right after a write, lose an answer, pause before a
+    /// renewal, delay or drop a watch event, the scenario's own faults at an event),
+    /// then pairs of them. Every failure is an ordinary failure file.
+    Search {
+        scenario: String,
+        /// Reference seeds `A..B` (B excluded): a reference run per seed, and its plans
+        /// (each runs with its reference's seed).
+        #[arg(long, value_name = "A..B", default_value = "0..1")]
+        seeds: String,
+        /// At most this many plans per reference seed (single perturbations first, then
+        /// pairs).
+        #[arg(long, default_value_t = 500)]
+        max_plans: usize,
+        /// Single perturbations only.
+        #[arg(long)]
+        no_pairs: bool,
+        /// Threads (default: the number of cores); the report is the same for any.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Stop at the first failing plan.
+        #[arg(long)]
+        stop_on_first: bool,
+        /// Save a failure file per failing plan in this directory.
+        #[arg(long, value_name = "DIR")]
+        failures_dir: Option<PathBuf>,
+        /// Print the plans in run order after the reference run, and run none.
+        #[arg(long)]
+        list_plans: bool,
         #[arg(long)]
         json: bool,
     },
@@ -222,6 +258,37 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             chrome_trace.as_deref(),
             json,
         ),
+        Command::Search {
+            scenario,
+            seeds,
+            max_plans,
+            no_pairs,
+            jobs,
+            stop_on_first,
+            failures_dir,
+            list_plans,
+            json,
+        } => jobs_or_cores(jobs).and_then(|jobs| {
+            let (start, end) = parse_seeds(&seeds)?;
+            if list_plans {
+                return list_plans_cmd(app, &scenario, start, max_plans, !no_pairs, json);
+            }
+            search_cmd(
+                app,
+                &scenario,
+                crate::scenario::search::SearchConfig {
+                    seed: start,
+                    seeds: end - start,
+                    max_plans,
+                    jobs,
+                    pairs: !no_pairs,
+                    stop_on_first,
+                    base: Default::default(),
+                },
+                failures_dir.as_deref(),
+                json,
+            )
+        }),
         Command::Fuzz {
             scenario,
             seeds,
@@ -230,6 +297,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             stop_on_first,
             failures_dir,
             time_budget,
+            swarm,
             json,
         } => fuzz_cmd(
             app,
@@ -241,6 +309,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                 stop_on_first,
                 failures_dir: failures_dir.as_deref(),
                 time_budget: time_budget.as_deref(),
+                swarm,
             },
             json,
         ),
@@ -426,6 +495,7 @@ struct FuzzArgs<'a> {
     stop_on_first: bool,
     failures_dir: Option<&'a Path>,
     time_budget: Option<&'a str>,
+    swarm: bool,
 }
 
 /// `60s`, `5m`, `1h`, `500ms`, or plain seconds.
@@ -460,6 +530,7 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
         stop_on_first,
         failures_dir,
         time_budget,
+        swarm,
     } = a;
     let budget = time_budget.map(parse_duration).transpose()?;
     let (_, scenario) = app.load(arg)?;
@@ -468,25 +539,15 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
         None => (0, scenario.seeds),
     };
     let shard = shard.map(parse_shard).transpose()?;
-    let jobs = match jobs {
-        Some(0) => return Err(UsageError("--jobs: expected at least 1".into())),
-        Some(j) => j,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    if let Some(dir) = failures_dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            UsageError(format!(
-                "{}: cannot create the failures directory: {e}",
-                dir.display()
-            ))
-        })?;
-    }
+    let jobs = jobs_or_cores(jobs)?;
+    create_failures_dir(failures_dir)?;
     let campaign = Campaign {
         start,
         end,
         jobs,
         shard,
         stop_on_first,
+        swarm,
     };
     let save_errors = std::sync::Mutex::new(Vec::new());
     let failure_path =
@@ -540,6 +601,7 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
             "seeds_run": report.seeds_run,
             "shard": shard.map(|(i, n)| format!("{i}/{n}")),
             "jobs": jobs,
+            "swarm": swarm,
         });
         println!("{doc}");
     } else {
@@ -661,6 +723,240 @@ fn shrink(
 
 /// A progress bar on stderr (runs/s, failures, ETA), only for a person at a terminal:
 /// never with `--json`, never when stderr is piped.
+/// `--jobs`, or the number of cores.
+fn jobs_or_cores(jobs: Option<usize>) -> Result<usize, UsageError> {
+    match jobs {
+        Some(0) => Err(UsageError("--jobs: expected at least 1".into())),
+        Some(j) => Ok(j),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+fn create_failures_dir(dir: Option<&Path>) -> Result<(), UsageError> {
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot create the failures directory: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+fn list_plans_cmd(
+    app: &App<'_>,
+    arg: &str,
+    seed: u64,
+    max_plans: usize,
+    pairs: bool,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    use crate::scenario::search;
+    let (_, scenario) = app.load(arg)?;
+    let config = search::SearchConfig {
+        seed,
+        max_plans,
+        pairs,
+        ..Default::default()
+    };
+    let (_, world) = runner::run_world_recording(
+        &scenario,
+        seed,
+        config.base.clone(),
+        crate::sim::TraceMode::Hash,
+        true,
+    );
+    let (plans, _) = search::plans(&scenario, &world, &config);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&plans).expect("plans serialize")
+        );
+    } else {
+        for (i, c) in plans.iter().enumerate() {
+            println!("#{i} {}", c.description);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search_cmd(
+    app: &App<'_>,
+    arg: &str,
+    config: crate::scenario::search::SearchConfig,
+    failures_dir: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    use crate::scenario::search;
+    let (_, scenario) = app.load(arg)?;
+    create_failures_dir(failures_dir)?;
+    // Saved files by (seed, plan); a reference run's own failure is plan `None`.
+    type Saved = std::collections::BTreeMap<(u64, Option<usize>), String>;
+    let saved = std::sync::Mutex::new(Saved::new());
+    let save_errors = std::sync::Mutex::new(Vec::new());
+    let save = |seed: u64,
+                plan_index: Option<usize>,
+                plan: &crate::scenario::Plan,
+                outcome: &runner::Outcome| {
+        let (Some(dir), Some(f)) = (failures_dir, FailureFile::new(&scenario, plan, outcome))
+        else {
+            return;
+        };
+        let name = match plan_index {
+            None => format!("{}-seed-{seed}.json", scenario.name),
+            Some(i) => format!("{}-search-seed-{seed}-plan-{i}.json", scenario.name),
+        };
+        let path = dir.join(name);
+        match f.save(&path) {
+            Ok(()) => {
+                saved
+                    .lock()
+                    .expect("not poisoned")
+                    .insert((seed, plan_index), path.display().to_string());
+            }
+            Err(e) => save_errors
+                .lock()
+                .expect("not poisoned")
+                .push(format!("{}: {e}", path.display())),
+        }
+    };
+    let on_failure = |seed: u64,
+                      i: usize,
+                      _: &search::Candidate,
+                      outcome: &runner::Outcome,
+                      plan: &crate::scenario::Plan| {
+        save(seed, Some(i), plan, outcome);
+    };
+    tracing::info!(scenario = %scenario.name, seed = config.seed, seeds = config.seeds, "search starts");
+    let wall = Instant::now();
+    let report = search::search(&scenario, &config, &on_failure);
+    let wall_ms = wall.elapsed().as_millis() as u64;
+    for s in &report.seeds {
+        save(s.seed, None, &config.base, &s.reference);
+    }
+    for e in save_errors.into_inner().expect("not poisoned") {
+        eprintln!("reconsim: error: cannot write the failure file {e}");
+    }
+    let saved = saved.into_inner().expect("not poisoned");
+    let first = report.first_failure();
+    if json {
+        let references: Vec<serde_json::Value> = report
+            .seeds
+            .iter()
+            .map(|s| {
+                let r = &s.reference;
+                json!({
+                    "seed": s.seed,
+                    "outcome": if r.violation.is_some() { "violation" } else { "clean" },
+                    "invariant": r.violation.as_ref().map(|v| v.invariant.clone()),
+                    "time_ms": r.violation.as_ref().map(|v| v.time.as_ms()),
+                    "events": r.events,
+                    "trace_hash": r.trace_hash_hex(),
+                    "decisions": s.decisions,
+                    "generated": s.generated,
+                    "pruned": s.pruned,
+                    "singles": s.singles,
+                    "pairs": s.pairs,
+                    "runs": s.runs,
+                    "first_failure_plan": s.first_failure_plan,
+                    "file": saved.get(&(s.seed, None)),
+                })
+            })
+            .collect();
+        let failures: Vec<serde_json::Value> = report
+            .failures
+            .iter()
+            .map(|f| {
+                json!({
+                    "seed": f.seed,
+                    "plan": f.plan,
+                    "description": f.description,
+                    "invariant": f.invariant,
+                    "time_ms": f.time_ms,
+                    "file": saved.get(&(f.seed, Some(f.plan))),
+                })
+            })
+            .collect();
+        let doc = json!({
+            "scenario": scenario.name,
+            "seeds": format!("{}..{}", config.seed, config.seed.saturating_add(config.seeds)),
+            "references": references,
+            "failures": failures,
+            "first_failure": first.map(|(seed, plan)| json!({"seed": seed, "plan": plan})),
+            "runs": report.runs,
+            "runs_to_first_failure": report.runs_to_first_failure,
+            "events": report.events,
+            "sim_ms": report.sim_ms,
+            "wall_ms": wall_ms,
+            "jobs": config.jobs,
+        });
+        println!("{doc}");
+    } else {
+        for s in &report.seeds {
+            println!(
+                "{} seed {}: reference run {}, {} decision points; plans: {} generated, {} pruned (causality, repeats), {} singles and {} pairs queued, {} ran{}",
+                scenario.name,
+                s.seed,
+                match &s.reference.violation {
+                    Some(v) => format!("VIOLATION {} at {}", v.invariant, v.time),
+                    None => "clean".to_string(),
+                },
+                s.decisions,
+                s.generated,
+                s.pruned,
+                s.singles,
+                s.pairs,
+                s.runs,
+                s.first_failure_plan
+                    .map(|p| format!(", first failing plan #{p}"))
+                    .unwrap_or_default()
+            );
+        }
+        match first {
+            Some((seed, plan)) => {
+                let what = match plan {
+                    None => "the reference run itself".to_string(),
+                    Some(p) => report
+                        .failures
+                        .iter()
+                        .find(|f| f.seed == seed && f.plan == p)
+                        .map(|f| {
+                            format!(
+                                "plan #{p}: {} -> {} at {} ms",
+                                f.description, f.invariant, f.time_ms
+                            )
+                        })
+                        .unwrap_or_default(),
+                };
+                println!(
+                    "first failure after {} runs (seed {seed}): {what}; {} failing plans in all, {:.2} s",
+                    report.runs_to_first_failure.unwrap_or(0),
+                    report.failures.len(),
+                    wall_ms as f64 / 1000.0
+                );
+                match saved.get(&(seed, plan)) {
+                    Some(path) => println!("  replay: {}", app.replay_command(Path::new(path))),
+                    None if failures_dir.is_none() => {
+                        println!("  (--failures-dir DIR saves each failure as a failure file)")
+                    }
+                    None => {}
+                }
+            }
+            None => println!(
+                "no failure in {} runs, {:.2} s",
+                report.runs,
+                wall_ms as f64 / 1000.0
+            ),
+        }
+    }
+    Ok(if first.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 fn progress_bar(total: u64, json: bool) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     if json || !std::io::stderr().is_terminal() {
@@ -682,6 +978,7 @@ fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
     let (mut runs, mut events, mut sim_ms, mut wall_ms) = (0u64, 0u64, 0u64, 0u64);
     let mut failures: Vec<serde_json::Value> = Vec::new();
     let mut seeds: Vec<String> = Vec::new();
+    let mut swarm: Option<bool> = None;
     for path in paths {
         let doc: serde_json::Value = crate::scenario::format::read_json(path)?;
         let field = |name: &str| -> Result<&serde_json::Value, UsageError> {
@@ -711,6 +1008,18 @@ fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
             Some(s) if s != name => {
                 return Err(UsageError(format!(
                     "{}: at .scenario: expected `{s}` like the other results, not `{name}`",
+                    path.display()
+                )));
+            }
+            Some(_) => {}
+        }
+        // Shards of one campaign agree on swarm mode (absent: a result from before it).
+        let swarm_here = doc.get("swarm").and_then(|v| v.as_bool()).unwrap_or(false);
+        match swarm {
+            None => swarm = Some(swarm_here),
+            Some(w) if w != swarm_here => {
+                return Err(UsageError(format!(
+                    "{}: at .swarm: expected {w} like the other results, not {swarm_here}",
                     path.display()
                 )));
             }
@@ -746,6 +1055,7 @@ fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         "wall_ms": wall_ms,
         "seeds": if seeds.len() == 1 { Some(seeds[0].clone()) } else { None },
         "merged": paths.len(),
+        "swarm": swarm.unwrap_or(false),
     });
     println!("{doc}");
     Ok(if failures.is_empty() {

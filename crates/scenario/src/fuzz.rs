@@ -14,7 +14,7 @@
 //! from there. The clock is read between runs, never inside one.
 
 use crate::format::{Plan, Scenario};
-use crate::runner::{Outcome, run};
+use crate::runner::{Outcome, run_generated};
 use serde::Serialize;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -29,6 +29,8 @@ pub struct Campaign {
     /// `(index, count)`: run only seeds with `seed % count == index`.
     pub shard: Option<(u64, u64)>,
     pub stop_on_first: bool,
+    /// Each seed switches on a random subset of the fault generators (swarm mode).
+    pub swarm: bool,
 }
 
 impl Campaign {
@@ -101,7 +103,7 @@ pub fn fuzz_for(
                     {
                         break;
                     }
-                    let (outcome, plan) = run(scenario, seeds[i]);
+                    let (outcome, plan) = run_generated(scenario, seeds[i], campaign.swarm);
                     if outcome.violation.is_some() {
                         if campaign.stop_on_first {
                             cutoff.fetch_min(i, Ordering::SeqCst);

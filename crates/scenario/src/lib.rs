@@ -12,6 +12,7 @@
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
+//! - [`search`]: a reference run's decision points, each perturbed by an anchored fault.
 //! - [`shrink`]: the smallest fault plan that still fails the same way.
 //! - [`strategies`]: proptest strategies: fault plans and parameter perturbations.
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
@@ -30,6 +31,7 @@ pub mod format;
 pub mod fuzz;
 pub mod library;
 pub mod runner;
+pub mod search;
 pub mod shrink;
 pub mod strategies;
 pub mod timeline;

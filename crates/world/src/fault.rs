@@ -20,6 +20,11 @@ pub enum WorldFault {
     /// requests and answers do not wait (target: a manager; a stalled HTTP/2 watch
     /// stream, a slow consumer; docs/semantics.md 4.7).
     WatchStall { lag_ms: u64 },
+    /// A periodic resync lands now (target: a manager): every cached object of every
+    /// watched kind is offered to the controllers as an update. controller-runtime's
+    /// SyncPeriod defaults to 10 hours with 10% jitter, so in a long-lived process a
+    /// resync can land at any moment; search places one at an event.
+    Resync,
     /// Arm the failpoint `name` of a controller host (target: a manager process): its
     /// `hit`-th hit (from 1, counted from when this fault starts) does `action`. Hits
     /// after the fault ends do nothing.

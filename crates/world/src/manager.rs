@@ -580,7 +580,13 @@ impl Manager {
     }
 
     /// A `Failpoint` fault arms (or, at its end, disarms) a failpoint of this process.
-    pub fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+    pub fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        if matches!(f, WorldFault::Resync) && active && !self.exited {
+            let kinds: Vec<_> = self.informer.kinds().collect();
+            for kind in kinds {
+                self.resync(kind, ctx);
+            }
+        }
         if let WorldFault::WatchStall { lag_ms } = f {
             // Overlapping stalls add up, as the API server's lags do.
             self.watch_stall_ms = if active {
@@ -595,6 +601,17 @@ impl Manager {
             } else {
                 self.failpoints.disarm(name, *hit, *action);
             }
+        }
+    }
+
+    /// Every cached object of `kind`, as an update with old == new (a resync).
+    fn resync(&mut self, kind: crate::object::Kind, ctx: &mut WorldCtx<'_>) {
+        if self.informer.synced() {
+            let mut changes = std::mem::take(&mut self.changes);
+            changes.extend(self.informer.cache().list(kind).cloned());
+            self.offer(&changes, ctx);
+            changes.clear();
+            self.changes = changes;
         }
     }
 
@@ -687,14 +704,7 @@ impl Manager {
                     .kinds()
                     .nth(kind as usize)
                     .expect("a watched kind");
-                if self.informer.synced() {
-                    // Every cached object, as an update with old == new.
-                    let mut changes = std::mem::take(&mut self.changes);
-                    changes.extend(self.informer.cache().list(kind).cloned());
-                    self.offer(&changes, ctx);
-                    changes.clear();
-                    self.changes = changes;
-                }
+                self.resync(kind, ctx);
             }
             AnyTimer::Manager(Timer::Requeue { ctrl, key, token }) => {
                 self.controllers[ctrl as usize].queue.fire(key, token);

@@ -487,6 +487,7 @@ impl Cloud {
             WorldFault::KubeletStop
             | WorldFault::WatchLag { .. }
             | WorldFault::WatchStall { .. }
+            | WorldFault::Resync
             | WorldFault::Failpoint { .. } => {
                 return;
             }

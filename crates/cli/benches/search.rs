@@ -1,0 +1,143 @@
+//! Search against random seeds, side by side in one run: for every shipped violation
+//! scenario (and the PodSet example's), the runs each needs until its first failure.
+//!
+//! - random: seeds 0, 1, 2, ... in order, one run each, until one fails (at most
+//!   `RANDOM_RUNS_MAX`), as `fuzz --stop-on-first --jobs 1` would;
+//! - search: reference seeds 0, 1, ... with at most `PLANS` plans each, single
+//!   perturbations then pairs, reference runs counted, as `search --stop-on-first
+//!   --max-plans 50 --seeds 0..10 --jobs 1` would.
+//!
+//! Plus the race search found in a fixed scenario (machineapi-leader-election's stale
+//! cache, tests/search.rs), whose random figure is the seed of its fixture.
+//!
+//! `cargo bench --bench search` prints a markdown table (docs/PERFORMANCE.md). Runs are
+//! counted exactly (they are deterministic); wall times are measured in the same
+//! process, one thread, so their ratio holds on a noisy machine.
+
+#[path = "../../../examples/podset/podset.rs"]
+mod podset;
+
+use reconsim::families::builtin;
+use reconsim::scenario::search::{SearchConfig, search};
+use reconsim::scenario::{Expect, Families, Scenario, library, run};
+use std::time::Instant;
+
+const PLANS: usize = 50;
+const SEEDS: u64 = 10;
+const RANDOM_RUNS_MAX: u64 = 40_000;
+
+struct Row {
+    name: String,
+    random_runs: Option<u64>,
+    random_ms: u128,
+    search_runs: Option<usize>,
+    search_ms: u128,
+    how: String,
+}
+
+fn random(s: &Scenario, budget: u64) -> (Option<u64>, u128) {
+    let start = Instant::now();
+    for seed in 0..budget {
+        if run(s, seed).0.violation.is_some() {
+            return (Some(seed + 1), start.elapsed().as_millis());
+        }
+    }
+    (None, start.elapsed().as_millis())
+}
+
+fn searched(s: &Scenario) -> (Option<usize>, u128, String) {
+    let config = SearchConfig {
+        seed: 0,
+        seeds: SEEDS,
+        max_plans: PLANS,
+        jobs: 1,
+        pairs: true,
+        stop_on_first: true,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let report = search(s, &config, &|_, _, _, _, _| {});
+    let ms = start.elapsed().as_millis();
+    let how = match report.first_failure() {
+        Some((seed, None)) => format!("seed {seed}'s reference run"),
+        Some((seed, Some(p))) => {
+            let kind = report
+                .failures
+                .iter()
+                .find(|f| f.seed == seed && f.plan == p)
+                .map(|f| f.description.split(':').next().unwrap_or("").to_string())
+                .unwrap_or_default();
+            format!("seed {seed} plan #{p} ({kind})")
+        }
+        None => format!("none in {} runs", report.runs),
+    };
+    (report.runs_to_first_failure, ms, how)
+}
+
+fn row(name: &str, s: &Scenario, random_budget: u64) -> Row {
+    let (random_runs, random_ms) = random(s, random_budget);
+    let (search_runs, search_ms, how) = searched(s);
+    Row {
+        name: name.to_string(),
+        random_runs,
+        random_ms,
+        search_runs,
+        search_ms,
+        how,
+    }
+}
+
+fn main() {
+    let families = builtin();
+    let mut rows = Vec::new();
+    for path in library::files().expect("the shipped scenarios") {
+        let s = Scenario::load(&path, &families).expect("a shipped scenario loads");
+        if s.expect == Expect::Violation {
+            rows.push(row(&s.name, &s, RANDOM_RUNS_MAX));
+        }
+    }
+    let with_podset: Families = builtin().with(podset::extensions());
+    for name in ["podset-buggy", "podset-deposed-leader"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/podset/scenarios")
+            .join(format!("{name}.json"));
+        let s = Scenario::load(&path, &with_podset).expect("the example's scenario loads");
+        rows.push(row(name, &s, RANDOM_RUNS_MAX));
+    }
+    // The race in a fixed scenario: random seeds find it first at seed 28692
+    // (tests/failures/machineapi-leader-election-stale-cache.json); not re-run here.
+    let (_, s) = library::load("machineapi-leader-election", &families).expect("shipped");
+    let (search_runs, search_ms, how) = searched(&s);
+    rows.push(Row {
+        name: "machineapi-leader-election (stale-cache race)".into(),
+        random_runs: Some(28_693),
+        random_ms: 0,
+        search_runs,
+        search_ms,
+        how,
+    });
+    println!(
+        "| scenario | random: runs to first failure | search: runs to first failure | runs ratio | wall ms random / search | search's first failure |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        let ratio = match (r.random_runs, r.search_runs) {
+            (Some(a), Some(b)) => format!("{:.1}x", a as f64 / b as f64),
+            _ => "-".into(),
+        };
+        let fmt = |v: Option<String>| v.unwrap_or_else(|| "not found".into());
+        println!(
+            "| {} | {} | {} | {ratio} | {} / {} | {} |",
+            r.name,
+            fmt(r.random_runs.map(|v| v.to_string())),
+            fmt(r.search_runs.map(|v| v.to_string())),
+            if r.random_ms == 0 {
+                "-".to_string()
+            } else {
+                r.random_ms.to_string()
+            },
+            r.search_ms,
+            r.how
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! Search (docs/search.md): a reference run's decision points, each perturbed by a fault
+//! anchored to it. What must hold:
+//! - it finds the seed incidents' windows that random seeds need luck for, and every
+//!   failure it finds is an ordinary failure file that replays, shrinks and explains;
+//! - its report is the same for any number of jobs;
+//! - every clean scenario stays clean over its whole single-perturbation plan set, but
+//!   for one documented race of the modelled controller, which the fix closes;
+//! - swarm mode switches generators off without moving the others' faults.
+
+#[path = "../examples/podset/podset.rs"]
+mod podset;
+
+use reconsim::families::builtin;
+use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::search::{SearchConfig, SearchReport, search};
+use reconsim::scenario::{Expect, Families, Scenario, explain, faults, library, shrink};
+use reconsim::sim::{Fault, TraceMode};
+use std::sync::Mutex;
+
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn shipped(name: &str) -> Scenario {
+    library::load(name, &builtin()).unwrap().1
+}
+
+/// Search `scenario`, keeping the failure file of each failing plan.
+fn run(scenario: &Scenario, config: &SearchConfig) -> (SearchReport, Vec<FailureFile>) {
+    let files = Mutex::new(Vec::new());
+    let report = search(scenario, config, &|_, _, _, outcome, plan| {
+        let f = FailureFile::new(scenario, plan, outcome).expect("a violation");
+        files.lock().unwrap().push(f);
+    });
+    let mut files = files.into_inner().unwrap();
+    files.sort_by_key(|f| f.time_ms);
+    (report, files)
+}
+
+fn singles(max_plans: usize) -> SearchConfig {
+    SearchConfig {
+        max_plans,
+        jobs: jobs(),
+        pairs: false,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn search_finds_the_frozen_leaders_second_instance_and_its_file_replays_shrinks_and_explains() {
+    // machineapi-lease-expiry-pause: random seeds fail on 49 of 500. Search places the
+    // scenario's own VM freeze just before the leader's RunInstances call.
+    let s = shipped("machineapi-lease-expiry-pause");
+    let config = SearchConfig {
+        stop_on_first: true,
+        ..singles(50)
+    };
+    let (report, files) = run(&s, &config);
+    assert!(report.seeds[0].reference.violation.is_none());
+    let first = report.seeds[0]
+        .first_failure_plan
+        .expect("found within 50 plans");
+    assert!(first < 20, "first failing plan #{first}");
+    assert_eq!(report.runs_to_first_failure, Some(first + 2));
+    let f = &report.failures[0];
+    assert_eq!(f.invariant, "no_duplicate_machines");
+    assert!(
+        f.description.contains("freeze host master-0"),
+        "{}",
+        f.description
+    );
+
+    let file = &files[0];
+    assert!(
+        file.plan.faults.iter().all(|f| f.on.is_some()),
+        "anchored faults"
+    );
+    let replay = file.replay(TraceMode::Hash);
+    assert!(replay.reproduced, "{:?}", replay.invariant);
+    // Through JSON and back, as a file on disk would.
+    let path = std::env::temp_dir().join(format!("reconsim-search-{}.json", std::process::id()));
+    file.save(&path).unwrap();
+    let loaded = FailureFile::load(&path, &builtin()).unwrap();
+    assert!(loaded.replay(TraceMode::Hash).reproduced);
+    let (small, shrunk) = shrink::shrink(&loaded, 200);
+    assert_eq!(shrunk.faults_after, 1);
+    assert!(small.replay(TraceMode::Hash).reproduced);
+    let text = explain::explain(&small).expect("a violation").faults;
+    assert!(
+        text.contains("before call of machine-controller-0"),
+        "{text}"
+    );
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn search_reports_the_same_whatever_the_jobs() {
+    let s = shipped("kcp-upgrade-stale-leader-candidate");
+    let one = SearchConfig {
+        jobs: 1,
+        ..singles(60)
+    };
+    let two = SearchConfig {
+        jobs: 3,
+        ..one.clone()
+    };
+    let (a, _) = run(&s, &one);
+    let (b, _) = run(&s, &two);
+    assert!(!a.failures.is_empty());
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        serde_json::to_value(&b).unwrap()
+    );
+    // With stop_on_first the report stops at the same first plan.
+    let (c, _) = run(
+        &s,
+        &SearchConfig {
+            stop_on_first: true,
+            ..two
+        },
+    );
+    assert_eq!(c.failures.len(), 1);
+    assert_eq!(c.seeds[0].first_failure_plan, a.seeds[0].first_failure_plan);
+}
+
+#[test]
+fn search_finds_the_stale_cache_race_of_the_fixed_machine_api_and_the_idempotent_create_closes_it()
+{
+    // tests/machineapi.rs keeps this race as a random-seed fixture (seed 28692, no
+    // faults): the leader-election fix alone still launches a second instance when
+    // a reconcile reads a cache without the instance's id while the cloud's
+    // DescribeInstances cannot see the new instance yet. Search finds it from seed 0
+    // by breaking the Machine controller's watch right after its instance-id patch.
+    let s = shipped("machineapi-leader-election");
+    let (report, files) = run(&s, &singles(5000));
+    assert!(!report.failures.is_empty());
+    for f in &report.failures {
+        assert_eq!(f.invariant, "no_duplicate_machines");
+        assert!(
+            f.description.starts_with("drop_event:")
+                && f.description.contains("to machine-controller-0")
+                && f.description.contains("Modified Machine"),
+            "an unexpected failure of the fixed scenario: {}",
+            f.description
+        );
+    }
+    // The client token (idempotent RunInstances) is the fix: every one of those plans
+    // holds with it.
+    for file in &files {
+        let mut fixed = file.clone();
+        fixed
+            .scenario
+            .controllers
+            .get_mut::<reconsim::families::machineapi::MachineApiSpec>()
+            .unwrap()
+            .idempotent_create = true;
+        assert!(fixed.replay(TraceMode::Hash).outcome.violation.is_none());
+    }
+}
+
+/// Every failure a clean scenario shows over its single-perturbation plans.
+fn clean_failures(s: &Scenario) -> Vec<String> {
+    let (report, _) = run(s, &singles(100_000));
+    assert!(report.seeds[0].reference.violation.is_none(), "{}", s.name);
+    report
+        .failures
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: plan #{} {} -> {}",
+                s.name, f.plan, f.description, f.invariant
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_clean_scenario_holds_over_its_single_perturbations() {
+    let mut failures = Vec::new();
+    for path in library::files().unwrap() {
+        let s = Scenario::load(&path, &builtin()).unwrap();
+        // Its one documented race has its own test above.
+        if s.expect != Expect::Clean || s.name == "machineapi-leader-election" {
+            continue;
+        }
+        failures.extend(clean_failures(&s));
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+fn podset_families() -> Families {
+    builtin().with(podset::extensions())
+}
+
+fn podset(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/podset/scenarios")
+        .join(format!("{name}.json"));
+    Scenario::load(&path, &podset_families()).unwrap()
+}
+
+#[test]
+fn the_podset_example_is_caught_by_search_and_its_fixes_hold_over_every_single_plan() {
+    for fixed in ["podset-fixed", "podset-deposed-leader-fenced"] {
+        let failures = clean_failures(&podset(fixed));
+        assert!(failures.is_empty(), "{failures:#?}");
+    }
+    for buggy in ["podset-buggy", "podset-deposed-leader"] {
+        let config = SearchConfig {
+            stop_on_first: true,
+            ..singles(50)
+        };
+        let (report, _) = run(&podset(buggy), &config);
+        assert!(
+            report.runs_to_first_failure.is_some_and(|r| r <= 20),
+            "{buggy}: {:?}",
+            report.runs_to_first_failure
+        );
+        assert_eq!(report.failures[0].invariant, podset::MAX_PODS);
+    }
+}
+
+#[test]
+fn search_plans_are_causal_and_anchored_in_the_scenarios_windows() {
+    let s = shipped("kcp-upgrade-counts-deleting-3");
+    let (_, world) = reconsim::scenario::runner::run_world_recording(
+        &s,
+        0,
+        Default::default(),
+        TraceMode::Hash,
+        true,
+    );
+    let decisions = world.sim.decisions();
+    let config = SearchConfig::default();
+    let (plans, [generated, pruned, singles, _]) =
+        reconsim::scenario::search::plans(&s, &world, &config);
+    assert!(
+        pruned > 0 && generated >= pruned + singles,
+        "{generated} {pruned} {singles}"
+    );
+    for p in &plans[..singles] {
+        let f = &p.faults.faults[0];
+        let anchor = f.on.as_ref().expect("anchored");
+        let d = decisions
+            .iter()
+            .find(|d| d.process == anchor.process && d.event == anchor.event && d.nth == anchor.nth)
+            .expect("every anchor is a decision of the reference run");
+        if p.kinds[0].starts_with("scenario:") {
+            // The scenario's generators strike within their own windows.
+            let gi: usize = p.kinds[0]["scenario:".len()..].parse().unwrap();
+            let w = s.faults[gi].at_ms;
+            assert!(w.lo <= d.time_ms && d.time_ms <= w.hi, "{}", p.description);
+        }
+        if p.kinds[0] == "crash_after" {
+            // Causality: the reconcile went on from that step's answer.
+            let i = decisions.iter().position(|x| std::ptr::eq(x, d)).unwrap();
+            assert!(decisions.iter().any(|x| x.after_answer_of == Some(i)));
+        }
+        if let Fault::DelayMessage { .. } = f.fault {
+            assert_eq!(anchor.event, reconsim::sim::EventClass::WatchEvent);
+        }
+    }
+}
+
+#[test]
+fn swarm_mode_keeps_each_generators_faults_and_switches_some_off() {
+    let s = shipped("kcp-upgrade-counts-deleting-3");
+    let mut some_off = false;
+    for seed in 0..50 {
+        let mask = faults::swarm_mask(&s, seed);
+        assert_eq!(mask, faults::swarm_mask(&s, seed), "deterministic");
+        assert!(mask.contains(&true));
+        some_off |= mask.contains(&false);
+        let full = faults::generate(&s, seed);
+        let swarm = faults::generate_swarm(&s, seed);
+        // Each fault of the swarm plan is one the full plan has.
+        for f in &swarm.faults {
+            assert!(full.faults.contains(f));
+        }
+        assert!(swarm.faults.len() <= full.faults.len());
+    }
+    assert!(some_off);
+}
+
+#[test]
+fn search_arms_a_scenarios_failpoints_hit_by_hit() {
+    // The 4.5 Machine controller crashed at its failpoint between RunInstances and the
+    // write of the instance's id: without a client token, a second instance.
+    let text = std::fs::read_to_string("scenarios/machineapi-leader-election.json").unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["controllers"]["machine_api"]["variant"] = "no-leader-election".into();
+    doc["controllers"]["machine_api"]["idempotent_create"] = false.into();
+    doc["faults"] = serde_json::json!([{
+        "count": [1, 1], "at_ms": [60000, 60000], "duration_ms": [1140000, 1140000],
+        "fault": {"failpoint": {"processes": ["machine-controller-0"],
+                                "name": "after-run-instances", "hit": [1, 2],
+                                "action": "crash", "for_ms": [10, 500]}}
+    }]);
+    let s = Scenario::parse("failpoint.json", &doc.to_string(), &builtin()).unwrap();
+    let (_, world) = reconsim::scenario::runner::run_world_recording(
+        &s,
+        0,
+        Default::default(),
+        TraceMode::Hash,
+        true,
+    );
+    let (plans, _) = reconsim::scenario::search::plans(&s, &world, &SearchConfig::default());
+    let failpoint_plans: Vec<_> = plans.iter().filter(|p| p.kinds == ["scenario:0"]).collect();
+    assert_eq!(failpoint_plans.len(), 2, "one plan per hit");
+    assert!(failpoint_plans[0].description.contains("from 60000 ms"));
+    let (report, _) = run(&s, &singles(10));
+    assert!(
+        report
+            .failures
+            .iter()
+            .any(|f| f.description.starts_with("scenario:0")
+                && f.invariant == "no_duplicate_machines"),
+        "{:#?}",
+        report.failures
+    );
+}
