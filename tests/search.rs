@@ -319,3 +319,28 @@ fn search_arms_a_scenarios_failpoints_hit_by_hit() {
         report.failures
     );
 }
+
+#[test]
+fn with_faults_each_reference_is_its_seeds_fuzz_run() {
+    let s = shipped("machineapi-lease-expiry-pause");
+    let config = SearchConfig {
+        seed: 3,
+        seeds: 3,
+        max_plans: 1,
+        pairs: false,
+        base: reconsim::scenario::search::Base::Generated,
+        ..Default::default()
+    };
+    let (report, _) = run(&s, &config);
+    for r in &report.seeds {
+        let (outcome, _) = reconsim::scenario::run(&s, r.seed);
+        assert_eq!(
+            r.reference.trace_hash, outcome.trace_hash,
+            "seed {}",
+            r.seed
+        );
+    }
+    // Seed 5 is the first whose own plan fails: its reference run is that failure.
+    assert_eq!(report.first_failure(), Some((5, None)));
+    assert_eq!(report.runs_to_first_failure, Some(5));
+}

@@ -5,7 +5,8 @@
 //!   `RANDOM_RUNS_MAX`), as `fuzz --stop-on-first --jobs 1` would;
 //! - search: reference seeds 0, 1, ... with at most `PLANS` plans each, single
 //!   perturbations then pairs, reference runs counted, as `search --stop-on-first
-//!   --max-plans 50 --seeds 0..10 --jobs 1` would.
+//!   --max-plans 50 --seeds 0..10 --jobs 1` would: fault-free references (Sieve's), and
+//!   references that carry their seed's own faults (`--with-faults`).
 //!
 //! Plus the race search found in a fixed scenario (machineapi-leader-election's stale
 //! cache, tests/search.rs), whose random figure is the seed of its fixture.
@@ -18,7 +19,7 @@
 mod podset;
 
 use reconsim::families::builtin;
-use reconsim::scenario::search::{SearchConfig, search};
+use reconsim::scenario::search::{Base, SearchConfig, search};
 use reconsim::scenario::{Expect, Families, Scenario, library, run};
 use std::time::Instant;
 
@@ -33,6 +34,8 @@ struct Row {
     search_runs: Option<usize>,
     search_ms: u128,
     how: String,
+    with_faults_runs: Option<usize>,
+    with_faults_how: String,
 }
 
 fn random(s: &Scenario, budget: u64) -> (Option<u64>, u128) {
@@ -45,15 +48,15 @@ fn random(s: &Scenario, budget: u64) -> (Option<u64>, u128) {
     (None, start.elapsed().as_millis())
 }
 
-fn searched(s: &Scenario) -> (Option<usize>, u128, String) {
+fn searched(s: &Scenario, base: Base) -> (Option<usize>, u128, String) {
     let config = SearchConfig {
+        base,
         seed: 0,
         seeds: SEEDS,
         max_plans: PLANS,
         jobs: 1,
         pairs: true,
         stop_on_first: true,
-        ..Default::default()
     };
     let start = Instant::now();
     let report = search(s, &config, &|_, _, _, _, _| {});
@@ -76,7 +79,8 @@ fn searched(s: &Scenario) -> (Option<usize>, u128, String) {
 
 fn row(name: &str, s: &Scenario, random_budget: u64) -> Row {
     let (random_runs, random_ms) = random(s, random_budget);
-    let (search_runs, search_ms, how) = searched(s);
+    let (search_runs, search_ms, how) = searched(s, Base::None);
+    let (with_faults_runs, _, with_faults_how) = searched(s, Base::Generated);
     Row {
         name: name.to_string(),
         random_runs,
@@ -84,6 +88,8 @@ fn row(name: &str, s: &Scenario, random_budget: u64) -> Row {
         search_runs,
         search_ms,
         how,
+        with_faults_runs,
+        with_faults_how,
     }
 }
 
@@ -107,7 +113,8 @@ fn main() {
     // The race in a fixed scenario: random seeds find it first at seed 28692
     // (tests/failures/machineapi-leader-election-stale-cache.json); not re-run here.
     let (_, s) = library::load("machineapi-leader-election", &families).expect("shipped");
-    let (search_runs, search_ms, how) = searched(&s);
+    let (search_runs, search_ms, how) = searched(&s, Base::None);
+    let (with_faults_runs, _, with_faults_how) = searched(&s, Base::Generated);
     rows.push(Row {
         name: "machineapi-leader-election (stale-cache race)".into(),
         random_runs: Some(28_693),
@@ -115,11 +122,13 @@ fn main() {
         search_runs,
         search_ms,
         how,
+        with_faults_runs,
+        with_faults_how,
     });
     println!(
-        "| scenario | random: runs to first failure | search: runs to first failure | runs ratio | wall ms random / search | search's first failure |"
+        "| scenario | random: runs to first failure | search | random / search | wall ms random / search | search's first failure | search --with-faults | its first failure |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let ratio = match (r.random_runs, r.search_runs) {
             (Some(a), Some(b)) => format!("{:.1}x", a as f64 / b as f64),
@@ -127,7 +136,7 @@ fn main() {
         };
         let fmt = |v: Option<String>| v.unwrap_or_else(|| "not found".into());
         println!(
-            "| {} | {} | {} | {ratio} | {} / {} | {} |",
+            "| {} | {} | {} | {ratio} | {} / {} | {} | {} | {} |",
             r.name,
             fmt(r.random_runs.map(|v| v.to_string())),
             fmt(r.search_runs.map(|v| v.to_string())),
@@ -137,7 +146,9 @@ fn main() {
                 r.random_ms.to_string()
             },
             r.search_ms,
-            r.how
+            r.how,
+            fmt(r.with_faults_runs.map(|v| v.to_string())),
+            r.with_faults_how
         );
     }
 }

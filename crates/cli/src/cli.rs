@@ -119,6 +119,11 @@ enum Command {
         /// Print the plans in run order after the reference run, and run none.
         #[arg(long)]
         list_plans: bool,
+        /// Each reference run carries its seed's own fault plan (the fuzz run of that
+        /// seed), and each plan adds one anchored fault to it; without it, references
+        /// run fault-free, as Sieve's do.
+        #[arg(long)]
+        with_faults: bool,
         #[arg(long)]
         json: bool,
     },
@@ -267,11 +272,17 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             stop_on_first,
             failures_dir,
             list_plans,
+            with_faults,
             json,
         } => jobs_or_cores(jobs).and_then(|jobs| {
             let (start, end) = parse_seeds(&seeds)?;
+            let base = if with_faults {
+                crate::scenario::search::Base::Generated
+            } else {
+                crate::scenario::search::Base::None
+            };
             if list_plans {
-                return list_plans_cmd(app, &scenario, start, max_plans, !no_pairs, json);
+                return list_plans_cmd(app, &scenario, start, max_plans, !no_pairs, base, json);
             }
             search_cmd(
                 app,
@@ -283,7 +294,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     jobs,
                     pairs: !no_pairs,
                     stop_on_first,
-                    base: Default::default(),
+                    base,
                 },
                 failures_dir.as_deref(),
                 json,
@@ -750,6 +761,7 @@ fn list_plans_cmd(
     seed: u64,
     max_plans: usize,
     pairs: bool,
+    base: crate::scenario::search::Base,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
     use crate::scenario::search;
@@ -758,12 +770,13 @@ fn list_plans_cmd(
         seed,
         max_plans,
         pairs,
+        base,
         ..Default::default()
     };
     let (_, world) = runner::run_world_recording(
         &scenario,
         seed,
-        config.base.clone(),
+        config.base.plan(&scenario, seed),
         crate::sim::TraceMode::Hash,
         true,
     );
@@ -833,7 +846,12 @@ fn search_cmd(
     let report = search::search(&scenario, &config, &on_failure);
     let wall_ms = wall.elapsed().as_millis() as u64;
     for s in &report.seeds {
-        save(s.seed, None, &config.base, &s.reference);
+        save(
+            s.seed,
+            None,
+            &config.base.plan(&scenario, s.seed),
+            &s.reference,
+        );
     }
     for e in save_errors.into_inner().expect("not poisoned") {
         eprintln!("reconsim: error: cannot write the failure file {e}");

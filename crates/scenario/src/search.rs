@@ -53,7 +53,31 @@ pub struct SearchConfig {
     /// Stop at the first failing plan (in plan order, whatever `jobs` is).
     pub stop_on_first: bool,
     /// The faults of every plan besides its perturbation (the reference run's too).
-    pub base: Plan,
+    pub base: Base,
+}
+
+/// What a reference run (and every plan made from it) carries besides the perturbation.
+#[derive(Clone, Debug, Default)]
+pub enum Base {
+    /// No faults: Sieve's fault-free reference (the default).
+    #[default]
+    None,
+    /// The same plan for every seed.
+    Plan(Plan),
+    /// Each seed's own generated plan: the reference is the fuzz run of that seed, and
+    /// each plan adds one anchored fault to the scenario's faults as drawn.
+    Generated,
+}
+
+impl Base {
+    /// The base plan of reference seed `seed`.
+    pub fn plan(&self, scenario: &Scenario, seed: u64) -> Plan {
+        match self {
+            Base::Plan(p) => p.clone(),
+            Base::None => Plan::default(),
+            Base::Generated => crate::faults::generate(scenario, seed),
+        }
+    }
 }
 
 impl Default for SearchConfig {
@@ -65,7 +89,7 @@ impl Default for SearchConfig {
             jobs: 1,
             pairs: true,
             stop_on_first: false,
-            base: Plan::default(),
+            base: Base::None,
         }
     }
 }
@@ -548,7 +572,8 @@ fn causal(
     }
 }
 
-/// A kept single: ((outside the scenario's windows, rarity), decision, fault).
+/// A kept single's order key ((outside the scenario's windows, rarity)), its decision
+/// and its fault.
 type Entry = ((bool, usize), usize, TimedFault<WorldFault>);
 
 /// Plans from a reference run: (generated, candidates in run order).
@@ -701,7 +726,7 @@ fn plan_singles(
 /// its span of the run evenly: the middle first, then the quarters, and so on (the
 /// van der Corput sequence). A bug's window is as likely late as early; time order
 /// would reach a late window only after every earlier anchor.
-fn spread<T: Clone>(v: &mut [T], key: impl Fn(&T) -> (bool, usize)) {
+fn spread<T: Clone, K: PartialEq>(v: &mut [T], key: impl Fn(&T) -> K) {
     let mut start = 0;
     while start < v.len() {
         let k = key(&v[start]);
@@ -814,8 +839,8 @@ pub fn plans(
 
 /// A plan of the search with the base plan's faults first (indices of the
 /// perturbation's faults follow them).
-pub fn full_plan(config: &SearchConfig, c: &Candidate) -> Plan {
-    let mut faults = config.base.faults.clone();
+pub fn full_plan(base: &Plan, c: &Candidate) -> Plan {
+    let mut faults = base.faults.clone();
     faults.extend(c.faults.faults.iter().cloned());
     Plan::new(faults)
 }
@@ -861,8 +886,9 @@ fn search_seed(
     on_failure: &(dyn Fn(u64, usize, &Candidate, &Outcome, &Plan) + Sync),
     report: &mut SearchReport,
 ) -> SeedReport {
+    let base = config.base.plan(scenario, seed);
     let (reference, world) =
-        run_world_recording(scenario, seed, config.base.clone(), TraceMode::Hash, true);
+        run_world_recording(scenario, seed, base.clone(), TraceMode::Hash, true);
     let decisions = world.sim.decisions().len();
     let (candidates, [generated, pruned, singles, pairs]) = plans(scenario, &world, config);
     drop(world);
@@ -897,7 +923,7 @@ fn search_seed(
                     {
                         break;
                     }
-                    let plan = full_plan(config, &candidates[i]);
+                    let plan = full_plan(&base, &candidates[i]);
                     let (outcome, _) = run_world(scenario, seed, plan.clone(), TraceMode::Hash);
                     if outcome.violation.is_some() {
                         if config.stop_on_first {
