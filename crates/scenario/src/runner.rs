@@ -87,7 +87,7 @@ fn deadline_after(scenario: &Scenario, heal_ms: Option<u64>) -> Option<SimTime> 
 /// Run `scenario` with `seed` and `plan`; the world is returned for inspection
 /// (timelines, Chrome traces).
 pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> (Outcome, World) {
-    run_world_recording(scenario, seed, plan, trace, false)
+    run_inner(scenario, seed, plan, trace, false, |_| {})
 }
 
 /// [`run_world`], keeping the run's decision points if `record` (`world.sim.decisions()`).
@@ -97,6 +97,30 @@ pub fn run_world_recording(
     plan: Plan,
     trace: TraceMode,
     record: bool,
+) -> (Outcome, World) {
+    run_inner(scenario, seed, plan, trace, record, |_| {})
+}
+
+/// [`run_world`], calling `observe` with the world after every step the checkers check
+/// (before them): what an oracle records over a run (objects created and deleted) without
+/// a second run loop.
+pub fn run_observed(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    observe: impl FnMut(&View<'_>),
+) -> (Outcome, World) {
+    run_inner(scenario, seed, plan, trace, false, observe)
+}
+
+fn run_inner(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    record: bool,
+    mut observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
     let anchored = plan.has_anchors();
@@ -148,6 +172,7 @@ pub fn run_world_recording(
             };
             if relevant {
                 let v = view(&world);
+                observe(&v);
                 if let Some(found) = checkers.iter_mut().find_map(|c| c.check(&v)) {
                     violation = Some(found);
                     break 'run;
