@@ -18,6 +18,8 @@
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
 //! - [`chrome`]: Chrome Trace Event JSON of a run, for Perfetto and chrome://tracing.
 //! - [`library`]: the shipped scenarios/ directory, by name.
+//! - [`oracle`]: differential oracles: a run's masked end state against a reference
+//!   run's (faults healed) or another seed's (divergence), with no invariant written.
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
@@ -30,6 +32,7 @@ pub mod faults;
 pub mod format;
 pub mod fuzz;
 pub mod library;
+pub mod oracle;
 pub mod runner;
 pub mod search;
 pub mod shrink;
