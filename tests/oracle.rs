@@ -214,3 +214,48 @@ fn an_end_state_is_the_same_for_the_same_run() {
     );
     assert!(a.diff(&b).is_empty());
 }
+
+/// The table of docs/oracle.md: every shipped scenario and the PodSet example's, seeds
+/// 0..200, the oracles alone against the scenario's own invariants. Minutes long:
+/// `cargo test --release --test oracle survey -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn survey() {
+    const SEEDS: u64 = 200;
+    let mut names: Vec<String> = library::files()
+        .expect("the scenarios directory")
+        .iter()
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .collect();
+    names.extend(
+        [
+            "podset-buggy",
+            "podset-fixed",
+            "podset-deposed-leader",
+            "podset-deposed-leader-fenced",
+        ]
+        .map(String::from),
+    );
+    println!("| scenario | expect | invariants | differential | both | divergence |");
+    println!("|---|---|---|---|---|---|");
+    for name in names {
+        let checked = load(&name);
+        let s = oracle_only(&name);
+        let (mut invariant, mut differential, mut both, mut divergence) = (0, 0, 0, 0);
+        for seed in 0..SEEDS {
+            let caught = run(&checked, seed).0.violation.is_some();
+            let flagged = !perturbed(&s, seed).diff.is_empty();
+            invariant += u32::from(caught);
+            differential += u32::from(flagged);
+            both += u32::from(caught && flagged);
+            if seed > 0 {
+                divergence += u32::from(!oracle::divergence(&s, 0, seed).diff.is_empty());
+            }
+        }
+        println!(
+            "| {name} | {:?} | {invariant} | {differential} | {both} | {divergence} of {} |",
+            checked.expect,
+            SEEDS - 1
+        );
+    }
+}
