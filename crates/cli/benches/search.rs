@@ -57,6 +57,7 @@ fn searched(s: &Scenario, base: Base) -> (Option<usize>, u128, String) {
         jobs: 1,
         pairs: true,
         stop_on_first: true,
+        differential: false,
     };
     let start = Instant::now();
     let report = search(s, &config, &|_, _, _, _, _| {});

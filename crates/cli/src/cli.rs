@@ -124,6 +124,11 @@ enum Command {
         /// run fault-free, as Sieve's do.
         #[arg(long)]
         with_faults: bool,
+        /// Also flag a plan that holds every invariant but ends differently from its
+        /// reference run (Sieve's differential oracle: masked end state, objects created
+        /// and deleted; docs/search.md): findings without writing an invariant.
+        #[arg(long)]
+        differential: bool,
         #[arg(long)]
         json: bool,
     },
@@ -273,6 +278,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             failures_dir,
             list_plans,
             with_faults,
+            differential,
             json,
         } => jobs_or_cores(jobs).and_then(|jobs| {
             let (start, end) = parse_seeds(&seeds)?;
@@ -295,6 +301,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     pairs: !no_pairs,
                     stop_on_first,
                     base,
+                    differential,
                 },
                 failures_dir.as_deref(),
                 json,

@@ -71,7 +71,11 @@ impl FailureFile {
 
     /// Re-run the failure.
     pub fn replay(&self, trace: TraceMode) -> Replay {
-        let (outcome, _) = run_world(&self.scenario, self.seed, self.plan.clone(), trace);
+        let outcome = if self.invariant == crate::search::DIFFERENTIAL {
+            rerun(&self.scenario, self.seed, &self.plan, &self.invariant)
+        } else {
+            run_world(&self.scenario, self.seed, self.plan.clone(), trace).0
+        };
         Replay::judge(self, outcome)
     }
 
@@ -79,6 +83,24 @@ impl FailureFile {
     pub fn replay_command(path: &Path) -> String {
         format!("reconsim replay {}", path.display())
     }
+}
+
+/// Run `plan` and judge it as a failure of `invariant` was judged: by the scenario's
+/// invariants, and for a [`crate::search::DIFFERENTIAL`] failure also against its
+/// reference, the same plan without its anchored faults (what search perturbed).
+pub fn rerun(scenario: &Scenario, seed: u64, plan: &Plan, invariant: &str) -> Outcome {
+    if invariant != crate::search::DIFFERENTIAL {
+        return run_world(scenario, seed, plan.clone(), TraceMode::Hash).0;
+    }
+    let reference = Plan::new(
+        plan.faults
+            .iter()
+            .filter(|f| f.on.is_none())
+            .cloned()
+            .collect(),
+    );
+    let (_, state) = crate::oracle::run(scenario, seed, reference);
+    crate::search::judge_differential(scenario, seed, plan, &state)
 }
 
 /// A failure file as serde reads it, before its scenario's families parse it.

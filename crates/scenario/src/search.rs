@@ -3,24 +3,29 @@
 //! Random seeds find wide windows; a window of milliseconds needs its fault placed at
 //! an event, not a time. Search does what Sieve (OSDI'22) does on a kind cluster, at
 //! the cost of a simulated run:
-//! 1. A reference run of the scenario's seed with no faults (or a given plan) records
-//!    its decision points ([`reconsim_sim::DecisionPoint`]): every write, read, call,
-//!    renewal and watch event of every process.
-//! 2. Each decision point of a controller yields plans that perturb it alone, with a
-//!    fault anchored to it ([`reconsim_sim::Anchor`]): Sieve's perturbations (crash
-//!    right after a write or call, lose its answer, pause before a renewal, delay or
-//!    drop a watch event), and the scenario's own fault generators placed at the
-//!    decisions of the processes and hosts they target.
+//! 1. A reference run per seed, with no faults (or a given plan, or the seed's own
+//!    generated one: [`Base`]), records its decision points
+//!    ([`reconsim_sim::DecisionPoint`]): every write, read, call, renewal and watch
+//!    event of every process.
+//! 2. Each decision point yields plans that perturb it alone, with a fault anchored to
+//!    it ([`reconsim_sim::Anchor`]): Sieve's perturbations of a controller (crash right
+//!    after a write or call, lose its answer, pause before a renewal, delay a watch
+//!    event, break a watch), a controller's resync landing right after someone else's
+//!    write, and the scenario's own fault generators placed at the steps of what they
+//!    target, within their windows.
 //! 3. Pruning. Causality, as Sieve prunes: a crash right after a step is kept only if
 //!    the reconcile went on from that step's answer (else nothing of it was in flight);
-//!    a delayed or dropped watch event only if its receiver made a decision while it
-//!    would have been missing. Repeats: a perturbation of a decision whose process,
-//!    message and previous decision are those of an earlier one is the same plan again.
-//! 4. Order: rarest decisions first (a message the run sends once is a step of a state
-//!    change, one it sends hundreds of times a heartbeat), round-robin over the kinds
-//!    of perturbation, each in time order.
+//!    a delayed or dropped watch event only if its receiver sent something while it
+//!    would have been missing. Repeats: a plan whose kind, fault, message, previous
+//!    message of the same process and latest message of any other process are an
+//!    earlier plan's is the same plan again.
+//! 4. Order: kinds take turns; within a kind, the scenario's fault windows first, then
+//!    the rarest messages (a message the run sends once is a step of a state change,
+//!    one it sends hundreds of times a heartbeat), spread over the run.
 //! 5. Plans run across jobs, each an ordinary run whose failure is an ordinary failure
 //!    file; the report is the same for any `--jobs`. Then pairs, within the budget.
+//!    With [`SearchConfig::differential`], a plan that ends unlike its reference fails
+//!    too (crates/scenario/src/oracle.rs).
 
 use crate::build::World;
 use crate::faults::{Choose, fault_of, targets};
@@ -54,7 +59,14 @@ pub struct SearchConfig {
     pub stop_on_first: bool,
     /// The faults of every plan besides its perturbation (the reference run's too).
     pub base: Base,
+    /// Also judge each plan by Sieve's differential oracle (crates/scenario/src/oracle.rs):
+    /// a plan whose run holds every invariant but ends differently from its reference
+    /// run (masked end state, objects created and deleted) fails as [`DIFFERENTIAL`].
+    pub differential: bool,
 }
+
+/// The invariant name of a plan the differential oracle flagged.
+pub const DIFFERENTIAL: &str = "differential";
 
 /// What a reference run (and every plan made from it) carries besides the perturbation.
 #[derive(Clone, Debug, Default)]
@@ -90,6 +102,7 @@ impl Default for SearchConfig {
             pairs: true,
             stop_on_first: false,
             base: Base::None,
+            differential: false,
         }
     }
 }
@@ -879,6 +892,33 @@ pub fn search(
     report
 }
 
+/// A plan's run, judged by the scenario's invariants and then against its reference's
+/// end state: a difference is a [`DIFFERENTIAL`] violation at the run's end.
+pub fn judge_differential(
+    scenario: &Scenario,
+    seed: u64,
+    plan: &Plan,
+    reference: &crate::oracle::EndState,
+) -> Outcome {
+    let (mut outcome, state) = crate::oracle::run(scenario, seed, plan.clone());
+    if outcome.violation.is_none() {
+        let diff = reference.diff(&state);
+        if !diff.is_empty() {
+            outcome.violation = Some(reconsim_check::Violation {
+                invariant: DIFFERENTIAL.into(),
+                time: reconsim_sim::SimTime(outcome.sim_ms),
+                message: format!(
+                    "ends differently from its reference run ({} differences): {}",
+                    diff.total(),
+                    diff.to_string().trim_end().replace('\n', "; ")
+                ),
+                objects: vec![],
+            });
+        }
+    }
+    outcome
+}
+
 fn search_seed(
     scenario: &Scenario,
     config: &SearchConfig,
@@ -889,6 +929,11 @@ fn search_seed(
     let base = config.base.plan(scenario, seed);
     let (reference, world) =
         run_world_recording(scenario, seed, base.clone(), TraceMode::Hash, true);
+    // The reference's end state, for the differential oracle (a second run of it: the
+    // recording run is the same history, but the oracle observes as it goes).
+    let reference_state = config
+        .differential
+        .then(|| crate::oracle::run(scenario, seed, base.clone()).1);
     let decisions = world.sim.decisions().len();
     let (candidates, [generated, pruned, singles, pairs]) = plans(scenario, &world, config);
     drop(world);
@@ -924,7 +969,10 @@ fn search_seed(
                         break;
                     }
                     let plan = full_plan(&base, &candidates[i]);
-                    let (outcome, _) = run_world(scenario, seed, plan.clone(), TraceMode::Hash);
+                    let outcome = match &reference_state {
+                        None => run_world(scenario, seed, plan.clone(), TraceMode::Hash).0,
+                        Some(reference) => judge_differential(scenario, seed, &plan, reference),
+                    };
                     if outcome.violation.is_some() {
                         if config.stop_on_first {
                             cutoff.fetch_min(i, Ordering::SeqCst);

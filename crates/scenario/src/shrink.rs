@@ -43,11 +43,11 @@ impl Shrinker<'_> {
         }
         self.runs += 1;
         let plan = Plan::new(faults.to_vec());
-        let (outcome, _) = run_world(
+        let outcome = crate::failure::rerun(
             &self.failure.scenario,
             self.failure.seed,
-            plan,
-            TraceMode::Hash,
+            &plan,
+            &self.failure.invariant,
         );
         outcome
             .violation

@@ -8,8 +8,9 @@
 //! - being deleted: look the instances up, terminate what was found, look again; while
 //!   one exists requeue after 20 s; then remove the finalizer;
 //! - phase Failed: nothing;
-//! - an instance exists: record providerID/instanceId if they changed (a merge patch,
-//!   no resourceVersion precondition); requeue after 20 s while it is pending;
+//! - an instance exists: record providerID/instanceId and phase Provisioned if any of
+//!   them is not so yet (a merge patch, no resourceVersion precondition); requeue after
+//!   20 s while it is pending;
 //! - none exists but providerID is set: within 20 s of the last status update it may be
 //!   AWS's eventual consistency, so requeue after 20 s; after that the machine is Failed
 //!   ("Can't find created instance");
@@ -136,8 +137,13 @@ async fn exists(
         Action::await_change()
     };
     let spec = &m.typed::<Machine>().expect("a Machine").spec;
+    // The real controller's setPhase(Provisioned) on every reconcile that finds the
+    // instance with no Node yet (release-4.5 controller.go; there is no nodeRef in the
+    // model, so never Running): a Machine whose id was recorded by the create is
+    // Provisioned too, whatever history led there.
     if status(m).instance_id.as_deref() == Some(&newest.id)
         && spec.provider_id.as_deref() == Some(&provider_id(newest))
+        && status(m).phase.as_deref() == Some("Provisioned")
     {
         return Ok(next);
     }
