@@ -1,8 +1,8 @@
 //! Fuzz campaigns: run a scenario over a range of seeds, on several threads, with results
 //! that do not depend on the number of threads.
 //!
-//! Threads claim seeds in increasing order from a shared counter and every result is
-//! kept by seed, so the report (sorted by seed) is the same for `--jobs 1` and
+//! Threads claim seeds in increasing order and every result is kept by seed
+//! ([`crate::jobs`]), so the report (sorted by seed) is the same for `--jobs 1` and
 //! `--jobs 8`. With `stop_on_first`, the campaign ends at the smallest failing seed of
 //! the range: seeds above it that some thread already ran are dropped from the report,
 //! and every seed below it has run, so the report is still independent of `--jobs`.
@@ -14,10 +14,10 @@
 //! from there. The clock is read between runs, never inside one.
 
 use crate::format::{Plan, Scenario};
+use crate::jobs::run_ordered;
 use crate::runner::{Outcome, run_generated};
 use serde::Serialize;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,50 +85,29 @@ pub fn fuzz_for(
 ) -> Report {
     let deadline = budget.map(|b| std::time::Instant::now() + b);
     let seeds = campaign.seeds();
-    let next = AtomicUsize::new(0);
-    // Index (in `seeds`) of the smallest failing seed so far: threads stop claiming past it.
-    let cutoff = AtomicUsize::new(usize::MAX);
-    let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::with_capacity(seeds.len()));
     let done = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
-    let jobs = campaign.jobs.max(1).min(seeds.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= seeds.len()
-                        || (campaign.stop_on_first && i > cutoff.load(Ordering::SeqCst))
-                        || deadline.is_some_and(|d| std::time::Instant::now() >= d)
-                    {
-                        break;
-                    }
-                    let (outcome, plan) = run_generated(scenario, seeds[i], campaign.swarm);
-                    if outcome.violation.is_some() {
-                        if campaign.stop_on_first {
-                            cutoff.fetch_min(i, Ordering::SeqCst);
-                        }
-                        failed.fetch_add(1, Ordering::SeqCst);
-                        on_failure(&outcome, &plan);
-                    }
-                    let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    on_progress(n, failed.load(Ordering::SeqCst));
-                    results
-                        .lock()
-                        .expect("no thread panics holding it")
-                        .push((i, outcome));
-                }
-            });
+    let claim = || deadline.is_none_or(|d| std::time::Instant::now() < d);
+    let task = |i: usize| {
+        let (outcome, plan) = run_generated(scenario, seeds[i], campaign.swarm);
+        let fails = outcome.violation.is_some();
+        if fails {
+            failed.fetch_add(1, Ordering::SeqCst);
+            on_failure(&outcome, &plan);
         }
-    });
-    let mut results = results.into_inner().expect("threads are done");
-    results.sort_by_key(|(i, _)| *i);
-    let cut = cutoff.into_inner();
+        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+        on_progress(n, failed.load(Ordering::SeqCst));
+        (outcome, fails)
+    };
+    let results = run_ordered(
+        seeds.len(),
+        campaign.jobs,
+        campaign.stop_on_first,
+        &claim,
+        &task,
+    );
     let mut report = Report::default();
     for (i, o) in results {
-        if campaign.stop_on_first && i > cut {
-            continue;
-        }
         report.runs += 1;
         report.seeds_run = report.seeds_run.max(i as u64 + 1);
         report.events += o.events;

@@ -10,6 +10,7 @@
 //!   registration (`controllers.custom`).
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
+//! - [`jobs`]: runs spread over threads, results independent of how many.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
 //! - [`search`]: a reference run's decision points, each perturbed by an anchored fault.
@@ -31,6 +32,7 @@ pub mod failure;
 pub mod faults;
 pub mod format;
 pub mod fuzz;
+pub mod jobs;
 pub mod library;
 pub mod oracle;
 pub mod runner;

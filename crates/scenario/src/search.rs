@@ -30,6 +30,7 @@
 use crate::build::World;
 use crate::faults::{Choose, fault_of, targets};
 use crate::format::{FaultKind, Plan, Range, Scenario};
+use crate::jobs::run_ordered;
 use crate::runner::{Outcome, run_world, run_world_recording};
 use reconsim_sim::{
     Anchor, DecisionPoint, EventClass, Fault, PartitionMode, Position, TimedFault, TraceMode,
@@ -38,8 +39,6 @@ use reconsim_world::object::Lease;
 use reconsim_world::{Proc, WorldFault};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What to search.
 #[derive(Clone, Debug)]
@@ -954,46 +953,26 @@ fn search_seed(
     if one.reference.violation.is_some() && config.stop_on_first {
         return one;
     }
-    let next = AtomicUsize::new(0);
-    let cutoff = AtomicUsize::new(usize::MAX);
-    let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
-    let jobs = config.jobs.max(1).min(candidates.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= candidates.len()
-                        || (config.stop_on_first && i > cutoff.load(Ordering::SeqCst))
-                    {
-                        break;
-                    }
-                    let plan = full_plan(&base, &candidates[i]);
-                    let outcome = match &reference_state {
-                        None => run_world(scenario, seed, plan.clone(), TraceMode::Hash).0,
-                        Some(reference) => judge_differential(scenario, seed, &plan, reference),
-                    };
-                    if outcome.violation.is_some() {
-                        if config.stop_on_first {
-                            cutoff.fetch_min(i, Ordering::SeqCst);
-                        }
-                        on_failure(seed, i, &candidates[i], &outcome, &plan);
-                    }
-                    results
-                        .lock()
-                        .expect("no thread panics holding it")
-                        .push((i, outcome));
-                }
-            });
+    let task = |i: usize| {
+        let plan = full_plan(&base, &candidates[i]);
+        let outcome = match &reference_state {
+            None => run_world(scenario, seed, plan.clone(), TraceMode::Hash).0,
+            Some(reference) => judge_differential(scenario, seed, &plan, reference),
+        };
+        let fails = outcome.violation.is_some();
+        if fails {
+            on_failure(seed, i, &candidates[i], &outcome, &plan);
         }
-    });
-    let mut results = results.into_inner().expect("threads are done");
-    results.sort_by_key(|(i, _)| *i);
-    let cut = cutoff.into_inner();
+        (outcome, fails)
+    };
+    let results = run_ordered(
+        candidates.len(),
+        config.jobs,
+        config.stop_on_first,
+        &|| true,
+        &task,
+    );
     for (i, o) in results {
-        if config.stop_on_first && i > cut {
-            continue;
-        }
         one.runs += 1;
         report.runs += 1;
         report.events += o.events;

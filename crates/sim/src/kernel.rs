@@ -1006,14 +1006,7 @@ impl<A: Actor> Sim<A> {
         let sender = self.procs[from.index()].state;
         if drop || (sender_running && sender == ProcState::Crashed) {
             // Lost, or never sent: its sender died just before.
-            self.trace.push(
-                self.now,
-                RecordKind::Dropped {
-                    from,
-                    to,
-                    reason: DropReason::Fault,
-                },
-            );
+            self.dropped_by_fault(from, to);
             if drop && let Some(reset) = A::broken_by_drop(&msg) {
                 self.transmit(from, to, reset, extra_ms);
             }
@@ -1045,6 +1038,11 @@ impl<A: Actor> Sim<A> {
             return false;
         };
         self.lost_answers.swap_remove(k);
+        self.dropped_by_fault(from, to);
+        true
+    }
+
+    fn dropped_by_fault(&mut self, from: ProcId, to: ProcId) {
         self.trace.push(
             self.now,
             RecordKind::Dropped {
@@ -1053,7 +1051,6 @@ impl<A: Actor> Sim<A> {
                 reason: DropReason::Fault,
             },
         );
-        true
     }
 
     /// An anchored fault's event came: it takes effect now, and reverts `duration_ms`
