@@ -403,3 +403,44 @@ fn with_invariants_off_the_differential_oracle_alone_catches_the_machine_api_and
         assert_eq!(small.invariant, reconsim::scenario::search::DIFFERENTIAL);
     }
 }
+
+#[test]
+fn coverage_guided_search_is_the_same_for_any_jobs_and_finds_the_frozen_leader() {
+    let s = shipped("machineapi-lease-expiry-pause");
+    let config = SearchConfig {
+        coverage: true,
+        max_plans: 60,
+        jobs: 1,
+        ..Default::default()
+    };
+    let (a, _) = run(&s, &config);
+    let (b, _) = run(
+        &s,
+        &SearchConfig {
+            jobs: 3,
+            ..config.clone()
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        serde_json::to_value(&b).unwrap()
+    );
+    assert_eq!(a.seeds[0].runs, 60, "the budget, mutations included");
+    let first = a.seeds[0].first_failure_plan.expect("found");
+    assert!(first < 20, "#{first}");
+    // About half the runs are mutations of plans that reached new coverage.
+    assert!(a.seeds[0].mutations >= 20, "{}", a.seeds[0].mutations);
+    let (_, world) = reconsim::scenario::runner::run_world_recording(
+        &s,
+        0,
+        Default::default(),
+        TraceMode::Hash,
+        true,
+    );
+    let sig = reconsim::scenario::search::signature(world.sim.decisions());
+    assert!(sig.len() > 10, "{}", sig.len());
+    assert_eq!(
+        sig,
+        reconsim::scenario::search::signature(world.sim.decisions())
+    );
+}

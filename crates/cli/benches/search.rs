@@ -59,6 +59,7 @@ fn searched(s: &Scenario, base: Base) -> (Option<usize>, u128, String) {
         pairs: true,
         stop_on_first: true,
         differential: false,
+        coverage: false,
     };
     let start = Instant::now();
     let report = search(s, &config, &|_, _, _, _, _| {});

@@ -129,6 +129,12 @@ enum Command {
         /// and deleted; docs/search.md): findings without writing an invariant.
         #[arg(long)]
         differential: bool,
+        /// Coverage guidance: keep the plans whose runs reach a new abstract signature
+        /// (which process role made which kind of step after which) and try their
+        /// mutations first (an anchor one event earlier or later; paired with the first
+        /// singles), instead of blind pairs.
+        #[arg(long)]
+        coverage: bool,
         #[arg(long)]
         json: bool,
     },
@@ -279,6 +285,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             list_plans,
             with_faults,
             differential,
+            coverage,
             json,
         } => jobs_or_cores(jobs).and_then(|jobs| {
             let (start, end) = parse_seeds(&seeds)?;
@@ -302,6 +309,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     stop_on_first,
                     base,
                     differential,
+                    coverage,
                 },
                 failures_dir.as_deref(),
                 json,
@@ -884,6 +892,7 @@ fn search_cmd(
                     "singles": s.singles,
                     "pairs": s.pairs,
                     "runs": s.runs,
+                    "mutations": s.mutations,
                     "first_failure_plan": s.first_failure_plan,
                     "file": saved.get(&(s.seed, None)),
                 })

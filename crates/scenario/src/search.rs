@@ -58,6 +58,11 @@ pub struct SearchConfig {
     pub stop_on_first: bool,
     /// The faults of every plan besides its perturbation (the reference run's too).
     pub base: Base,
+    /// Coverage guidance (Mallory-style): run the singles in rounds, keep a plan whose
+    /// run reaches a new abstract signature (which process role made which kind of step
+    /// after which), and try its mutations (its anchors one event earlier or later, and
+    /// it paired with the first singles) before the rest; no blind pairs.
+    pub coverage: bool,
     /// Also judge each plan by Sieve's differential oracle (crates/scenario/src/oracle.rs):
     /// a plan whose run holds every invariant but ends differently from its reference
     /// run (masked end state, objects created and deleted) fails as [`DIFFERENTIAL`].
@@ -102,6 +107,7 @@ impl Default for SearchConfig {
             stop_on_first: false,
             base: Base::None,
             differential: false,
+            coverage: false,
         }
     }
 }
@@ -154,6 +160,8 @@ pub struct SeedReport {
     pub pairs: usize,
     /// Plans that ran.
     pub runs: usize,
+    /// Of those, mutations of plans that reached new coverage ([`SearchConfig::coverage`]).
+    pub mutations: usize,
     pub first_failure_plan: Option<usize>,
 }
 
@@ -935,6 +943,7 @@ fn search_seed(
         .then(|| crate::oracle::run(scenario, seed, base.clone()).1);
     let decisions = world.sim.decisions().len();
     let (candidates, [generated, pruned, singles, pairs]) = plans(scenario, &world, config);
+    let reference_signature = signature(world.sim.decisions());
     drop(world);
     report.runs += 1;
     report.events += reference.events;
@@ -948,9 +957,26 @@ fn search_seed(
         singles,
         pairs,
         runs: 0,
+        mutations: 0,
         first_failure_plan: None,
     };
     if one.reference.violation.is_some() && config.stop_on_first {
+        return one;
+    }
+    if config.coverage {
+        let singles: Vec<Candidate> = candidates[..singles].to_vec();
+        coverage_search(
+            scenario,
+            config,
+            seed,
+            &base,
+            &singles,
+            reference_state.as_ref(),
+            &reference_signature,
+            on_failure,
+            report,
+            &mut one,
+        );
         return one;
     }
     let task = |i: usize| {
@@ -989,4 +1015,161 @@ fn search_seed(
         }
     }
     one
+}
+
+/// A run's abstract signature: for each process, the pairs (its previous step, this
+/// step), each step as its process's role (the name without its trailing index) and the
+/// first two words of its message (`patch Machine`, `call RunInstances`, `Modified
+/// Node`): which controller did what kind of thing after what, names and times aside.
+pub fn signature(decisions: &[DecisionPoint]) -> BTreeSet<u64> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for d in decisions {
+        let role = d
+            .process
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-' || c == '.');
+        let shape: String = d
+            .label
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let step = reconsim_sim::StableHasher::hash_one(&(role, d.event, shape));
+        let prev = last.insert(d.process.as_str(), step).unwrap_or(0);
+        out.insert(reconsim_sim::StableHasher::hash_one(&(prev, step)));
+    }
+    out
+}
+
+/// Pairs tried with each plan that reached new coverage.
+const COVERAGE_PAIRS: usize = 8;
+/// Plans run per round: a round's results are read in plan order, so the search is the
+/// same for any `--jobs`.
+const COVERAGE_ROUND: usize = 16;
+
+/// The mutations of a plan: each anchored fault one event earlier and one later, then
+/// the plan with each of the first singles added.
+fn mutations(c: &Candidate, singles: &[Candidate]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (k, f) in c.faults.faults.iter().enumerate() {
+        let Some(a) = &f.on else { continue };
+        for nth in [a.nth.saturating_sub(1), a.nth + 1] {
+            if nth == 0 || nth == a.nth {
+                continue;
+            }
+            let mut faults = c.faults.faults.clone();
+            faults[k].on.as_mut().expect("anchored").nth = nth;
+            out.push(Candidate {
+                kinds: c.kinds.clone(),
+                description: format!("{} [#{} -> #{nth}]", c.description, a.nth),
+                faults: Plan::new(faults),
+            });
+        }
+    }
+    for s in singles.iter().take(COVERAGE_PAIRS) {
+        if s.faults == c.faults {
+            continue;
+        }
+        let mut faults = c.faults.faults.clone();
+        faults.extend(s.faults.faults.iter().cloned());
+        out.push(Candidate {
+            kinds: c.kinds.iter().chain(&s.kinds).cloned().collect(),
+            description: format!("{} + {}", c.description, s.description),
+            faults: Plan::new(faults),
+        });
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn coverage_search(
+    scenario: &Scenario,
+    config: &SearchConfig,
+    seed: u64,
+    base: &Plan,
+    singles: &[Candidate],
+    reference_state: Option<&crate::oracle::EndState>,
+    reference_signature: &BTreeSet<u64>,
+    on_failure: &(dyn Fn(u64, usize, &Candidate, &Outcome, &Plan) + Sync),
+    report: &mut SearchReport,
+    one: &mut SeedReport,
+) {
+    let mut covered = reference_signature.clone();
+    // Singles in their order, and mutations of the plans that reached new coverage
+    // (newest first), taken in turn: half the budget explores around what was new.
+    let mut queue: std::collections::VecDeque<Candidate> = singles.iter().cloned().collect();
+    let mut mutants: std::collections::VecDeque<Candidate> = Default::default();
+    let mut tried: BTreeSet<String> = BTreeSet::new();
+    let mut index = 0usize;
+    let mut turn = false;
+    while index < config.max_plans && !(queue.is_empty() && mutants.is_empty()) {
+        let mut round = Vec::new();
+        while round.len() < COVERAGE_ROUND && index + round.len() < config.max_plans {
+            turn = !turn;
+            let mutant = turn && !mutants.is_empty() || queue.is_empty();
+            let next = if mutant {
+                mutants.pop_front()
+            } else {
+                queue.pop_front()
+            };
+            let Some(c) = next else { break };
+            let key = serde_json::to_string(&c.faults).expect("plans serialize");
+            if tried.insert(key) {
+                round.push((c, mutant));
+            }
+        }
+        let task = |i: usize| {
+            let plan = full_plan(base, &round[i].0);
+            let (mut outcome, world) =
+                run_world_recording(scenario, seed, plan.clone(), TraceMode::Hash, true);
+            let sig = signature(world.sim.decisions());
+            drop(world);
+            if outcome.violation.is_none()
+                && let Some(reference) = reference_state
+            {
+                outcome = judge_differential(scenario, seed, &plan, reference);
+            }
+            let fails = outcome.violation.is_some();
+            if fails {
+                on_failure(seed, index + i, &round[i].0, &outcome, &plan);
+            }
+            ((outcome, sig), fails)
+        };
+        let results = run_ordered(
+            round.len(),
+            config.jobs,
+            config.stop_on_first,
+            &|| true,
+            &task,
+        );
+        let mut front = Vec::new();
+        for (i, (o, sig)) in results {
+            one.runs += 1;
+            one.mutations += usize::from(round[i].1);
+            report.runs += 1;
+            report.events += o.events;
+            report.sim_ms += o.sim_ms;
+            if let Some(v) = &o.violation {
+                one.first_failure_plan.get_or_insert(index + i);
+                report.failures.push(SearchFailure {
+                    seed,
+                    plan: index + i,
+                    description: round[i].0.description.clone(),
+                    invariant: v.invariant.clone(),
+                    time_ms: v.time.as_ms(),
+                });
+                if config.stop_on_first {
+                    return;
+                }
+            }
+            if sig.iter().any(|e| !covered.contains(e)) {
+                covered.extend(sig);
+                front.extend(mutations(&round[i].0, singles));
+            }
+        }
+        index += round.len();
+        for c in front.into_iter().rev() {
+            mutants.push_front(c);
+        }
+    }
 }
