@@ -1,5 +1,6 @@
 //! Scenarios: the JSON file format and its loader, the world builder, fault plans, the
-//! runner that checks a world after every event, fuzz campaigns and failure files.
+//! runner that checks a world after every event, fuzz campaigns, search, oracles and
+//! failure files.
 //!
 //! Table of contents:
 //! - [`format`]: the scenario file and its validation (file, field path, expectation),
