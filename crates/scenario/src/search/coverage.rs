@@ -1,0 +1,168 @@
+//! Coverage guidance: keep the plans whose runs reach a new abstract signature and try
+//! their mutations first (Mallory, CCS'23), in rounds read in plan order.
+
+use super::{
+    Candidate, SearchConfig, SearchFailure, SearchReport, SeedReport, full_plan, judge_differential,
+};
+use crate::format::{Plan, Scenario};
+use crate::jobs::run_ordered;
+use crate::runner::{Outcome, run_world_recording};
+use reconsim_sim::{DecisionPoint, TraceMode};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A run's abstract signature: for each process, the pairs (its previous step, this
+/// step), each step as its process's role (the name without its trailing index) and the
+/// first two words of its message (`patch Machine`, `call RunInstances`, `Modified
+/// Node`): which controller did what kind of thing after what, names and times aside.
+pub fn signature(decisions: &[DecisionPoint]) -> BTreeSet<u64> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for d in decisions {
+        let role = d
+            .process
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-' || c == '.');
+        let shape: String = d
+            .label
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let step = reconsim_sim::StableHasher::hash_one(&(role, d.event, shape));
+        let prev = last.insert(d.process.as_str(), step).unwrap_or(0);
+        out.insert(reconsim_sim::StableHasher::hash_one(&(prev, step)));
+    }
+    out
+}
+
+/// Pairs tried with each plan that reached new coverage.
+const COVERAGE_PAIRS: usize = 8;
+/// Plans run per round: a round's results are read in plan order, so the search is the
+/// same for any `--jobs`.
+const COVERAGE_ROUND: usize = 16;
+
+/// The mutations of a plan: each anchored fault one event earlier and one later, then
+/// the plan with each of the first singles added.
+fn mutations(c: &Candidate, singles: &[Candidate]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (k, f) in c.faults.faults.iter().enumerate() {
+        let Some(a) = &f.on else { continue };
+        for nth in [a.nth.saturating_sub(1), a.nth + 1] {
+            if nth == 0 || nth == a.nth {
+                continue;
+            }
+            let mut faults = c.faults.faults.clone();
+            faults[k].on.as_mut().expect("anchored").nth = nth;
+            out.push(Candidate {
+                kinds: c.kinds.clone(),
+                description: format!("{} [#{} -> #{nth}]", c.description, a.nth),
+                faults: Plan::new(faults),
+            });
+        }
+    }
+    for s in singles.iter().take(COVERAGE_PAIRS) {
+        if s.faults == c.faults {
+            continue;
+        }
+        let mut faults = c.faults.faults.clone();
+        faults.extend(s.faults.faults.iter().cloned());
+        out.push(Candidate {
+            kinds: c.kinds.iter().chain(&s.kinds).cloned().collect(),
+            description: format!("{} + {}", c.description, s.description),
+            faults: Plan::new(faults),
+        });
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn coverage_search(
+    scenario: &Scenario,
+    config: &SearchConfig,
+    seed: u64,
+    base: &Plan,
+    singles: &[Candidate],
+    reference_state: Option<&crate::oracle::EndState>,
+    reference_signature: &BTreeSet<u64>,
+    on_failure: &(dyn Fn(u64, usize, &Candidate, &Outcome, &Plan) + Sync),
+    report: &mut SearchReport,
+    one: &mut SeedReport,
+) {
+    let mut covered = reference_signature.clone();
+    // Singles in their order, and mutations of the plans that reached new coverage
+    // (newest first), taken in turn: half the budget explores around what was new.
+    let mut queue: std::collections::VecDeque<Candidate> = singles.iter().cloned().collect();
+    let mut mutants: std::collections::VecDeque<Candidate> = Default::default();
+    let mut tried: BTreeSet<String> = BTreeSet::new();
+    let mut index = 0usize;
+    let mut turn = false;
+    while index < config.max_plans && !(queue.is_empty() && mutants.is_empty()) {
+        let mut round = Vec::new();
+        while round.len() < COVERAGE_ROUND && index + round.len() < config.max_plans {
+            turn = !turn;
+            let mutant = turn && !mutants.is_empty() || queue.is_empty();
+            let next = if mutant {
+                mutants.pop_front()
+            } else {
+                queue.pop_front()
+            };
+            let Some(c) = next else { break };
+            let key = serde_json::to_string(&c.faults).expect("plans serialize");
+            if tried.insert(key) {
+                round.push((c, mutant));
+            }
+        }
+        let task = |i: usize| {
+            let plan = full_plan(base, &round[i].0);
+            let (mut outcome, world) =
+                run_world_recording(scenario, seed, plan.clone(), TraceMode::Hash, true);
+            let sig = signature(world.sim.decisions());
+            drop(world);
+            if outcome.violation.is_none()
+                && let Some(reference) = reference_state
+            {
+                outcome = judge_differential(scenario, seed, &plan, reference);
+            }
+            let fails = outcome.violation.is_some();
+            if fails {
+                on_failure(seed, index + i, &round[i].0, &outcome, &plan);
+            }
+            ((outcome, sig), fails)
+        };
+        let results = run_ordered(
+            round.len(),
+            config.jobs,
+            config.stop_on_first,
+            &|| true,
+            &task,
+        );
+        let mut front = Vec::new();
+        for (i, (o, sig)) in results {
+            one.runs += 1;
+            one.mutations += usize::from(round[i].1);
+            report.runs += 1;
+            report.events += o.events;
+            report.sim_ms += o.sim_ms;
+            if let Some(v) = &o.violation {
+                one.first_failure_plan.get_or_insert(index + i);
+                report.failures.push(SearchFailure {
+                    seed,
+                    plan: index + i,
+                    description: round[i].0.description.clone(),
+                    invariant: v.invariant.clone(),
+                    time_ms: v.time.as_ms(),
+                });
+                if config.stop_on_first {
+                    return;
+                }
+            }
+            if sig.iter().any(|e| !covered.contains(e)) {
+                covered.extend(sig);
+                front.extend(mutations(&round[i].0, singles));
+            }
+        }
+        index += round.len();
+        for c in front.into_iter().rev() {
+            mutants.push_front(c);
+        }
+    }
+}

@@ -1,0 +1,674 @@
+//! Plans from a reference run: which perturbations each decision point yields, which
+//! are pruned (causality, repeats), and in what order the rest run (docs/search.md).
+
+use super::{
+    CRASH_RESTART_MS, Candidate, EVENT_DELAY_MS, PAIR_POOL, PAUSE_MS_DEFAULT, SearchConfig,
+};
+use crate::build::World;
+use crate::faults::{Choose, fault_of, targets};
+use crate::format::{FaultKind, Plan, Range, Scenario};
+use reconsim_sim::{Anchor, DecisionPoint, EventClass, Fault, PartitionMode, Position, TimedFault};
+use reconsim_world::object::Lease;
+use reconsim_world::{Proc, WorldFault};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A generator's choices for one plan: its target and partition mode enumerated, its
+/// values drawn from the generator's ranges as a seed's plan would draw them (the
+/// strongest value is not always the one that opens the window: a stall that ends too
+/// late can hide the very event that would have raced).
+struct Placed {
+    target: usize,
+    hold: bool,
+    rng: reconsim_sim::SimRng,
+}
+
+impl Choose for Placed {
+    fn pick(&mut self, n: usize) -> usize {
+        self.target % n.max(1)
+    }
+
+    fn draw(&mut self, r: Range) -> u64 {
+        self.rng.draw(r)
+    }
+
+    fn hold(&mut self) -> bool {
+        self.hold
+    }
+}
+
+/// What the reference run tells the generator about its processes.
+struct Cast {
+    /// Controller processes (managers): the code under test.
+    controllers: BTreeSet<String>,
+    /// Processes that play the user's actions (the workload): a fault right before a
+    /// user's write is the classic race with an operator's change.
+    users: BTreeSet<String>,
+    /// Each process's host.
+    host_of: BTreeMap<String, String>,
+    /// The longest lease a process held, in ms.
+    lease_ms: u64,
+}
+
+impl Cast {
+    fn of(world: &World) -> Cast {
+        let sim = &world.sim;
+        let mut controllers = BTreeSet::new();
+        let mut users = BTreeSet::new();
+        let mut host_of = BTreeMap::new();
+        for (p, actor) in sim.actors() {
+            let name = sim.proc_name(p).to_string();
+            match actor {
+                Proc::Manager(_) => {
+                    controllers.insert(name.clone());
+                }
+                Proc::Script(_) => {
+                    users.insert(name.clone());
+                }
+                _ => {}
+            }
+            host_of.insert(name, sim.host_name(sim.proc_host(p)).to_string());
+        }
+        let Proc::ApiServer(api) = sim.actor(world.apiserver) else {
+            unreachable!("process 0 is the API server")
+        };
+        let lease_ms = api
+            .list(<Lease as reconsim_world::object::Resource>::KIND)
+            .filter_map(|o| o.typed::<Lease>())
+            .filter(|l| l.holder_identity.is_some())
+            .map(|l| u64::from(l.lease_duration_seconds) * 1000)
+            .max()
+            .unwrap_or(0);
+        Cast {
+            controllers,
+            users,
+            host_of,
+            lease_ms,
+        }
+    }
+}
+
+/// A candidate before pruning and ordering.
+struct Single {
+    kind: String,
+    /// The decision it perturbs.
+    at: usize,
+    fault: TimedFault<WorldFault>,
+}
+
+fn anchor(d: &DecisionPoint, position: Position) -> Anchor {
+    Anchor {
+        process: d.process.clone(),
+        event: d.event,
+        nth: d.nth,
+        position,
+    }
+}
+
+fn sends(class: EventClass) -> bool {
+    matches!(
+        class,
+        EventClass::Write | EventClass::Call | EventClass::Renewal
+    )
+}
+
+/// Sieve's perturbations of one controller's decision.
+fn builtin(i: usize, d: &DecisionPoint, followed: bool, cast: &Cast, out: &mut Vec<Single>) {
+    let mut push = |kind: &str, position, duration_ms, fault| {
+        out.push(Single {
+            kind: kind.into(),
+            at: i,
+            fault: TimedFault::on(anchor(d, position), duration_ms, fault),
+        })
+    };
+    match d.event {
+        EventClass::Write | EventClass::Call => {
+            if followed {
+                push(
+                    "crash_after",
+                    Position::After,
+                    Some(CRASH_RESTART_MS),
+                    Fault::Crash {
+                        process: d.process.clone(),
+                    },
+                );
+            }
+            push("lose_answer", Position::After, None, Fault::LoseAnswer);
+        }
+        EventClass::Renewal => {
+            let pause_ms = if cast.lease_ms > 0 {
+                2 * cast.lease_ms
+            } else {
+                PAUSE_MS_DEFAULT
+            };
+            push(
+                "pause_before",
+                Position::Before,
+                Some(pause_ms),
+                Fault::Pause {
+                    process: d.process.clone(),
+                },
+            );
+        }
+        EventClass::WatchEvent => {
+            push(
+                "delay_event",
+                Position::After,
+                None,
+                Fault::DelayMessage {
+                    extra_ms: EVENT_DELAY_MS,
+                },
+            );
+            push("drop_event", Position::After, None, Fault::DropMessage);
+        }
+        EventClass::Read => {}
+    }
+}
+
+/// The scenario's generator `gi` as faults anchored to the decisions of what it
+/// targets, within its window: each target (and each partition mode it allows), its
+/// values drawn per plan from the generator's ranges.
+#[allow(clippy::too_many_arguments)]
+fn from_generator(
+    gi: usize,
+    kind: &FaultKind,
+    window: Range,
+    duration: Range,
+    decisions: &[DecisionPoint],
+    cast: &Cast,
+    streams: &reconsim_sim::Streams,
+    out: &mut Vec<Single>,
+    timed: &mut Vec<(String, TimedFault<WorldFault>)>,
+) {
+    if let FaultKind::Failpoint { hit, .. } = kind {
+        // A failpoint is anchored to a point of the code already: armed at the start
+        // of its window, one plan per hit (the first 16), for the rest of the window.
+        for target in 0..targets(kind) {
+            for h in hit.lo..=hit.hi.min(hit.lo.saturating_add(15)) {
+                let rng = streams.indexed(&format!("search/{gi}/{target}"), h);
+                let mut fault = fault_of(
+                    kind,
+                    &mut Placed {
+                        target,
+                        hold: false,
+                        rng,
+                    },
+                );
+                if let Fault::Inject {
+                    fault: WorldFault::Failpoint { hit, .. },
+                    ..
+                } = &mut fault
+                {
+                    *hit = u32::try_from(h).unwrap_or(u32::MAX);
+                }
+                timed.push((
+                    format!("scenario:{gi}"),
+                    TimedFault::at(
+                        window.lo,
+                        Some(window.hi.saturating_sub(window.lo).max(duration.hi)),
+                        fault,
+                    ),
+                ));
+            }
+        }
+        return;
+    }
+    let holds: &[bool] = match kind {
+        FaultKind::Partition {
+            mode: crate::format::PartitionChoice::Either,
+            ..
+        } => &[false, true],
+        _ => &[false],
+    };
+    for target in 0..targets(kind) {
+        for &hold in holds {
+            // Its values drawn for each plan, from the plan's own stream: the plans
+            // that place it differ in when and in how much, as seeds' plans would.
+            let draw = |i: usize| {
+                let mut rng = streams.indexed(&format!("search/{gi}/{target}/{hold}"), i as u64);
+                let duration_ms = rng.draw(duration);
+                (
+                    duration_ms,
+                    fault_of(kind, &mut Placed { target, hold, rng }),
+                )
+            };
+            // Which processes' steps place it: known from the fault's target alone.
+            let fault = draw(0).1;
+            let reacts = match &fault {
+                Fault::Crash { process } | Fault::Pause { process } => {
+                    cast.controllers.contains(process)
+                }
+                _ => false,
+            };
+            let Placement {
+                whose,
+                position,
+                classes,
+            } = placement(&fault);
+            // Within the generator's own window: when the scenario says it can happen.
+            let within = |t: u64| window.lo <= t && t <= window.hi;
+            for (i, d) in decisions.iter().enumerate() {
+                if !within(d.time_ms) {
+                    continue;
+                }
+                // Its targets' own steps; just before a user's action; and, for a
+                // controller's crash or pause, right after the world outside the
+                // controllers changes (a Node registers, a kubelet labels it): the
+                // restart or resume then lands on a state the controller has not seen.
+                let position = if classes.contains(&d.event) && whose.matches(&d.process, cast) {
+                    // Paused right after a read, it acts on what it read that long ago
+                    // (Sieve's stale state); before a send, the send waits.
+                    if d.event == EventClass::Read {
+                        Position::After
+                    } else {
+                        position
+                    }
+                } else if d.event == EventClass::Write && cast.users.contains(&d.process) {
+                    Position::Before
+                } else if d.event == EventClass::Write
+                    && reacts
+                    && !cast.controllers.contains(&d.process)
+                {
+                    Position::After
+                } else {
+                    continue;
+                };
+                let (duration_ms, fault) = draw(i);
+                out.push(Single {
+                    kind: format!("scenario:{gi}"),
+                    at: i,
+                    fault: TimedFault::on(anchor(d, position), Some(duration_ms), fault),
+                });
+            }
+        }
+    }
+}
+
+/// Whose steps a generator's fault is placed at.
+enum Whose {
+    Process(String),
+    /// Every process on the host.
+    Host(String),
+    /// Every controller (a cluster-wide fault).
+    Controllers,
+}
+
+impl Whose {
+    fn matches(&self, process: &str, cast: &Cast) -> bool {
+        match self {
+            Whose::Process(p) => p == process,
+            Whose::Host(h) => cast.host_of.get(process) == Some(h),
+            Whose::Controllers => cast.controllers.contains(process),
+        }
+    }
+}
+
+/// Where a generator's fault goes: whose steps, which of them, and on which side.
+struct Placement {
+    whose: Whose,
+    position: Position,
+    classes: &'static [EventClass],
+}
+
+const SENDS: &[EventClass] = &[EventClass::Write, EventClass::Call, EventClass::Renewal];
+const SENDS_AND_READS: &[EventClass] = &[
+    EventClass::Write,
+    EventClass::Call,
+    EventClass::Renewal,
+    EventClass::Read,
+];
+
+fn placement(fault: &Fault<WorldFault>) -> Placement {
+    let (whose, position, classes) = match fault {
+        // A crash right after a step: what was in flight is lost.
+        Fault::Crash { process } => (Whose::Process(process.clone()), Position::After, SENDS),
+        // A pause just before a send (or right after a read: it acts on what it read
+        // that long ago, Sieve's stale state).
+        Fault::Pause { process } => (
+            Whose::Process(process.clone()),
+            Position::Before,
+            SENDS_AND_READS,
+        ),
+        // The host's steps catch the fault: its VM freezes, its link is cut or slow,
+        // its kubelet stops, just before it sends.
+        Fault::PauseHost { host } => (Whose::Host(host.clone()), Position::Before, SENDS),
+        Fault::Partition { hosts_a, .. } | Fault::SlowLink { hosts_a, .. } => (
+            Whose::Host(hosts_a.first().cloned().unwrap_or_default()),
+            Position::Before,
+            SENDS,
+        ),
+        Fault::Inject {
+            process,
+            fault: WorldFault::KubeletStop,
+        } => (
+            Whose::Host(
+                process
+                    .strip_prefix("kubelet/")
+                    .unwrap_or(process)
+                    .to_string(),
+            ),
+            Position::Before,
+            SENDS,
+        ),
+        // A stalled watch stream, from one of its events.
+        Fault::Inject {
+            process,
+            fault: WorldFault::WatchStall { .. },
+        } => (
+            Whose::Process(process.clone()),
+            Position::After,
+            &[EventClass::WatchEvent][..],
+        ),
+        // Cluster-wide (cloud lag, join delay, watch lag): from a controller's step,
+        // renewals included (in a quiet spell they are the only ones).
+        _ => (Whose::Controllers, Position::After, SENDS),
+    };
+    Placement {
+        whose,
+        position,
+        classes,
+    }
+}
+
+/// The decisions of each process, in order: (time, decision index).
+fn by_process(decisions: &[DecisionPoint]) -> BTreeMap<&str, Vec<(u64, usize)>> {
+    let mut m: BTreeMap<&str, Vec<(u64, usize)>> = BTreeMap::new();
+    for (i, d) in decisions.iter().enumerate() {
+        m.entry(d.process.as_str())
+            .or_default()
+            .push((d.time_ms, i));
+    }
+    m
+}
+
+/// Sieve's causality: the perturbation can reach a later decision.
+fn causal(
+    s: &Single,
+    decisions: &[DecisionPoint],
+    own: &BTreeMap<&str, Vec<(u64, usize)>>,
+) -> bool {
+    let d = &decisions[s.at];
+    match s.fault.fault {
+        Fault::DelayMessage { extra_ms } => {
+            // A decision of the receiver while the event would have been missing.
+            own.get(d.process.as_str()).is_some_and(|v| {
+                v.iter().any(|&(t, j)| {
+                    j > s.at && t <= d.time_ms + extra_ms && sends(decisions[j].event)
+                })
+            })
+        }
+        Fault::DropMessage if d.event == EventClass::WatchEvent => {
+            // Until its reflector relists at the next event, or for as long as a delay.
+            own.get(d.process.as_str()).is_some_and(|v| {
+                v.iter().any(|&(t, j)| {
+                    j > s.at && t <= d.time_ms + EVENT_DELAY_MS && sends(decisions[j].event)
+                })
+            })
+        }
+        _ => true,
+    }
+}
+
+/// A kept single's order key ((outside the scenario's windows, rarity)), its decision
+/// and its fault.
+type Entry = ((bool, usize), usize, TimedFault<WorldFault>);
+
+/// Plans from a reference run: (generated, candidates in run order).
+fn plan_singles(
+    scenario: &Scenario,
+    seed: u64,
+    decisions: &[DecisionPoint],
+    cast: &Cast,
+) -> (usize, Vec<Candidate>) {
+    let streams = reconsim_sim::Streams::new(seed);
+    let mut raw = Vec::new();
+    let mut timed = Vec::new();
+    let followed: BTreeSet<usize> = decisions.iter().filter_map(|d| d.after_answer_of).collect();
+    for (i, d) in decisions.iter().enumerate() {
+        if cast.controllers.contains(&d.process) {
+            builtin(i, d, followed.contains(&i), cast, &mut raw);
+        }
+        if d.event == EventClass::Write {
+            // A controller's periodic resync lands right after someone else's write:
+            // it reconciles from a cache that has not seen that write yet, while its
+            // live reads may.
+            for c in cast.controllers.iter().filter(|c| **c != d.process) {
+                raw.push(Single {
+                    kind: "resync_after".into(),
+                    at: i,
+                    fault: TimedFault::on(
+                        anchor(d, Position::After),
+                        None,
+                        Fault::Inject {
+                            process: c.clone(),
+                            fault: WorldFault::Resync,
+                        },
+                    ),
+                });
+            }
+        }
+    }
+    for (gi, g) in scenario.faults.iter().enumerate() {
+        from_generator(
+            gi,
+            &g.fault,
+            g.at_ms,
+            g.duration_ms,
+            decisions,
+            cast,
+            &streams,
+            &mut raw,
+            &mut timed,
+        );
+    }
+    let generated = raw.len() + timed.len();
+    let own = by_process(decisions);
+    // The previous decision of the same process, for repeats.
+    let mut previous: Vec<Option<usize>> = vec![None; decisions.len()];
+    for v in own.values() {
+        for w in v.windows(2) {
+            previous[w[1].1] = Some(w[0].1);
+        }
+    }
+    // The latest decision of any other process before each one: the cluster's context.
+    let mut context: Vec<Option<usize>> = vec![None; decisions.len()];
+    let mut last: Option<usize> = None;
+    let mut last_other: BTreeMap<&str, Option<usize>> = BTreeMap::new();
+    for (i, d) in decisions.iter().enumerate() {
+        // `last` is the latest decision overall; if it was this process's own, the
+        // context is the latest before it by someone else, kept per process.
+        context[i] = match last {
+            Some(j) if decisions[j].process != d.process => Some(j),
+            _ => last_other.get(d.process.as_str()).copied().flatten(),
+        };
+        last_other.insert(d.process.as_str(), context[i]);
+        last = Some(i);
+    }
+    let mut label_count: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for d in decisions {
+        *label_count
+            .entry((d.process.as_str(), d.label.as_str()))
+            .or_default() += 1;
+    }
+    // Sieve's perturbations go first where the scenario's own faults may strike.
+    let windows: Vec<Range> = scenario.faults.iter().map(|g| g.at_ms).collect();
+    let outside = |t: u64| !windows.is_empty() && !windows.iter().any(|w| w.lo <= t && t <= w.hi);
+    let mut seen = BTreeSet::new();
+    let mut kept: Vec<(String, Entry)> = Vec::new();
+    for s in raw {
+        if !causal(&s, decisions, &own) {
+            continue;
+        }
+        let d = &decisions[s.at];
+        let label = |j: Option<usize>| j.map(|j| decisions[j].label.clone());
+        let fault_key = serde_json::to_string(&s.fault).expect("faults serialize");
+        let key = (
+            s.kind.clone(),
+            fault_key.replace(&format!("\"nth\":{}", d.nth), ""),
+            d.label.clone(),
+            label(previous[s.at]),
+            label(context[s.at]),
+        );
+        if !seen.insert(key) {
+            continue;
+        }
+        let rarity = label_count[&(d.process.as_str(), d.label.as_str())];
+        kept.push((s.kind, ((outside(d.time_ms), rarity), s.at, s.fault)));
+    }
+    // Rarest first, then round-robin over kinds, each spread over the run.
+    let mut buckets: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+    for (kind, entry) in kept {
+        buckets.entry(kind).or_default().push(entry);
+    }
+    // Failpoint plans (timed, one per hit) go first in their generator's bucket.
+    let mut failpoints: BTreeMap<String, Vec<TimedFault<WorldFault>>> = BTreeMap::new();
+    for (kind, fault) in timed {
+        failpoints.entry(kind).or_default().push(fault);
+    }
+    for b in buckets.values_mut() {
+        b.sort_by_key(|(rarity, at, _)| (*rarity, *at));
+        spread(b, |(rarity, _, _)| *rarity);
+    }
+    let mut order = Vec::new();
+    let mut queues: Vec<(String, std::collections::VecDeque<Entry>)> =
+        buckets.into_iter().map(|(k, v)| (k, v.into())).collect();
+    for (kind, faults) in failpoints {
+        for fault in faults {
+            order.push(Candidate {
+                kinds: vec![kind.clone()],
+                description: format!(
+                    "{kind}: {} from {} ms",
+                    fault_words(&fault.fault),
+                    fault.at_ms
+                ),
+                faults: Plan::new(vec![fault]),
+            });
+        }
+    }
+    while queues.iter().any(|(_, q)| !q.is_empty()) {
+        for (kind, q) in &mut queues {
+            if let Some((_, at, fault)) = q.pop_front() {
+                order.push(Candidate {
+                    kinds: vec![kind.clone()],
+                    description: describe(kind, &fault, &decisions[at]),
+                    faults: Plan::new(vec![fault]),
+                });
+            }
+        }
+    }
+    (generated, order)
+}
+
+/// Reorder each run of equal keys (already in time order) so that any prefix covers
+/// its span of the run evenly: the middle first, then the quarters, and so on (the
+/// van der Corput sequence). A bug's window is as likely late as early; time order
+/// would reach a late window only after every earlier anchor.
+fn spread<T: Clone, K: PartialEq>(v: &mut [T], key: impl Fn(&T) -> K) {
+    let mut start = 0;
+    while start < v.len() {
+        let k = key(&v[start]);
+        let n = v[start..].iter().take_while(|e| key(e) == k).count();
+        let group: Vec<T> = v[start..start + n].to_vec();
+        let mut rank: Vec<(u64, usize)> = (0..n).map(|i| (van_der_corput(i, n), i)).collect();
+        rank.sort_unstable();
+        for (slot, (_, i)) in v[start..start + n].iter_mut().zip(rank) {
+            *slot = group[i].clone();
+        }
+        start += n;
+    }
+}
+
+/// Index `i` of `n` by its place in the bit-reversed order of `0..n.next_power_of_two()`.
+fn van_der_corput(i: usize, n: usize) -> u64 {
+    let bits = n.next_power_of_two().trailing_zeros();
+    if bits == 0 {
+        return 0;
+    }
+    (i as u64).reverse_bits() >> (64 - bits)
+}
+
+fn describe(kind: &str, f: &TimedFault<WorldFault>, d: &DecisionPoint) -> String {
+    let what = fault_words(&f.fault);
+    let anchor = f.on.as_ref().map(|a| a.to_string()).unwrap_or_default();
+    let lasting = f
+        .duration_ms
+        .filter(|_| !f.fault.is_message_fault())
+        .map(|d| format!(" for {d} ms"))
+        .unwrap_or_default();
+    format!(
+        "{kind}: {what}{lasting} {anchor} (at {} ms: {})",
+        d.time_ms, d.label
+    )
+}
+
+fn fault_words(fault: &Fault<WorldFault>) -> String {
+    match fault {
+        Fault::Crash { process } => format!("crash {process}"),
+        Fault::Pause { process } => format!("pause {process}"),
+        Fault::PauseHost { host } => format!("freeze host {host}"),
+        Fault::Partition {
+            hosts_a,
+            hosts_b,
+            mode,
+            ..
+        } => format!(
+            "partition {} | {} ({})",
+            hosts_a.join(","),
+            hosts_b.join(","),
+            match mode {
+                PartitionMode::Drop => "drop",
+                PartitionMode::Hold => "hold",
+            }
+        ),
+        Fault::SlowLink { hosts_a, .. } => format!("slow link from {}", hosts_a.join(",")),
+        Fault::ClockSkew { process, .. } => format!("skew the clock of {process}"),
+        Fault::Inject { process, fault } => format!("{fault:?} on {process}"),
+        Fault::DropMessage => "drop".into(),
+        Fault::DelayMessage { extra_ms } => format!("delay +{extra_ms} ms"),
+        Fault::LoseAnswer => "lose the answer to".into(),
+    }
+}
+
+/// Pairs of the first singles, in order of the pair's later index.
+fn plan_pairs(singles: &[Candidate], budget: usize) -> Vec<Candidate> {
+    let pool = singles.len().min(PAIR_POOL);
+    let mut out = Vec::new();
+    'all: for j in 1..pool {
+        for i in 0..j {
+            if out.len() >= budget {
+                break 'all;
+            }
+            let (a, b) = (&singles[i], &singles[j]);
+            let mut faults = a.faults.faults.clone();
+            faults.extend(b.faults.faults.iter().cloned());
+            out.push(Candidate {
+                kinds: a.kinds.iter().chain(&b.kinds).cloned().collect(),
+                description: format!("{} + {}", a.description, b.description),
+                faults: Plan::new(faults),
+            });
+        }
+    }
+    out
+}
+
+/// The plans of a search, from its reference run, in run order: singles then pairs,
+/// `max_plans` at most; with the counts (generated, pruned, singles, pairs).
+pub fn plans(
+    scenario: &Scenario,
+    reference: &World,
+    config: &SearchConfig,
+) -> (Vec<Candidate>, [usize; 4]) {
+    let cast = Cast::of(reference);
+    let seed = reference.sim.config().seed;
+    let (generated, mut singles) = plan_singles(scenario, seed, reference.sim.decisions(), &cast);
+    let kept = singles.len();
+    singles.truncate(config.max_plans);
+    let room = config.max_plans - singles.len();
+    let pairs = if config.pairs {
+        plan_pairs(&singles, room)
+    } else {
+        Vec::new()
+    };
+    let counts = [generated, generated - kept, singles.len(), pairs.len()];
+    singles.extend(pairs);
+    (singles, counts)
+}
