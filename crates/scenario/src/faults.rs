@@ -48,6 +48,25 @@ fn pick<'a>(c: &mut impl Choose, list: &'a [String]) -> &'a String {
     &list[c.pick(list.len())]
 }
 
+/// The ranges [`fault_of`] draws for `kind`, in the order it draws them.
+pub fn ranges(kind: &FaultKind) -> Vec<Range> {
+    match kind {
+        FaultKind::SlowLink {
+            extra_latency_ms, ..
+        } => vec![*extra_latency_ms],
+        FaultKind::CloudDescribeLag { lag_ms }
+        | FaultKind::WatchLag { lag_ms }
+        | FaultKind::WatchStall { lag_ms, .. } => vec![*lag_ms],
+        FaultKind::NodeJoinDelay { extra_ms } => vec![*extra_ms],
+        FaultKind::Failpoint { hit, for_ms, .. } => vec![*hit, *for_ms],
+        FaultKind::KubeletStop { .. }
+        | FaultKind::Partition { .. }
+        | FaultKind::Pause { .. }
+        | FaultKind::PauseHost { .. }
+        | FaultKind::Crash { .. } => vec![],
+    }
+}
+
 /// How many targets a generator picks among (1 for a fault with no target).
 pub fn targets(kind: &FaultKind) -> usize {
     match kind {

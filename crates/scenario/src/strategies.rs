@@ -15,10 +15,11 @@
 //!   runs.
 
 use crate::failure::FailureFile;
-use crate::format::{FaultGen, FaultKind, PartitionChoice, Plan, Range, Scenario};
+use crate::faults::{self, Choose};
+use crate::format::{FaultGen, Plan, Range, Scenario};
 use crate::runner::{Outcome, run_world};
 use proptest::prelude::*;
-use reconsim_sim::{Fault, PartitionMode, TimedFault, TraceMode};
+use reconsim_sim::{TimedFault, TraceMode};
 use reconsim_world::WorldFault;
 use std::path::PathBuf;
 
@@ -26,113 +27,47 @@ fn within(r: Range) -> impl Strategy<Value = u64> + Clone + use<> {
     r.lo..=r.hi
 }
 
-fn one_of(list: &[String]) -> impl Strategy<Value = String> + Clone + use<> {
-    let list = list.to_vec();
-    (0..list.len()).prop_map(move |i| list[i].clone())
+/// A generator's choices given by proptest: its target, its partition mode, and the
+/// values of its ranges in [`faults::fault_of`]'s order, so one mapping from generator
+/// to fault serves seeds, search and properties.
+struct Given {
+    target: usize,
+    hold: bool,
+    values: std::vec::IntoIter<u64>,
 }
 
-fn others(list: &[String], picked: &str) -> Vec<String> {
-    list.iter().filter(|h| *h != picked).cloned().collect()
+impl Choose for Given {
+    fn pick(&mut self, n: usize) -> usize {
+        self.target % n.max(1)
+    }
+
+    fn draw(&mut self, r: Range) -> u64 {
+        self.values
+            .next()
+            .unwrap_or(r.lo)
+            .clamp(r.lo, r.hi.max(r.lo))
+    }
+
+    fn hold(&mut self) -> bool {
+        self.hold
+    }
 }
 
 /// The faults one generator may produce.
 fn generator(g: &FaultGen) -> BoxedStrategy<Vec<TimedFault<WorldFault>>> {
-    let fault: BoxedStrategy<Fault<WorldFault>> = match &g.fault {
-        FaultKind::KubeletStop { nodes } => one_of(nodes)
-            .prop_map(|n| Fault::Inject {
-                process: format!("kubelet/{n}"),
-                fault: WorldFault::KubeletStop,
-            })
-            .boxed(),
-        FaultKind::Partition {
-            hosts_a,
-            hosts_b,
-            mode,
-            one_way,
-        } => {
-            let (hosts_b, one_way) = (hosts_b.clone(), *one_way);
-            let modes = match mode {
-                PartitionChoice::Drop => vec![PartitionMode::Drop],
-                PartitionChoice::Hold => vec![PartitionMode::Hold],
-                PartitionChoice::Either => vec![PartitionMode::Drop, PartitionMode::Hold],
+    let kind = g.fault.clone();
+    let values: Vec<_> = faults::ranges(&kind).into_iter().map(within).collect();
+    let fault = (0..faults::targets(&kind).max(1), any::<bool>(), values).prop_map(
+        move |(target, hold, values)| {
+            let mut given = Given {
+                target,
+                // proptest shrinks `true` to `false`: a drop, as before.
+                hold,
+                values: values.into_iter(),
             };
-            (one_of(hosts_a), 0..modes.len())
-                .prop_map(move |(a, m)| Fault::Partition {
-                    hosts_b: others(&hosts_b, &a),
-                    hosts_a: vec![a],
-                    mode: modes[m],
-                    one_way,
-                })
-                .boxed()
-        }
-        FaultKind::SlowLink {
-            hosts_a,
-            hosts_b,
-            extra_latency_ms,
-        } => {
-            let hosts_b = hosts_b.clone();
-            (one_of(hosts_a), within(*extra_latency_ms))
-                .prop_map(move |(a, ms)| Fault::SlowLink {
-                    hosts_b: others(&hosts_b, &a),
-                    hosts_a: vec![a],
-                    extra_latency_ms: ms,
-                    one_way: false,
-                })
-                .boxed()
-        }
-        FaultKind::Pause { processes } => one_of(processes)
-            .prop_map(|process| Fault::Pause { process })
-            .boxed(),
-        FaultKind::PauseHost { hosts } => one_of(hosts)
-            .prop_map(|host| Fault::PauseHost { host })
-            .boxed(),
-        FaultKind::Crash { processes } => one_of(processes)
-            .prop_map(|process| Fault::Crash { process })
-            .boxed(),
-        FaultKind::CloudDescribeLag { lag_ms } => within(*lag_ms)
-            .prop_map(|lag_ms| Fault::Inject {
-                process: "cloud".into(),
-                fault: WorldFault::CloudDescribeLag { lag_ms },
-            })
-            .boxed(),
-        FaultKind::NodeJoinDelay { extra_ms } => within(*extra_ms)
-            .prop_map(|extra_ms| Fault::Inject {
-                process: "cloud".into(),
-                fault: WorldFault::NodeJoinDelay { extra_ms },
-            })
-            .boxed(),
-        FaultKind::WatchLag { lag_ms } => within(*lag_ms)
-            .prop_map(|lag_ms| Fault::Inject {
-                process: "apiserver".into(),
-                fault: WorldFault::WatchLag { lag_ms },
-            })
-            .boxed(),
-        FaultKind::WatchStall { processes, lag_ms } => (one_of(processes), within(*lag_ms))
-            .prop_map(|(process, lag_ms)| Fault::Inject {
-                process,
-                fault: WorldFault::WatchStall { lag_ms },
-            })
-            .boxed(),
-        FaultKind::Failpoint {
-            processes,
-            name,
-            hit,
-            action,
-            for_ms,
-        } => {
-            let (name, action) = (name.clone(), *action);
-            (one_of(processes), within(*hit), within(*for_ms))
-                .prop_map(move |(process, hit, ms)| Fault::Inject {
-                    process,
-                    fault: WorldFault::Failpoint {
-                        name: name.clone(),
-                        hit: u32::try_from(hit).unwrap_or(u32::MAX),
-                        action: action.action(ms),
-                    },
-                })
-                .boxed()
-        }
-    };
+            faults::fault_of(&kind, &mut given)
+        },
+    );
     let one =
         (within(g.at_ms), within(g.duration_ms), fault).prop_map(|(at_ms, d, fault)| TimedFault {
             at_ms,
