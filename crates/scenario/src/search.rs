@@ -135,6 +135,19 @@ pub struct Candidate {
     pub faults: Plan,
 }
 
+impl Candidate {
+    /// Both plans' faults at once.
+    pub fn and(&self, other: &Candidate) -> Candidate {
+        let mut faults = self.faults.faults.clone();
+        faults.extend(other.faults.faults.iter().cloned());
+        Candidate {
+            kinds: self.kinds.iter().chain(&other.kinds).cloned().collect(),
+            description: format!("{} + {}", self.description, other.description),
+            faults: Plan::new(faults),
+        }
+    }
+}
+
 /// One failing plan.
 #[derive(Clone, Debug, Serialize)]
 pub struct SearchFailure {

@@ -63,13 +63,7 @@ fn mutations(c: &Candidate, singles: &[Candidate]) -> Vec<Candidate> {
         if s.faults == c.faults {
             continue;
         }
-        let mut faults = c.faults.faults.clone();
-        faults.extend(s.faults.faults.iter().cloned());
-        out.push(Candidate {
-            kinds: c.kinds.iter().chain(&s.kinds).cloned().collect(),
-            description: format!("{} + {}", c.description, s.description),
-            faults: Plan::new(faults),
-        });
+        out.push(c.and(s));
     }
     out
 }

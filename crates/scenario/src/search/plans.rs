@@ -637,14 +637,7 @@ fn plan_pairs(singles: &[Candidate], budget: usize) -> Vec<Candidate> {
             if out.len() >= budget {
                 break 'all;
             }
-            let (a, b) = (&singles[i], &singles[j]);
-            let mut faults = a.faults.faults.clone();
-            faults.extend(b.faults.faults.iter().cloned());
-            out.push(Candidate {
-                kinds: a.kinds.iter().chain(&b.kinds).cloned().collect(),
-                description: format!("{} + {}", a.description, b.description),
-                faults: Plan::new(faults),
-            });
+            out.push(singles[i].and(&singles[j]));
         }
     }
     out
