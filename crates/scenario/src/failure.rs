@@ -71,11 +71,13 @@ impl FailureFile {
 
     /// Re-run the failure.
     pub fn replay(&self, trace: TraceMode) -> Replay {
-        let outcome = if self.invariant == crate::search::DIFFERENTIAL {
-            rerun(&self.scenario, self.seed, &self.plan, &self.invariant)
-        } else {
-            run_world(&self.scenario, self.seed, self.plan.clone(), trace).0
-        };
+        let outcome = rerun(
+            &self.scenario,
+            self.seed,
+            &self.plan,
+            &self.invariant,
+            trace,
+        );
         Replay::judge(self, outcome)
     }
 
@@ -88,9 +90,15 @@ impl FailureFile {
 /// Run `plan` and judge it as a failure of `invariant` was judged: by the scenario's
 /// invariants, and for a [`crate::search::DIFFERENTIAL`] failure also against its
 /// reference, the same plan without its anchored faults (what search perturbed).
-pub fn rerun(scenario: &Scenario, seed: u64, plan: &Plan, invariant: &str) -> Outcome {
+pub fn rerun(
+    scenario: &Scenario,
+    seed: u64,
+    plan: &Plan,
+    invariant: &str,
+    trace: TraceMode,
+) -> Outcome {
     if invariant != crate::search::DIFFERENTIAL {
-        return run_world(scenario, seed, plan.clone(), TraceMode::Hash).0;
+        return run_world(scenario, seed, plan.clone(), trace).0;
     }
     let reference = Plan::new(
         plan.faults

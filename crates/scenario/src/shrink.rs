@@ -48,6 +48,7 @@ impl Shrinker<'_> {
             self.failure.seed,
             &plan,
             &self.failure.invariant,
+            TraceMode::Hash,
         );
         outcome
             .violation

@@ -161,12 +161,9 @@ impl Actor for Proc {
     }
 
     fn describe(msg: &Msg) -> String {
-        fn named(key: &ObjectKey) -> String {
-            key.to_string()
-        }
         match msg {
             Msg::Api(ApiRequest { op, .. }) => match op {
-                ApiOp::Get(key) => format!("get {}", named(key)),
+                ApiOp::Get(key) => format!("get {}", key),
                 ApiOp::List { kind, .. } => format!("list {kind}"),
                 ApiOp::Create(o) => {
                     let name = if o.meta.name.is_empty() {
@@ -174,13 +171,13 @@ impl Actor for Proc {
                     } else {
                         o.meta.name.clone()
                     };
-                    format!("create {}", named(&ObjectKey { name, ..o.key() }))
+                    format!("create {}", ObjectKey { name, ..o.key() })
                 }
-                ApiOp::Update { object, .. } => format!("update {}", named(&object.key())),
-                ApiOp::Patch { key, .. } => format!("patch {}", named(key)),
-                ApiOp::Delete { key, .. } => format!("delete {}", named(key)),
+                ApiOp::Update { object, .. } => format!("update {}", object.key()),
+                ApiOp::Patch { key, .. } => format!("patch {}", key),
+                ApiOp::Delete { key, .. } => format!("delete {}", key),
                 ApiOp::Bind { key, node_name, .. } => {
-                    format!("bind {} to {node_name}", named(key))
+                    format!("bind {} to {node_name}", key)
                 }
                 other => format!("{other:?}"),
             },
@@ -189,7 +186,7 @@ impl Actor for Proc {
                 let short: String = text.chars().take(80).collect();
                 format!("call {short}")
             }
-            Msg::Watch(ev) => format!("{:?} {}", ev.event, named(&ev.object.key())),
+            Msg::Watch(ev) => format!("{:?} {}", ev.event, ev.object.key()),
             other => format!("{other:?}").chars().take(80).collect(),
         }
     }

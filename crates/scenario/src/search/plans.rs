@@ -500,10 +500,14 @@ fn plan_singles(
         }
         let d = &decisions[s.at];
         let label = |j: Option<usize>| j.map(|j| decisions[j].label.clone());
-        let fault_key = serde_json::to_string(&s.fault).expect("faults serialize");
+        // The fault and its anchor, but for which event it waits for.
+        let mut unnumbered = s.fault.clone();
+        if let Some(a) = &mut unnumbered.on {
+            a.nth = 0;
+        }
         let key = (
             s.kind.clone(),
-            fault_key.replace(&format!("\"nth\":{}", d.nth), ""),
+            serde_json::to_string(&unnumbered).expect("faults serialize"),
             d.label.clone(),
             label(previous[s.at]),
             label(context[s.at]),
