@@ -119,6 +119,9 @@ pub struct DecisionPoint {
     pub nth: u32,
     /// What the message was, in a few words ([`crate::Actor::describe`]).
     pub label: String,
+    /// What it reads, writes or reports on ([`crate::Actor::subject`]): a kind of
+    /// object in the world.
+    pub subject: Option<String>,
     /// The process sent this from its handler of the answer to decision `i` (the same
     /// reconcile went on from what that request returned).
     pub after_answer_of: Option<usize>,

@@ -67,6 +67,17 @@ pub trait Actor: Sized {
     fn describe(msg: &Self::Msg) -> String {
         format!("{msg:?}")
     }
+    /// A timer that resumes a handler's work where it left off (a reconcile's sleep
+    /// between two of its steps): what the woken handler sends follows the same answer
+    /// as what the handler that set it sent.
+    fn continues(_timer: &Self::Msg) -> bool {
+        false
+    }
+    /// What a classified message reads, writes or reports on (a kind of object), so
+    /// search can tell a read from the write that makes it stale: `None` if nothing.
+    fn subject(_msg: &Self::Msg) -> Option<String> {
+        None
+    }
     /// What the receiver of `msg` gets when a fault drops it, if its connection would
     /// notice: TCP never loses one message of a stream silently, so a dropped watch
     /// event is a broken connection the client hears of (a reset).
@@ -357,6 +368,9 @@ struct Recorder {
     pending: BTreeMap<(u32, u32, u64), usize>,
     /// The decision whose answer the running handler is handling.
     cause: Option<usize>,
+    /// Pending timers that continue a handler's work ([`Actor::continues`]): their
+    /// handler's cause.
+    timer_cause: BTreeMap<TimerId, usize>,
 }
 
 /// The simulator.
@@ -742,7 +756,13 @@ impl<A: Actor> Sim<A> {
                 } else {
                     self.trace_hash_only_timer(proc, &msg);
                 }
+                if let Some(rec) = &mut self.recorder {
+                    rec.cause = rec.timer_cause.remove(&id);
+                }
                 self.with_ctx(proc, |a, ctx| a.on_timer(id, msg, ctx));
+                if let Some(rec) = &mut self.recorder {
+                    rec.cause = None;
+                }
                 Some(StepKind::Handled(proc))
             }
             Event::Deliver {
@@ -882,6 +902,12 @@ impl<A: Actor> Sim<A> {
             }
             Effect::Send { to, msg } => self.send(me, to, msg),
             Effect::Timer { id, after_ms, msg } => {
+                if let Some(rec) = &mut self.recorder
+                    && let Some(cause) = rec.cause
+                    && A::continues(&msg)
+                {
+                    rec.timer_cause.insert(id, cause);
+                }
                 let inc = self.procs[me.index()].incarnation;
                 self.enqueue(
                     self.now.plus_ms(after_ms),
@@ -1103,6 +1129,7 @@ impl<A: Actor> Sim<A> {
             event: class,
             nth,
             label: A::describe(msg),
+            subject: A::subject(msg),
             after_answer_of: if class.counted_at_receiver() {
                 None
             } else {

@@ -138,6 +138,32 @@ impl Actor for Proc {
         }
     }
 
+    /// A reconcile's sleep between two of its steps (GetWorkloadCluster's connect).
+    fn continues(timer: &Msg) -> bool {
+        matches!(
+            timer,
+            Msg::Timer(Timer::Manager(manager::Timer::Wake { .. }))
+        )
+    }
+
+    /// The kind of object a request reads or writes, or a watch event reports on.
+    fn subject(msg: &Msg) -> Option<String> {
+        let kind = match msg {
+            Msg::Api(ApiRequest { op, .. }) => match op {
+                ApiOp::Get(key)
+                | ApiOp::Patch { key, .. }
+                | ApiOp::Delete { key, .. }
+                | ApiOp::Bind { key, .. } => key.kind,
+                ApiOp::List { kind, .. } => *kind,
+                ApiOp::Create(o) | ApiOp::Update { object: o, .. } => o.kind(),
+                ApiOp::Watch { .. } | ApiOp::Unwatch { .. } | ApiOp::Ping => return None,
+            },
+            Msg::Watch(ev) => ev.object.kind(),
+            _ => return None,
+        };
+        Some(kind.to_string())
+    }
+
     fn request_id(msg: &Msg) -> Option<u64> {
         match msg {
             Msg::Api(req) => Some(req.id),
