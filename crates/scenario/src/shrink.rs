@@ -13,7 +13,6 @@
 
 use crate::failure::FailureFile;
 use crate::format::Plan;
-use crate::runner::run_world;
 use reconsim_sim::{Fault, TimedFault, TraceMode};
 use reconsim_world::WorldFault;
 use serde::Serialize;
@@ -162,22 +161,31 @@ pub fn shrink(failure: &FailureFile, max_runs: u64) -> (FailureFile, ShrinkRepor
     let after = s.ddmin(before.clone());
     let after = s.simplify(after);
     let exhausted = s.runs >= max_runs;
-    let report = ShrinkReport {
+    let mut report = ShrinkReport {
         faults_before: before.len(),
         faults_after: after.len(),
         runs: s.runs,
         budget_exhausted: exhausted,
     };
     let plan = Plan::new(after);
-    // Re-run the result once so the file's hash, time and message are exactly its own.
-    let (outcome, _) = run_world(
+    // Re-run the result once so the file's hash, time and message are exactly its own,
+    // judged as the failure was (a differential failure against its reference).
+    let outcome = crate::failure::rerun(
         &failure.scenario,
         failure.seed,
-        plan.clone(),
+        &plan,
+        &failure.invariant,
         TraceMode::Hash,
     );
     let shrunk = FailureFile::new(&failure.scenario, &plan, &outcome)
-        .filter(|f| f.invariant == failure.invariant)
-        .unwrap_or_else(|| failure.clone());
-    (shrunk, report)
+        .filter(|f| f.invariant == failure.invariant);
+    match shrunk {
+        Some(shrunk) => (shrunk, report),
+        // Only a run that does not replay as its candidates did could get here; the
+        // input is then the answer, and the report says so.
+        None => {
+            report.faults_after = report.faults_before;
+            (failure.clone(), report)
+        }
+    }
 }
