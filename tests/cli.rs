@@ -378,6 +378,7 @@ fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
         "decisions",
         "generated",
         "pruned",
+        "groups",
         "singles",
         "pairs",
         "runs",
@@ -393,6 +394,13 @@ fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
     let replay = reconsim(&["replay", file, "--json"]);
     assert_eq!(replay.status.code(), Some(0));
     assert_eq!(json(&replay)["reproduced"], true);
+    // Its timeline: the anchored fault, the frozen leader's launch, then the verdict.
+    let timeline = reconsim(&["replay", file, "--timeline"]);
+    assert_eq!(timeline.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&timeline.stdout);
+    assert!(text.contains("fault starts"), "{text}");
+    assert!(text.contains("RunInstances"), "{text}");
+    assert!(text.contains("reproduced:"), "{text}");
     let explain = reconsim(&["explain", file]);
     let text = String::from_utf8_lossy(&explain.stdout);
     assert!(
@@ -400,7 +408,8 @@ fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
         "{text}"
     );
 
-    // A clean scenario's short search exits 0 and says so.
+    // A clean scenario's short search exits 0 and says so (its group plans find the
+    // health-recheck race by the differential oracle only, tests/search.rs).
     let clean = reconsim(&[
         "search",
         "kcp-upgrade-waits-for-deletion-1",

@@ -8,6 +8,14 @@
 //!   --max-plans 50 --seeds 0..10 --jobs 1` would: fault-free references (Sieve's), and
 //!   references that carry their seed's own faults (`--with-faults`).
 //!
+//! A first failing seed is one draw of chance (a lucky seed 9 of a race that fails one
+//! seed in 100), so beside it, the expected cost of each way:
+//! - random: `RATE_SEEDS` seeds run (on two threads; not timed), and the runs a
+//!   campaign needs on average to see a failure, seeds / failing seeds (the mean of
+//!   a geometric draw);
+//! - search: the mean, over starting seeds 0..`STARTS`, of the runs to the first
+//!   failure of `search --seeds S..S+10` (each start a different reference run).
+//!
 //! Plus the race search found in a fixed scenario (machineapi-leader-election's stale
 //! cache, tests/search.rs), whose random figure is the seed of its fixture.
 //!
@@ -26,6 +34,8 @@ use std::time::Instant;
 const PLANS: usize = 50;
 const SEEDS: u64 = 10;
 const RANDOM_RUNS_MAX: u64 = 40_000;
+const RATE_SEEDS: u64 = 2_000;
+const STARTS: u64 = 10;
 
 struct Row {
     name: String,
@@ -37,6 +47,40 @@ struct Row {
     how: String,
     with_faults_runs: Option<usize>,
     with_faults_how: String,
+    /// Seeds run / failing seeds over `RATE_SEEDS` (`None`: not measured).
+    random_expected: Option<f64>,
+    /// Mean runs to the first failure over the starts that found one, and how many
+    /// starts found none.
+    search_mean: Option<(f64, usize)>,
+}
+
+/// Failing seeds among `0..RATE_SEEDS`, on two threads.
+fn failing_seeds(s: &Scenario) -> u64 {
+    let failing = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..2 {
+            let failing = &failing;
+            scope.spawn(move || {
+                for seed in (t..RATE_SEEDS).step_by(2) {
+                    if run(s, seed).0.violation.is_some() {
+                        failing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    failing.into_inner()
+}
+
+fn search_mean(s: &Scenario) -> Option<(f64, usize)> {
+    let mut found = Vec::new();
+    for start in 0..STARTS {
+        if let (Some(runs), _, _) = searched_from(s, Base::None, start) {
+            found.push(runs as f64);
+        }
+    }
+    let missed = STARTS as usize - found.len();
+    (!found.is_empty()).then(|| (found.iter().sum::<f64>() / found.len() as f64, missed))
 }
 
 fn random(s: &Scenario, budget: u64) -> (Option<u64>, u128) {
@@ -50,13 +94,18 @@ fn random(s: &Scenario, budget: u64) -> (Option<u64>, u128) {
 }
 
 fn searched(s: &Scenario, base: Base) -> (Option<usize>, u128, String) {
+    searched_from(s, base, 0)
+}
+
+fn searched_from(s: &Scenario, base: Base, seed: u64) -> (Option<usize>, u128, String) {
     let config = SearchConfig {
         base,
-        seed: 0,
+        seed,
         seeds: SEEDS,
         max_plans: PLANS,
         jobs: 1,
         pairs: true,
+        groups: true,
         stop_on_first: true,
         differential: false,
         coverage: false,
@@ -84,6 +133,7 @@ fn row(name: &str, s: &Scenario, random_budget: u64) -> Row {
     let (random_runs, random_ms) = random(s, random_budget);
     let (search_runs, search_ms, how) = searched(s, Base::None);
     let (with_faults_runs, _, with_faults_how) = searched(s, Base::Generated);
+    let failing = failing_seeds(s);
     Row {
         name: name.to_string(),
         random_runs,
@@ -93,6 +143,8 @@ fn row(name: &str, s: &Scenario, random_budget: u64) -> Row {
         how,
         with_faults_runs,
         with_faults_how,
+        random_expected: (failing > 0).then(|| RATE_SEEDS as f64 / failing as f64),
+        search_mean: search_mean(s),
     }
 }
 
@@ -127,19 +179,42 @@ fn main() {
         how,
         with_faults_runs,
         with_faults_how,
+        random_expected: None,
+        search_mean: search_mean(&s),
     });
     println!(
-        "| scenario | random: runs to first failure | search | random / search | wall ms random / search | search's first failure | search --with-faults | its first failure |"
+        "| scenario | random: runs to first failure | search | random / search | wall ms random / search | search's first failure | search --with-faults | its first failure | random: expected runs ({RATE_SEEDS} seeds) | search: mean runs ({STARTS} starts) | expected / mean |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let ratio = match (r.random_runs, r.search_runs) {
             (Some(a), Some(b)) => format!("{:.1}x", a as f64 / b as f64),
             _ => "-".into(),
         };
         let fmt = |v: Option<String>| v.unwrap_or_else(|| "not found".into());
+        let expected = r.random_expected.map_or_else(
+            || {
+                if r.random_ms.is_some() {
+                    format!("none in {RATE_SEEDS}")
+                } else {
+                    "-".into()
+                }
+            },
+            |e| format!("{e:.1}"),
+        );
+        let mean = r.search_mean.map_or("none".to_string(), |(m, missed)| {
+            if missed > 0 {
+                format!("{m:.1} ({missed} found none)")
+            } else {
+                format!("{m:.1}")
+            }
+        });
+        let fair = match (r.random_expected, r.search_mean) {
+            (Some(e), Some((m, _))) => format!("{:.1}x", e / m),
+            _ => "-".into(),
+        };
         println!(
-            "| {} | {} | {} | {ratio} | {} / {} | {} | {} | {} |",
+            "| {} | {} | {} | {ratio} | {} / {} | {} | {} | {} | {expected} | {mean} | {fair} |",
             r.name,
             fmt(r.random_runs.map(|v| v.to_string())),
             fmt(r.search_runs.map(|v| v.to_string())),

@@ -107,6 +107,10 @@ enum Command {
         /// Single perturbations only.
         #[arg(long)]
         no_pairs: bool,
+        /// No group plans (by default the first plans apply every race-directed
+        /// perturbation at once, then each race-directed kind's at once).
+        #[arg(long)]
+        no_groups: bool,
         /// Threads (default: the number of cores); the report is the same for any.
         #[arg(long)]
         jobs: Option<usize>,
@@ -163,6 +167,10 @@ enum Command {
         /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
         #[arg(long, value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
+        /// Print the run's timeline first: faults, leadership, writes, cloud calls,
+        /// the controllers' notes (as `run --timeline`).
+        #[arg(long)]
+        timeline: bool,
         #[arg(long)]
         json: bool,
     },
@@ -279,6 +287,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             seeds,
             max_plans,
             no_pairs,
+            no_groups,
             jobs,
             stop_on_first,
             failures_dir,
@@ -295,7 +304,15 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                 crate::scenario::search::Base::None
             };
             if list_plans {
-                return list_plans_cmd(app, &scenario, start, max_plans, !no_pairs, base, json);
+                return list_plans_cmd(
+                    app,
+                    &scenario,
+                    start,
+                    max_plans,
+                    (!no_pairs, !no_groups),
+                    base,
+                    json,
+                );
             }
             search_cmd(
                 app,
@@ -306,6 +323,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     max_plans,
                     jobs,
                     pairs: !no_pairs,
+                    groups: !no_groups,
                     stop_on_first,
                     base,
                     differential,
@@ -343,8 +361,15 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
         Command::Replay {
             failure,
             chrome_trace,
+            timeline,
             json,
-        } => replay(app, &failure, chrome_trace.as_deref(), json),
+        } => replay(
+            app,
+            &failure,
+            chrome_trace.as_deref(),
+            timeline && !json,
+            json,
+        ),
         Command::Explain { failure } => explain(app, &failure),
         Command::Shrink {
             failure,
@@ -775,7 +800,7 @@ fn list_plans_cmd(
     arg: &str,
     seed: u64,
     max_plans: usize,
-    pairs: bool,
+    (pairs, groups): (bool, bool),
     base: crate::scenario::search::Base,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
@@ -785,6 +810,7 @@ fn list_plans_cmd(
         seed,
         max_plans,
         pairs,
+        groups,
         base,
         ..Default::default()
     };
@@ -889,6 +915,7 @@ fn search_cmd(
                     "decisions": s.decisions,
                     "generated": s.generated,
                     "pruned": s.pruned,
+                    "groups": s.groups,
                     "singles": s.singles,
                     "pairs": s.pairs,
                     "runs": s.runs,
@@ -929,7 +956,7 @@ fn search_cmd(
     } else {
         for s in &report.seeds {
             println!(
-                "{} seed {}: reference run {}, {} decision points; plans: {} generated, {} pruned (causality, repeats), {} singles and {} pairs queued, {} ran{}",
+                "{} seed {}: reference run {}, {} decision points; plans: {} generated, {} pruned (causality, repeats), {} groups, {} singles and {} pairs queued, {} ran{}",
                 scenario.name,
                 s.seed,
                 match &s.reference.violation {
@@ -939,6 +966,7 @@ fn search_cmd(
                 s.decisions,
                 s.generated,
                 s.pruned,
+                s.groups,
                 s.singles,
                 s.pairs,
                 s.runs,
@@ -1103,9 +1131,23 @@ fn replay(
     app: &App<'_>,
     path: &Path,
     chrome: Option<&Path>,
+    timeline: bool,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
     let f = app.load_failure(path)?;
+    if timeline {
+        // The timeline's own run: the judged one below stays the replay's.
+        let (outcome, world) = runner::run_world(
+            &f.scenario,
+            f.seed,
+            f.plan.clone(),
+            crate::sim::TraceMode::Full,
+        );
+        let until = crate::sim::SimTime(outcome.sim_ms);
+        for line in crate::scenario::timeline::timeline(&world, until) {
+            println!("{line}");
+        }
+    }
     let r = match chrome {
         None => f.replay(crate::sim::TraceMode::Hash),
         Some(out) => {

@@ -57,6 +57,11 @@ pub struct SearchConfig {
     pub jobs: usize,
     /// After the singles, run pairs of them within the budget.
     pub pairs: bool,
+    /// Before the singles, group plans (group testing): every race-directed
+    /// perturbation at once, then each race-directed kind's at once. Most
+    /// perturbations are harmless, so one run tries dozens; shrink then finds the ones
+    /// that matter.
+    pub groups: bool,
     /// Stop at the first failing plan (in plan order, whatever `jobs` is).
     pub stop_on_first: bool,
     /// The faults of every plan besides its perturbation (the reference run's too).
@@ -107,6 +112,7 @@ impl Default for SearchConfig {
             max_plans: 500,
             jobs: 1,
             pairs: true,
+            groups: true,
             stop_on_first: false,
             base: Base::None,
             differential: false,
@@ -121,14 +127,18 @@ pub const CRASH_RESTART_MS: u64 = 10_000;
 pub const EVENT_DELAY_MS: u64 = 30_000;
 /// A pause with no lease to outlast.
 pub const PAUSE_MS_DEFAULT: u64 = 60_000;
+/// How far ahead `stale_read` looks for the write that makes a read stale: a reconcile
+/// that waits longer than this on one answer is a fault of its own.
+pub const STALE_READ_WINDOW_MS: u64 = 30_000;
 /// Pairs are taken among the first this many singles.
 pub const PAIR_POOL: usize = 40;
 
 /// One plan: its perturbations, in words and as faults.
 #[derive(Clone, Debug, Serialize)]
 pub struct Candidate {
-    /// `crash_after`, `lose_answer`, `pause_before`, `delay_event`, `drop_event`,
-    /// `resync_after`, or `scenario:<i>` for the scenario's fault generator `i`.
+    /// `stale_read`, `interleave`, `crash_after`, `lose_answer`, `pause_before`,
+    /// `delay_event`, `drop_event`, `resync_after`, or `scenario:<i>` for the scenario's
+    /// fault generator `i`.
     pub kinds: Vec<String>,
     pub description: String,
     /// The perturbations' faults (without the base plan's).
@@ -171,6 +181,8 @@ pub struct SeedReport {
     /// Single-perturbation plans generated, pruned (causality and repeats) and queued.
     pub generated: usize,
     pub pruned: usize,
+    /// Group plans queued before the singles ([`SearchConfig::groups`]).
+    pub groups: usize,
     pub singles: usize,
     /// Pair plans queued within the budget.
     pub pairs: usize,
@@ -297,7 +309,7 @@ fn search_seed(
         .differential
         .then(|| crate::oracle::run(scenario, seed, base.clone()).1);
     let decisions = world.sim.decisions().len();
-    let (candidates, [generated, pruned, singles, pairs]) = plans(scenario, &world, config);
+    let (candidates, [generated, pruned, groups, singles, pairs]) = plans(scenario, &world, config);
     let reference_signature = signature(world.sim.decisions());
     drop(world);
     report.runs += 1;
@@ -309,6 +321,7 @@ fn search_seed(
         decisions,
         generated,
         pruned,
+        groups,
         singles,
         pairs,
         runs: 0,
@@ -319,7 +332,7 @@ fn search_seed(
         return one;
     }
     if config.coverage {
-        let singles: Vec<Candidate> = candidates[..singles].to_vec();
+        let singles: Vec<Candidate> = candidates[..groups + singles].to_vec();
         coverage::coverage_search(
             scenario,
             config,

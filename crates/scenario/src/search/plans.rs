@@ -2,7 +2,8 @@
 //! are pruned (causality, repeats), and in what order the rest run (docs/search.md).
 
 use super::{
-    CRASH_RESTART_MS, Candidate, EVENT_DELAY_MS, PAIR_POOL, PAUSE_MS_DEFAULT, SearchConfig,
+    CRASH_RESTART_MS, Candidate, EVENT_DELAY_MS, PAIR_POOL, PAUSE_MS_DEFAULT, STALE_READ_WINDOW_MS,
+    SearchConfig,
 };
 use crate::build::World;
 use crate::faults::{Choose, fault_of, targets};
@@ -92,7 +93,11 @@ struct Single {
     kind: String,
     /// The decision it perturbs.
     at: usize,
-    fault: TimedFault<WorldFault>,
+    /// Its faults, all anchored to that decision (one, but for `interleave`).
+    faults: Vec<TimedFault<WorldFault>>,
+    /// For the race-directed kinds, the race's width in the reference run (how far
+    /// apart the two steps it reorders were): the narrowest races go first.
+    race_ms: u64,
 }
 
 fn anchor(d: &DecisionPoint, position: Position) -> Anchor {
@@ -111,13 +116,166 @@ fn sends(class: EventClass) -> bool {
     )
 }
 
+/// The kinds that reorder two steps the reference run took close together, as
+/// RaceFuzzer (PLDI'08) directs a scheduler at the races a detector reported: a read
+/// and the write that makes it stale, a multi-step change and another controller's
+/// reconcile. They lead every round of the order.
+const RACE_KINDS: &[&str] = &["stale_read", "late_write", "interleave", "straddle"];
+
+/// How far back `late_write` looks for the write a read saw: a write that recent may
+/// as well have come just after.
+const LATE_WRITE_WINDOW_MS: u64 = 5_000;
+
+/// `stale_read` plans per read: one for each of its next this many stale-making writes.
+const STALE_READ_WRITES_MAX: usize = 4;
+
+/// At most this many perturbations in one group plan.
+const GROUP_MAX: usize = 64;
+
+/// The kinds each process reads or watches.
+fn observers(decisions: &[DecisionPoint]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut observes: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for d in decisions {
+        if matches!(d.event, EventClass::Read | EventClass::WatchEvent)
+            && let Some(k) = &d.subject
+        {
+            observes
+                .entry(d.process.as_str())
+                .or_default()
+                .insert(k.as_str());
+        }
+    }
+    observes
+}
+
+fn resync(d: &DecisionPoint, controller: &str) -> TimedFault<WorldFault> {
+    TimedFault::on(
+        anchor(d, Position::After),
+        None,
+        Fault::Inject {
+            process: controller.to_string(),
+            fault: WorldFault::Resync,
+        },
+    )
+}
+
+/// The race-directed perturbations of the reference run's decisions:
+/// - `stale_read`: a controller read a kind, went on from the answer, and another
+///   process wrote that kind soon after (within [`STALE_READ_WINDOW_MS`]): pause the
+///   reader right after its read until that write has landed (`settle_ms` later), so
+///   it acts on what it read (a check-then-act race; Kamera's stale views of a live
+///   read);
+/// - `late_write`: a controller read a kind just after another process wrote it
+///   (within [`LATE_WRITE_WINDOW_MS`]) and went on from the answer: pause that writer
+///   just before its write until the read has gone by, so the read misses it and the
+///   reconcile's later reads see it (a check and an act that disagree);
+/// - `interleave` and `straddle`: some process wrote a kind a controller reads or
+///   watches: that controller reconciles right then (a resync right after the write).
+///   When the writer's reconcile goes on from the answer (a change in several steps:
+///   `interleave`), the controller sees the intermediate state; after a last step
+///   (`straddle`), its reconcile straddles the write: it starts from a cache that has
+///   not seen it yet and re-reads after it.
+fn races(
+    decisions: &[DecisionPoint],
+    followed: &BTreeSet<usize>,
+    cast: &Cast,
+    settle_ms: u64,
+    out: &mut Vec<Single>,
+) {
+    let observes = observers(decisions);
+    // The first decision sent from the handler of each decision's answer.
+    let mut next_step: BTreeMap<usize, usize> = BTreeMap::new();
+    for (j, d) in decisions.iter().enumerate() {
+        if let Some(i) = d.after_answer_of {
+            next_step.entry(i).or_insert(j);
+        }
+    }
+    let foreign_write = |w: &DecisionPoint, reader: &str, kind: &str| {
+        w.event == EventClass::Write && w.process != reader && w.subject.as_deref() == Some(kind)
+    };
+    for (i, d) in decisions.iter().enumerate() {
+        let Some(kind) = d.subject.as_deref() else {
+            continue;
+        };
+        match d.event {
+            EventClass::Read if cast.controllers.contains(&d.process) && followed.contains(&i) => {
+                // Each of the next few writes that would make it stale, one plan each:
+                // the first is not always the one the reconcile's decision rests on.
+                let stale_by = decisions[i + 1..]
+                    .iter()
+                    .take_while(|w| w.time_ms <= d.time_ms + STALE_READ_WINDOW_MS)
+                    .filter(|w| foreign_write(w, &d.process, kind))
+                    .take(STALE_READ_WRITES_MAX);
+                for w in stale_by {
+                    let race_ms = w.time_ms - d.time_ms;
+                    out.push(Single {
+                        kind: "stale_read".into(),
+                        at: i,
+                        faults: vec![TimedFault::on(
+                            anchor(d, Position::After),
+                            Some(race_ms + settle_ms),
+                            Fault::Pause {
+                                process: d.process.clone(),
+                            },
+                        )],
+                        race_ms,
+                    });
+                }
+                // The other way round: the latest write that the read saw, held back
+                // (its writer paused just before it) until the read has gone by.
+                let seen = decisions[..i]
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .take_while(|(_, w)| w.time_ms + LATE_WRITE_WINDOW_MS >= d.time_ms)
+                    .find(|(_, w)| foreign_write(w, &d.process, kind));
+                if let Some((j, w)) = seen {
+                    let race_ms = d.time_ms - w.time_ms;
+                    out.push(Single {
+                        kind: "late_write".into(),
+                        at: j,
+                        faults: vec![TimedFault::on(
+                            anchor(w, Position::Before),
+                            Some(race_ms + settle_ms),
+                            Fault::Pause {
+                                process: w.process.clone(),
+                            },
+                        )],
+                        race_ms,
+                    });
+                }
+            }
+            EventClass::Write => {
+                // A change in several steps: the window is as wide as the time to the
+                // writer's next step. A last step's is the cache's lag.
+                let (what, race_ms) = match next_step.get(&i) {
+                    Some(&j) => ("interleave", decisions[j].time_ms - d.time_ms),
+                    None => ("straddle", 0),
+                };
+                for c in cast.controllers.iter().filter(|c| **c != d.process) {
+                    if observes.get(c.as_str()).is_some_and(|o| o.contains(kind)) {
+                        out.push(Single {
+                            kind: what.into(),
+                            at: i,
+                            faults: vec![resync(d, c)],
+                            race_ms,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Sieve's perturbations of one controller's decision.
 fn builtin(i: usize, d: &DecisionPoint, followed: bool, cast: &Cast, out: &mut Vec<Single>) {
     let mut push = |kind: &str, position, duration_ms, fault| {
         out.push(Single {
             kind: kind.into(),
             at: i,
-            fault: TimedFault::on(anchor(d, position), duration_ms, fault),
+            faults: vec![TimedFault::on(anchor(d, position), duration_ms, fault)],
+            race_ms: 0,
         })
     };
     match d.event {
@@ -276,7 +434,12 @@ fn from_generator(
                 out.push(Single {
                     kind: format!("scenario:{gi}"),
                     at: i,
-                    fault: TimedFault::on(anchor(d, position), Some(duration_ms), fault),
+                    faults: vec![TimedFault::on(
+                        anchor(d, position),
+                        Some(duration_ms),
+                        fault,
+                    )],
+                    race_ms: 0,
                 });
             }
         }
@@ -387,7 +550,7 @@ fn causal(
     own: &BTreeMap<&str, Vec<(u64, usize)>>,
 ) -> bool {
     let d = &decisions[s.at];
-    match s.fault.fault {
+    match s.faults[0].fault {
         Fault::DelayMessage { extra_ms } => {
             // A decision of the receiver while the event would have been missing.
             own.get(d.process.as_str()).is_some_and(|v| {
@@ -408,21 +571,31 @@ fn causal(
     }
 }
 
-/// A kept single's order key ((outside the scenario's windows, rarity)), its decision
-/// and its fault.
-type Entry = ((bool, usize), usize, TimedFault<WorldFault>);
+/// A kept single's order key ((outside the scenario's windows, how far from between a
+/// check and its act, the race's width in powers of two, rarity)), its decision and
+/// its faults.
+type Entry = ((bool, u8, u32, usize), usize, Vec<TimedFault<WorldFault>>);
 
-/// Plans from a reference run: (generated, candidates in run order).
+/// Plans from a reference run: (generated, group plans, candidates in run order: the
+/// group plans first).
 fn plan_singles(
     scenario: &Scenario,
     seed: u64,
     decisions: &[DecisionPoint],
     cast: &Cast,
-) -> (usize, Vec<Candidate>) {
+    groups: bool,
+) -> (usize, usize, Vec<Candidate>) {
     let streams = reconsim_sim::Streams::new(seed);
     let mut raw = Vec::new();
     let mut timed = Vec::new();
     let followed: BTreeSet<usize> = decisions.iter().filter_map(|d| d.after_answer_of).collect();
+    let observes = observers(decisions);
+    // The resyncs `interleave` places (and `resync_after` does not repeat).
+    let interleaves = |d: &DecisionPoint, c: &str| {
+        d.subject
+            .as_deref()
+            .is_some_and(|k| observes.get(c).is_some_and(|o| o.contains(k)))
+    };
     for (i, d) in decisions.iter().enumerate() {
         if cast.controllers.contains(&d.process) {
             builtin(i, d, followed.contains(&i), cast, &mut raw);
@@ -432,21 +605,27 @@ fn plan_singles(
             // it reconciles from a cache that has not seen that write yet, while its
             // live reads may.
             for c in cast.controllers.iter().filter(|c| **c != d.process) {
+                if interleaves(d, c) {
+                    continue;
+                }
                 raw.push(Single {
                     kind: "resync_after".into(),
                     at: i,
-                    fault: TimedFault::on(
-                        anchor(d, Position::After),
-                        None,
-                        Fault::Inject {
-                            process: c.clone(),
-                            fault: WorldFault::Resync,
-                        },
-                    ),
+                    faults: vec![resync(d, c)],
+                    race_ms: 0,
                 });
             }
         }
     }
+    // A write reaches the API server within twice the longest link latency of a
+    // fault-free run (there and back, with room).
+    let settle_ms = scenario
+        .net
+        .latency_ms
+        .hi
+        .saturating_mul(2)
+        .saturating_add(1);
+    races(decisions, &followed, cast, settle_ms, &mut raw);
     for (gi, g) in scenario.faults.iter().enumerate() {
         from_generator(
             gi,
@@ -501,9 +680,11 @@ fn plan_singles(
         let d = &decisions[s.at];
         let label = |j: Option<usize>| j.map(|j| decisions[j].label.clone());
         // The fault and its anchor, but for which event it waits for.
-        let mut unnumbered = s.fault.clone();
-        if let Some(a) = &mut unnumbered.on {
-            a.nth = 0;
+        let mut unnumbered = s.faults.clone();
+        for f in &mut unnumbered {
+            if let Some(a) = &mut f.on {
+                a.nth = 0;
+            }
         }
         let key = (
             s.kind.clone(),
@@ -511,12 +692,33 @@ fn plan_singles(
             d.label.clone(),
             label(previous[s.at]),
             label(context[s.at]),
+            // A step its reconcile went on from is no repeat of a last step.
+            followed.contains(&s.at),
         );
         if !seen.insert(key) {
             continue;
         }
         let rarity = label_count[&(d.process.as_str(), d.label.as_str())];
-        kept.push((s.kind, ((outside(d.time_ms), rarity), s.at, s.fault)));
+        // Races bucketed by width (1, 2, 4, ... ms) so that equal widths spread.
+        let width = u64::BITS - s.race_ms.leading_zeros();
+        // A fault just before a send that acts on an answer (a launch after a lookup
+        // that found nothing) holds the check and the act apart: those first, and
+        // first of them a service call, which no resourceVersion guards (a stale
+        // update of an object fails with a conflict; a second launch does not).
+        let apart = if s.faults[0]
+            .on
+            .as_ref()
+            .is_some_and(|a| a.position == Position::Before)
+            && d.after_answer_of.is_some()
+        {
+            u8::from(d.event != EventClass::Call)
+        } else {
+            2
+        };
+        kept.push((
+            s.kind,
+            ((outside(d.time_ms), apart, width, rarity), s.at, s.faults),
+        ));
     }
     // Rarest first, then round-robin over kinds, each spread over the run.
     let mut buckets: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
@@ -535,6 +737,61 @@ fn plan_singles(
     let mut order = Vec::new();
     let mut queues: Vec<(String, std::collections::VecDeque<Entry>)> =
         buckets.into_iter().map(|(k, v)| (k, v.into())).collect();
+    // The race-directed kinds lead each round: each reorders two steps the reference
+    // run took close together, which is where a race of the code under test lives.
+    // Then the scenario's own faults: what its author says its environment does.
+    queues.sort_by_key(|(k, _)| {
+        if RACE_KINDS.contains(&k.as_str()) {
+            0
+        } else if k.starts_with("scenario:") {
+            1
+        } else {
+            2
+        }
+    });
+    // Group testing first: each race-directed kind's perturbations all in one plan
+    // (most of them are harmless, so one run tries them all; shrink then finds the
+    // one that matters). A run is milliseconds; a plan is a run.
+    // All of them together first, each kind's own among the first (a round-robin
+    // over kinds, GROUP_MAX at most), then each kind's.
+    let mut all = Vec::new();
+    let with_races = queues
+        .iter()
+        .filter(|(k, q)| RACE_KINDS.contains(&k.as_str()) && !q.is_empty())
+        .count();
+    for round in 0..GROUP_MAX {
+        for (kind, q) in &queues {
+            if RACE_KINDS.contains(&kind.as_str())
+                && let Some((_, _, f)) = q.get(round)
+                && all.len() < GROUP_MAX
+            {
+                all.extend(f.iter().cloned());
+            }
+        }
+    }
+    if groups && with_races > 1 && all.len() > 1 {
+        order.push(Candidate {
+            kinds: RACE_KINDS.iter().map(|k| k.to_string()).collect(),
+            description: format!("races: {} at once", all.len()),
+            faults: Plan::new(all),
+        });
+    }
+    for (kind, q) in &queues {
+        if !groups || !RACE_KINDS.contains(&kind.as_str()) || q.len() < 2 {
+            continue;
+        }
+        let faults: Vec<_> = q
+            .iter()
+            .take(GROUP_MAX)
+            .flat_map(|(_, _, f)| f.iter().cloned())
+            .collect();
+        order.push(Candidate {
+            kinds: vec![kind.clone()],
+            description: format!("{kind}: its first {} at once", q.len().min(GROUP_MAX)),
+            faults: Plan::new(faults),
+        });
+    }
+    let groups = order.len();
     for (kind, faults) in failpoints {
         for fault in faults {
             order.push(Candidate {
@@ -550,16 +807,16 @@ fn plan_singles(
     }
     while queues.iter().any(|(_, q)| !q.is_empty()) {
         for (kind, q) in &mut queues {
-            if let Some((_, at, fault)) = q.pop_front() {
+            if let Some((_, at, faults)) = q.pop_front() {
                 order.push(Candidate {
                     kinds: vec![kind.clone()],
-                    description: describe(kind, &fault, &decisions[at]),
-                    faults: Plan::new(vec![fault]),
+                    description: describe(kind, &faults, &decisions[at]),
+                    faults: Plan::new(faults),
                 });
             }
         }
     }
-    (generated, order)
+    (generated, groups, order)
 }
 
 /// Reorder each run of equal keys (already in time order) so that any prefix covers
@@ -590,17 +847,30 @@ fn van_der_corput(i: usize, n: usize) -> u64 {
     (i as u64).reverse_bits() >> (64 - bits)
 }
 
-fn describe(kind: &str, f: &TimedFault<WorldFault>, d: &DecisionPoint) -> String {
-    let what = fault_words(&f.fault);
-    let anchor = f.on.as_ref().map(|a| a.to_string()).unwrap_or_default();
-    let lasting = f
-        .duration_ms
-        .filter(|_| !f.fault.is_message_fault())
-        .map(|d| format!(" for {d} ms"))
+fn describe(kind: &str, faults: &[TimedFault<WorldFault>], d: &DecisionPoint) -> String {
+    let words: Vec<String> = faults
+        .iter()
+        .map(|f| {
+            let what = fault_words(&f.fault);
+            let lasting = f
+                .duration_ms
+                .filter(|_| !f.fault.is_message_fault())
+                .map(|d| format!(" for {d} ms"))
+                .unwrap_or_default();
+            format!("{what}{lasting}")
+        })
+        .collect();
+    // All of a single's faults share the decision's anchor.
+    let anchor = faults
+        .first()
+        .and_then(|f| f.on.as_ref())
+        .map(|a| a.to_string())
         .unwrap_or_default();
     format!(
-        "{kind}: {what}{lasting} {anchor} (at {} ms: {})",
-        d.time_ms, d.label
+        "{kind}: {} {anchor} (at {} ms: {})",
+        words.join(" and "),
+        d.time_ms,
+        d.label
     )
 }
 
@@ -647,25 +917,34 @@ fn plan_pairs(singles: &[Candidate], budget: usize) -> Vec<Candidate> {
     out
 }
 
-/// The plans of a search, from its reference run, in run order: singles then pairs,
-/// `max_plans` at most; with the counts (generated, pruned, singles, pairs).
+/// The plans of a search, from its reference run, in run order: group plans, singles,
+/// then pairs of singles, `max_plans` at most; with the counts (generated, pruned,
+/// groups, singles, pairs).
 pub fn plans(
     scenario: &Scenario,
     reference: &World,
     config: &SearchConfig,
-) -> (Vec<Candidate>, [usize; 4]) {
+) -> (Vec<Candidate>, [usize; 5]) {
     let cast = Cast::of(reference);
     let seed = reference.sim.config().seed;
-    let (generated, mut singles) = plan_singles(scenario, seed, reference.sim.decisions(), &cast);
-    let kept = singles.len();
-    singles.truncate(config.max_plans);
-    let room = config.max_plans - singles.len();
+    let (generated, groups, mut plans) = plan_singles(
+        scenario,
+        seed,
+        reference.sim.decisions(),
+        &cast,
+        config.groups,
+    );
+    let kept = plans.len() - groups;
+    plans.truncate(config.max_plans);
+    let groups = groups.min(plans.len());
+    let singles = plans.len() - groups;
+    let room = config.max_plans - plans.len();
     let pairs = if config.pairs {
-        plan_pairs(&singles, room)
+        plan_pairs(&plans[groups..], room)
     } else {
         Vec::new()
     };
-    let counts = [generated, generated - kept, singles.len(), pairs.len()];
-    singles.extend(pairs);
-    (singles, counts)
+    let counts = [generated, generated - kept, groups, singles, pairs.len()];
+    plans.extend(pairs);
+    (plans, counts)
 }
