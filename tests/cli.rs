@@ -420,6 +420,30 @@ fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
     assert_eq!(clean.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&clean.stdout).contains("no failure in 6 runs"));
 
+    // Exhaustive: the depth reached and the repeated interleavings, in the same shape.
+    let deep = reconsim(&[
+        "search",
+        "kcp-upgrade-waits-for-deletion-1",
+        "--exhaustive",
+        "1",
+        "--max-plans",
+        "10",
+        "--json",
+    ]);
+    assert_eq!(deep.status.code(), Some(0));
+    let r = &json(&deep)["references"][0];
+    assert_eq!(r["depth"], 1);
+    assert_eq!(r["runs"], 10);
+    assert!(r["repeats"].is_u64(), "{r}");
+    let zero = reconsim(&[
+        "search",
+        "kcp-upgrade-waits-for-deletion-1",
+        "--exhaustive",
+        "0",
+    ]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("--exhaustive"));
+
     // Bad input: exit 2, one line naming the argument.
     let bad = reconsim(&["search", "machineapi-lease-expiry-pause", "--seeds", "5..2"]);
     assert_eq!(bad.status.code(), Some(2));

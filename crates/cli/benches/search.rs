@@ -109,6 +109,7 @@ fn searched_from(s: &Scenario, base: Base, seed: u64) -> (Option<usize>, u128, S
         stop_on_first: true,
         differential: false,
         coverage: false,
+        exhaustive: None,
     };
     let start = Instant::now();
     let report = search(s, &config, &|_, _, _, _, _| {});

@@ -137,8 +137,14 @@ enum Command {
         /// (which process role made which kind of step after which) and try their
         /// mutations first (an anchor one event earlier or later; paired with the first
         /// singles), instead of blind pairs.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "exhaustive")]
         coverage: bool,
+        /// Bounded exhaustive search instead: every ordering of two requests that could
+        /// have arrived either way round (a swap), then the swaps of each swapped run,
+        /// up to DEPTH deep, breadth first; a run that repeats an interleaving already
+        /// seen is not explored again. `--max-plans` bounds the whole tree.
+        #[arg(long, value_name = "DEPTH", value_parser = clap::value_parser!(u64).range(1..=8))]
+        exhaustive: Option<u64>,
         #[arg(long)]
         json: bool,
     },
@@ -295,6 +301,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             with_faults,
             differential,
             coverage,
+            exhaustive,
             json,
         } => jobs_or_cores(jobs).and_then(|jobs| {
             let (start, end) = parse_seeds(&seeds)?;
@@ -328,6 +335,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     base,
                     differential,
                     coverage,
+                    exhaustive: exhaustive.map(|d| d as usize),
                 },
                 failures_dir.as_deref(),
                 json,
@@ -920,6 +928,8 @@ fn search_cmd(
                     "pairs": s.pairs,
                     "runs": s.runs,
                     "mutations": s.mutations,
+                    "depth": s.depth,
+                    "repeats": s.repeats,
                     "first_failure_plan": s.first_failure_plan,
                     "file": saved.get(&(s.seed, None)),
                 })
@@ -955,6 +965,26 @@ fn search_cmd(
         println!("{doc}");
     } else {
         for s in &report.seeds {
+            if config.exhaustive.is_some() {
+                println!(
+                    "{} seed {}: reference run {}, {} decision points; exhaustive to depth {}: {} swaps generated, {} runs repeated an interleaving, {} ran{}",
+                    scenario.name,
+                    s.seed,
+                    match &s.reference.violation {
+                        Some(v) => format!("VIOLATION {} at {}", v.invariant, v.time),
+                        None => "clean".to_string(),
+                    },
+                    s.decisions,
+                    s.depth,
+                    s.generated,
+                    s.repeats,
+                    s.runs,
+                    s.first_failure_plan
+                        .map(|p| format!(", first failing plan #{p}"))
+                        .unwrap_or_default()
+                );
+                continue;
+            }
             println!(
                 "{} seed {}: reference run {}, {} decision points; plans: {} generated, {} pruned (causality, repeats), {} groups, {} singles and {} pairs queued, {} ran{}",
                 scenario.name,

@@ -11,30 +11,40 @@
 //!    it ([`reconsim_sim::Anchor`]): Sieve's perturbations of a controller (crash right
 //!    after a write or call, lose its answer, pause before a renewal, delay a watch
 //!    event, break a watch), a controller's resync landing right after someone else's
-//!    write, and the scenario's own fault generators placed at the steps of what they
-//!    target, within their windows.
+//!    write, the scenario's own fault generators placed at the steps of what they
+//!    target, within their windows, and the race-directed kinds, which reorder two
+//!    steps the run took close together (a read and the write that makes it stale, a
+//!    change and another controller's reconcile).
 //! 3. Pruning. Causality, as Sieve prunes: a crash right after a step is kept only if
 //!    the reconcile went on from that step's answer (else nothing of it was in flight);
 //!    a delayed or dropped watch event only if its receiver sent something while it
 //!    would have been missing. Repeats: a plan whose kind, fault, message, previous
 //!    message of the same process and latest message of any other process are an
 //!    earlier plan's is the same plan again.
-//! 4. Order: kinds take turns; within a kind, the scenario's fault windows first, then
-//!    the rarest messages (a message the run sends once is a step of a state change,
-//!    one it sends hundreds of times a heartbeat), spread over the run.
+//! 4. Order: group plans first (every race-directed perturbation at once, then each
+//!    race-directed kind's: group testing); then kinds take turns, the race-directed
+//!    ones leading; within a kind, the scenario's fault windows first, then faults
+//!    between a check and its act, the narrowest races, the rarest messages (a message
+//!    the run sends once is a step of a state change, one it sends hundreds of times a
+//!    heartbeat), spread over the run.
 //! 5. Plans run across jobs, each an ordinary run whose failure is an ordinary failure
 //!    file; the report is the same for any `--jobs`. Then pairs, within the budget.
 //!    With [`SearchConfig::differential`], a plan that ends unlike its reference fails
 //!    too (crates/scenario/src/oracle.rs); with [`SearchConfig::coverage`], the plans
-//!    that reach new abstract signatures are mutated first.
+//!    that reach new abstract signatures are mutated first; with
+//!    [`SearchConfig::exhaustive`], the bounded tree of request orderings replaces the
+//!    plans.
 //!
 //! Here: the configuration, the reports and the run loop. `plans`: generation, pruning
-//! and order. `coverage`: signatures and mutations.
+//! and order. `coverage`: signatures and mutations. `exhaustive`: swaps and the
+//! breadth-first tree.
 
 mod coverage;
+mod exhaustive;
 mod plans;
 
 pub use coverage::signature;
+pub use exhaustive::interleaving;
 pub use plans::plans;
 
 use crate::format::{Plan, Scenario};
@@ -71,6 +81,11 @@ pub struct SearchConfig {
     /// after which), and try its mutations (its anchors one event earlier or later, and
     /// it paired with the first singles) before the rest; no blind pairs.
     pub coverage: bool,
+    /// Bounded exhaustive search instead of Sieve's plans: every ordering of requests
+    /// that could have arrived either way round, up to this many swaps deep, breadth
+    /// first, a run that repeats an interleaving already seen not explored again
+    /// (search/exhaustive.rs).
+    pub exhaustive: Option<usize>,
     /// Also judge each plan by Sieve's differential oracle (crates/scenario/src/oracle.rs):
     /// a plan whose run holds every invariant but ends differently from its reference
     /// run (masked end state, objects created and deleted) fails as [`DIFFERENTIAL`].
@@ -117,6 +132,7 @@ impl Default for SearchConfig {
             base: Base::None,
             differential: false,
             coverage: false,
+            exhaustive: None,
         }
     }
 }
@@ -190,6 +206,10 @@ pub struct SeedReport {
     pub runs: usize,
     /// Of those, mutations of plans that reached new coverage ([`SearchConfig::coverage`]).
     pub mutations: usize,
+    /// Exhaustive search ([`SearchConfig::exhaustive`]): the deepest level run, and the
+    /// runs that repeated an interleaving already seen (their swaps not explored).
+    pub depth: usize,
+    pub repeats: usize,
     pub first_failure_plan: Option<usize>,
 }
 
@@ -309,6 +329,41 @@ fn search_seed(
         .differential
         .then(|| crate::oracle::run(scenario, seed, base.clone()).1);
     let decisions = world.sim.decisions().len();
+    if let Some(depth) = config.exhaustive {
+        report.runs += 1;
+        report.events += reference.events;
+        report.sim_ms += reference.sim_ms;
+        let mut one = SeedReport {
+            seed,
+            reference,
+            decisions,
+            generated: 0,
+            pruned: 0,
+            groups: 0,
+            singles: 0,
+            pairs: 0,
+            runs: 0,
+            mutations: 0,
+            depth: 0,
+            repeats: 0,
+            first_failure_plan: None,
+        };
+        if one.reference.violation.is_none() || !config.stop_on_first {
+            exhaustive::explore(
+                scenario,
+                config,
+                depth,
+                seed,
+                &base,
+                &world,
+                reference_state.as_ref(),
+                on_failure,
+                report,
+                &mut one,
+            );
+        }
+        return one;
+    }
     let (candidates, [generated, pruned, groups, singles, pairs]) = plans(scenario, &world, config);
     let reference_signature = signature(world.sim.decisions());
     drop(world);
@@ -326,6 +381,8 @@ fn search_seed(
         pairs,
         runs: 0,
         mutations: 0,
+        depth: 0,
+        repeats: 0,
         first_failure_plan: None,
     };
     if one.reference.violation.is_some() && config.stop_on_first {

@@ -38,9 +38,9 @@ impl Choose for Placed {
 }
 
 /// What the reference run tells the generator about its processes.
-struct Cast {
+pub(super) struct Cast {
     /// Controller processes (managers): the code under test.
-    controllers: BTreeSet<String>,
+    pub(super) controllers: BTreeSet<String>,
     /// Processes that play the user's actions (the workload): a fault right before a
     /// user's write is the classic race with an operator's change.
     users: BTreeSet<String>,
@@ -51,7 +51,7 @@ struct Cast {
 }
 
 impl Cast {
-    fn of(world: &World) -> Cast {
+    pub(super) fn of(world: &World) -> Cast {
         let sim = &world.sim;
         let mut controllers = BTreeSet::new();
         let mut users = BTreeSet::new();

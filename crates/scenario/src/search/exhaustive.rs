@@ -1,0 +1,288 @@
+//! Bounded exhaustive search over the order of requests (stateright's and Kamera's
+//! exploration, on a simulated cluster).
+//!
+//! A choice point of a run is a pair of requests (writes, reads, calls, renewals) from
+//! two different senders, one of them a controller, to the same receiver, sent so
+//! close together (within twice the longest link latency) that either could have
+//! arrived first. Its swap is the first held back until the second has landed (an
+//! anchored `delay_message`). Depth 1 runs every swap of the reference run; depth k
+//! every swap of the runs of depth k - 1, found in that run (its own timings), so the
+//! plans are the bounded tree of request orderings, breadth first.
+//!
+//! State hashing: a run whose order of decisions (every decision's process, class and
+//! message, in order, times aside) is one seen before is the same interleaving
+//! reached another way, so its swaps are not explored again. Levels are read in plan
+//! order and each runs across `--jobs`, so the result is the same for any `--jobs`.
+//! `max_plans` bounds the whole tree.
+
+use super::plans::Cast;
+use super::{
+    Candidate, SearchConfig, SearchFailure, SearchReport, SeedReport, full_plan, judge_differential,
+};
+use crate::format::{Plan, Scenario};
+use crate::jobs::run_ordered;
+use crate::runner::{Outcome, run_world_recording};
+use reconsim_sim::{Anchor, DecisionPoint, EventClass, Fault, Position, TimedFault, TraceMode};
+use std::collections::BTreeSet;
+
+/// At most this many swaps from one run (the earliest): a bound on memory, far above
+/// what a shipped scenario's run yields (a few hundred).
+const SWAPS_PER_RUN_MAX: usize = 4096;
+
+/// The order of a run's decisions, times aside: two runs with the same key took the
+/// same steps in the same order.
+pub fn interleaving(decisions: &[DecisionPoint]) -> u64 {
+    let mut h = reconsim_sim::StableHasher::new();
+    for d in decisions {
+        std::hash::Hash::hash(&(d.process.as_str(), d.event, d.label.as_str()), &mut h);
+    }
+    std::hash::Hasher::finish(&h)
+}
+
+fn requests(class: EventClass) -> bool {
+    matches!(
+        class,
+        EventClass::Write | EventClass::Read | EventClass::Call | EventClass::Renewal
+    )
+}
+
+/// The swaps of a run whose plan is `parent`: each choice point's first request held
+/// back by the gap plus `window_ms`, added to the parent's faults. Only the choice
+/// points from decision `from` on: the parent's own swap was the last before it, so
+/// each set of swaps is reached in one order only (as partial-order reduction keeps
+/// one order of independent steps).
+pub fn swaps(
+    parent: &Candidate,
+    decisions: &[DecisionPoint],
+    from: usize,
+    controllers: &BTreeSet<String>,
+    window_ms: u64,
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (i, a) in decisions.iter().enumerate().skip(from) {
+        if !requests(a.event) {
+            continue;
+        }
+        for b in decisions[i + 1..]
+            .iter()
+            .take_while(|b| b.time_ms <= a.time_ms + window_ms)
+        {
+            if out.len() >= SWAPS_PER_RUN_MAX {
+                return out;
+            }
+            let controller = controllers.contains(&a.process) || controllers.contains(&b.process);
+            if !requests(b.event) || b.peer != a.peer || b.process == a.process || !controller {
+                continue;
+            }
+            let gap_ms = b.time_ms - a.time_ms;
+            let swap = TimedFault::on(
+                Anchor {
+                    process: a.process.clone(),
+                    event: a.event,
+                    nth: a.nth,
+                    position: Position::After,
+                },
+                None,
+                Fault::DelayMessage {
+                    extra_ms: gap_ms + window_ms,
+                },
+            );
+            let mut faults = parent.faults.faults.clone();
+            faults.push(swap);
+            let words = format!(
+                "{} of {} after {} of {} (at {} ms, {gap_ms} ms apart)",
+                a.label, a.process, b.label, b.process, a.time_ms
+            );
+            let mut kinds = parent.kinds.clone();
+            kinds.push("swap".into());
+            out.push(Candidate {
+                kinds,
+                description: if parent.description.is_empty() {
+                    format!("swap: {words}")
+                } else {
+                    format!("{} + swap: {words}", parent.description)
+                },
+                faults: Plan::new(faults),
+            });
+        }
+    }
+    out
+}
+
+/// Explore request orderings from one reference run, `depth` swaps deep at most.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn explore(
+    scenario: &Scenario,
+    config: &SearchConfig,
+    depth: usize,
+    seed: u64,
+    base: &Plan,
+    reference: &crate::build::World,
+    reference_state: Option<&crate::oracle::EndState>,
+    on_failure: &(dyn Fn(u64, usize, &Candidate, &Outcome, &Plan) + Sync),
+    report: &mut SearchReport,
+    one: &mut SeedReport,
+) {
+    let controllers = Cast::of(reference).controllers;
+    // Two requests sent this close may arrive either way round (each link's latency is
+    // drawn per message); the first held back by the gap and this much more lands
+    // after the second.
+    let window_ms = scenario
+        .net
+        .latency_ms
+        .hi
+        .saturating_mul(2)
+        .saturating_add(1);
+    let root = Candidate {
+        kinds: Vec::new(),
+        description: String::new(),
+        faults: Plan::default(),
+    };
+    let mut seen = BTreeSet::from([interleaving(reference.sim.decisions())]);
+    let mut level = swaps(&root, reference.sim.decisions(), 0, &controllers, window_ms);
+    one.generated = level.len();
+    let mut index = 0usize;
+    for d in 1..=depth {
+        if level.is_empty() || index >= config.max_plans {
+            break;
+        }
+        level.truncate(config.max_plans - index);
+        one.depth = d;
+        let deeper = d < depth;
+        let task = |i: usize| {
+            let plan = full_plan(base, &level[i]);
+            let (mut outcome, world) =
+                run_world_recording(scenario, seed, plan.clone(), TraceMode::Hash, true);
+            let key = interleaving(world.sim.decisions());
+            let children = if deeper {
+                // After the decision the last swap held back, in this run's numbering.
+                let last = level[i].faults.faults.last().and_then(|f| f.on.as_ref());
+                let from = last.map_or(0, |a| {
+                    world
+                        .sim
+                        .decisions()
+                        .iter()
+                        .position(|d| {
+                            d.process == a.process && d.event == a.event && d.nth == a.nth
+                        })
+                        .map_or(usize::MAX, |j| j + 1)
+                });
+                swaps(
+                    &level[i],
+                    world.sim.decisions(),
+                    from,
+                    &controllers,
+                    window_ms,
+                )
+            } else {
+                Vec::new()
+            };
+            drop(world);
+            if outcome.violation.is_none()
+                && let Some(reference) = reference_state
+            {
+                outcome = judge_differential(scenario, seed, &plan, reference);
+            }
+            let fails = outcome.violation.is_some();
+            if fails {
+                on_failure(seed, index + i, &level[i], &outcome, &plan);
+            }
+            ((outcome, key, children), fails)
+        };
+        let results = run_ordered(
+            level.len(),
+            config.jobs,
+            config.stop_on_first,
+            &|| true,
+            &task,
+        );
+        let mut next = Vec::new();
+        for (i, (o, key, children)) in results {
+            one.runs += 1;
+            report.runs += 1;
+            report.events += o.events;
+            report.sim_ms += o.sim_ms;
+            if let Some(v) = &o.violation {
+                one.first_failure_plan.get_or_insert(index + i);
+                report.failures.push(SearchFailure {
+                    seed,
+                    plan: index + i,
+                    description: level[i].description.clone(),
+                    invariant: v.invariant.clone(),
+                    time_ms: v.time.as_ms(),
+                });
+                if config.stop_on_first {
+                    return;
+                }
+            }
+            if seen.insert(key) {
+                one.generated += children.len();
+                next.extend(children);
+            } else {
+                // The same interleaving, reached another way: explored already.
+                one.repeats += 1;
+            }
+        }
+        index += level.len();
+        level = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(time_ms: u64, process: &str, peer: &str, event: EventClass, nth: u32) -> DecisionPoint {
+        DecisionPoint {
+            time_ms,
+            process: process.into(),
+            peer: peer.into(),
+            event,
+            nth,
+            label: format!("{event:?} {nth}"),
+            subject: None,
+            after_answer_of: None,
+        }
+    }
+
+    #[test]
+    fn a_swap_is_two_close_requests_of_different_senders_to_one_receiver() {
+        let decisions = [
+            d(100, "kcp", "api", EventClass::Write, 1),
+            // Another sender, the same receiver, 3 ms later: a choice point.
+            d(103, "kubelet", "api", EventClass::Renewal, 1),
+            // Another receiver: none.
+            d(104, "machine", "cloud", EventClass::Call, 1),
+            // Too far from the first (window 21 ms), close to nothing else of another
+            // sender but kcp's own next request: none.
+            d(130, "kcp", "api", EventClass::Read, 1),
+            // Watch events are not requests.
+            d(131, "kcp", "api", EventClass::WatchEvent, 1),
+            // Two processes that are no controllers: none.
+            d(200, "kubelet", "api", EventClass::Renewal, 2),
+            d(201, "etcd", "api", EventClass::Write, 1),
+        ];
+        let controllers = BTreeSet::from(["kcp".to_string(), "machine".to_string()]);
+        let root = Candidate {
+            kinds: vec![],
+            description: String::new(),
+            faults: Plan::default(),
+        };
+        let out = swaps(&root, &decisions, 0, &controllers, 21);
+        assert_eq!(out.len(), 1, "{out:#?}");
+        let f = &out[0].faults.faults[0];
+        let a = f.on.as_ref().unwrap();
+        assert_eq!(
+            (a.process.as_str(), a.event, a.nth),
+            ("kcp", EventClass::Write, 1)
+        );
+        // Held back by the gap and the window: it lands after the other.
+        assert_eq!(f.fault, Fault::DelayMessage { extra_ms: 3 + 21 });
+        // From a later decision on (a child of a swap there), none.
+        assert!(swaps(&root, &decisions, 1, &controllers, 21).is_empty());
+        // A child carries its parent's swap first.
+        let child = swaps(&out[0], &decisions, 0, &controllers, 21);
+        assert_eq!(child[0].faults.faults.len(), 2);
+        assert_eq!(child[0].kinds, ["swap", "swap"]);
+    }
+}
