@@ -22,8 +22,8 @@
 //!    message of the same process and latest message of any other process are an
 //!    earlier plan's is the same plan again.
 //! 4. Order: group plans first (every race-directed perturbation at once, then each
-//!    race-directed kind's: group testing); then kinds take turns, the race-directed
-//!    ones leading; within a kind, the scenario's fault windows first, then faults
+//!    race-directed kind's: group testing); then kinds take turns, the scenario's own
+//!    generators and the race-directed ones leading; within a kind, the scenario's fault windows first, then faults
 //!    between a check and its act, the narrowest races, the rarest messages (a message
 //!    the run sends once is a step of a state change, one it sends hundreds of times a
 //!    heartbeat), spread over the run.

@@ -119,7 +119,8 @@ fn sends(class: EventClass) -> bool {
 /// The kinds that reorder two steps the reference run took close together, as
 /// RaceFuzzer (PLDI'08) directs a scheduler at the races a detector reported: a read
 /// and the write that makes it stale, a multi-step change and another controller's
-/// reconcile. They lead every round of the order.
+/// reconcile. Their group plans run first, and they follow the scenario's own in every
+/// round of the singles.
 const RACE_KINDS: &[&str] = &["stale_read", "late_write", "interleave", "straddle"];
 
 /// How far back `late_write` looks for the write a read saw: a write that recent may
@@ -737,14 +738,15 @@ fn plan_singles(
     let mut order = Vec::new();
     let mut queues: Vec<(String, std::collections::VecDeque<Entry>)> =
         buckets.into_iter().map(|(k, v)| (k, v.into())).collect();
-    // The race-directed kinds lead each round: each reorders two steps the reference
-    // run took close together, which is where a race of the code under test lives.
-    // Then the scenario's own faults: what its author says its environment does.
+    // Each round: the scenario's own faults first (what its author says its
+    // environment does), then the race-directed kinds (each reorders two steps the
+    // reference run took close together, where a race of the code under test lives;
+    // their group plans ran already), then Sieve's.
     queues.sort_by_key(|(k, _)| {
         if RACE_KINDS.contains(&k.as_str()) {
-            0
-        } else if k.starts_with("scenario:") {
             1
+        } else if k.starts_with("scenario:") {
+            0
         } else {
             2
         }
