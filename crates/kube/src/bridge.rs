@@ -1,0 +1,186 @@
+//! The bridge: a world process that runs a user's async kube-rs code. Its handler is
+//! where the code runs: on start it builds the client and spawns the program, then
+//! steps the runtime ([`crate::driver`]) and sends each request the client made
+//! ([`crate::transport`]) to the simulated API server as an ordinary API message;
+//! each answer completes its request's future and steps the runtime again. So the
+//! program's requests meet the network's latency, partitions and faults, and its
+//! awaits resolve in virtual time, in the same order on every run.
+
+use crate::driver::Driver;
+use crate::rest::{self, Routed};
+use crate::transport::{Exchange, Queue, SimService};
+use reconsim_sim::ProcId;
+use reconsim_world::api::{ApiRequest, ApiResponse};
+use reconsim_world::component::Component;
+use reconsim_world::msg::Msg;
+use reconsim_world::proc::WorldCtx;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+/// A user's program: given a client, what it does; its result in words.
+pub type Program =
+    Arc<dyn Fn(kube::Client) -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
+
+/// Rounds of stepping and answering at once (unsupported requests) in one handler:
+/// a program that keeps asking what is not served is stopped, not spun.
+const ROUNDS_PER_HANDLER_MAX: usize = 64;
+
+/// What the bridge is running.
+struct Running {
+    driver: Driver,
+    queue: Queue,
+    done: Arc<Mutex<Option<String>>>,
+    /// Requests at the API server: request id -> (answer, whether a create).
+    pending: BTreeMap<
+        u64,
+        (
+            tokio::sync::oneshot::Sender<http::Response<kube::client::Body>>,
+            bool,
+        ),
+    >,
+}
+
+pub struct KubeBridge {
+    apiserver: ProcId,
+    program: Program,
+    running: Option<Running>,
+    next_id: u64,
+    /// The program's results, one per run of it (a crash and restart runs it again).
+    pub results: Vec<String>,
+    /// Every request the client made, as `METHOD path`, in order.
+    pub requests: Vec<String>,
+}
+
+impl std::fmt::Debug for KubeBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeBridge")
+            .field("results", &self.results)
+            .field("requests", &self.requests.len())
+            .finish()
+    }
+}
+
+impl KubeBridge {
+    pub fn new(apiserver: ProcId, program: Program) -> Self {
+        KubeBridge {
+            apiserver,
+            program,
+            running: None,
+            next_id: 0,
+            results: Vec::new(),
+            requests: Vec::new(),
+        }
+    }
+
+    /// Step the program, and send or answer what it asked, until it waits on the
+    /// simulation alone.
+    fn pump(&mut self, ctx: &mut WorldCtx<'_>) {
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        for _ in 0..ROUNDS_PER_HANDLER_MAX {
+            let progress = || {
+                let q = run.queue.lock().expect("the queue's lock").len() as u64;
+                let d = u64::from(run.done.lock().expect("the result's lock").is_some());
+                q * 2 + d
+            };
+            run.driver.step(progress);
+            if let Some(r) = run.done.lock().expect("the result's lock").take() {
+                ctx.note(|| format!("kube program: {r}"));
+                self.results.push(r);
+            }
+            let taken: Vec<Exchange> = run
+                .queue
+                .lock()
+                .expect("the queue's lock")
+                .drain(..)
+                .collect();
+            if taken.is_empty() {
+                return;
+            }
+            let mut answered_at_once = false;
+            for x in taken {
+                self.requests.push(format!("{} {}", x.method, x.uri));
+                match rest::route(&x.method, &x.uri, &x.body) {
+                    Routed::Op { op, created } => {
+                        self.next_id += 1;
+                        let id = self.next_id;
+                        run.pending.insert(id, (x.answer, created));
+                        ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
+                    }
+                    Routed::Answer { status, body } => {
+                        let _ = x.answer.send(response(status, &body));
+                        answered_at_once = true;
+                    }
+                }
+            }
+            if !answered_at_once {
+                return;
+            }
+        }
+    }
+}
+
+fn response(status: u16, body: &serde_json::Value) -> http::Response<kube::client::Body> {
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(
+            serde_json::to_vec(body).expect("JSON values serialize"),
+        ))
+        .expect("a status code and a header make a response")
+}
+
+impl Component for KubeBridge {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        let driver = Driver::new();
+        let queue: Queue = Arc::default();
+        let done: Arc<Mutex<Option<String>>> = Arc::default();
+        let client = driver.enter(|| {
+            kube::Client::new(
+                SimService {
+                    queue: queue.clone(),
+                },
+                "default",
+            )
+        });
+        let program = (self.program)(client);
+        let result = done.clone();
+        driver.spawn(async move {
+            let r = program.await;
+            *result.lock().expect("the result's lock") = Some(r);
+        });
+        self.running = Some(Running {
+            driver,
+            queue,
+            done,
+            pending: BTreeMap::new(),
+        });
+        self.pump(ctx);
+    }
+
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let Msg::ApiResp(ApiResponse { id, result }) = msg else {
+            return;
+        };
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        if let Some((answer, created)) = run.pending.remove(&id) {
+            let (status, body) = rest::answer(&result, created);
+            let _ = answer.send(response(status, &body));
+            self.pump(ctx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        // The process's memory: its runtime, its client and every request in flight.
+        self.running = None;
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,63 @@
+//! The client's transport: a tower `Service` that parks each request in a queue with
+//! a oneshot for its answer. Nothing is sent from here: the bridge takes the queue's
+//! requests when its handler runs and answers them when the simulated API server does,
+//! so a request's latency, loss and order are the simulation's.
+
+use kube::client::Body;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+/// A request the client made, waiting for the simulation.
+pub struct Exchange {
+    pub method: http::Method,
+    /// The path and query, as the client wrote them.
+    pub uri: String,
+    pub body: Vec<u8>,
+    pub answer: tokio::sync::oneshot::Sender<http::Response<Body>>,
+}
+
+/// The requests made and not yet taken, in the order the client made them.
+pub type Queue = Arc<Mutex<VecDeque<Exchange>>>;
+
+/// The service `kube::Client::new` is given.
+#[derive(Clone)]
+pub struct SimService {
+    pub queue: Queue,
+}
+
+impl tower::Service<http::Request<Body>> for SimService {
+    type Response = http::Response<Body>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let queue = self.queue.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            // The client's bodies are whole buffers: collecting them never waits.
+            let body = body.collect_bytes().await.map_err(std::io::Error::other)?;
+            let (answer, answered) = tokio::sync::oneshot::channel();
+            queue
+                .lock()
+                .expect("the queue's lock is never held across a panic")
+                .push_back(Exchange {
+                    method: parts.method,
+                    uri: parts
+                        .uri
+                        .path_and_query()
+                        .map_or_else(|| parts.uri.to_string(), |p| p.to_string()),
+                    body: body.to_vec(),
+                    answer,
+                });
+            // A dropped sender (the process crashed) is a broken connection.
+            answered.await.map_err(std::io::Error::other)
+        })
+    }
+}
