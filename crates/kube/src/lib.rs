@@ -9,12 +9,14 @@
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back
 //!   (core/v1 ConfigMaps for now; anything else is answered with a clear error);
 //! - [`kinds`]: the world's resources for the kinds the REST layer speaks;
-//! - [`bridge`]: the process that runs a user's async code with its client.
+//! - [`bridge`]: the process that runs a user's async code with its client;
+//! - [`selfcheck`]: each world run twice and compared, as madsim does.
 
 pub mod bridge;
 pub mod driver;
 pub mod kinds;
 pub mod rest;
+pub mod selfcheck;
 pub mod transport;
 
 pub use bridge::{KubeBridge, Program};
