@@ -7,7 +7,7 @@
 //! awaits resolve in virtual time, in the same order on every run.
 
 use crate::driver::Driver;
-use crate::rest::{self, Routed};
+use crate::rest::{self, Routed, Shape};
 use crate::transport::{Exchange, Queue, SimService};
 use reconsim_sim::ProcId;
 use reconsim_world::api::{ApiRequest, ApiResponse};
@@ -32,12 +32,12 @@ struct Running {
     driver: Driver,
     queue: Queue,
     done: Arc<Mutex<Option<String>>>,
-    /// Requests at the API server: request id -> (answer, whether a create).
+    /// Requests at the API server: request id -> (answer, how to write it).
     pending: BTreeMap<
         u64,
         (
             tokio::sync::oneshot::Sender<http::Response<kube::client::Body>>,
-            bool,
+            Shape,
         ),
     >,
 }
@@ -103,11 +103,11 @@ impl KubeBridge {
             let mut answered_at_once = false;
             for x in taken {
                 self.requests.push(format!("{} {}", x.method, x.uri));
-                match rest::route(&x.method, &x.uri, &x.body) {
-                    Routed::Op { op, created } => {
+                match rest::route(&x.method, &x.uri, x.content_type.as_deref(), &x.body) {
+                    Routed::Op { op, shape } => {
                         self.next_id += 1;
                         let id = self.next_id;
-                        run.pending.insert(id, (x.answer, created));
+                        run.pending.insert(id, (x.answer, shape));
                         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
                     }
                     Routed::Answer { status, body } => {
@@ -168,8 +168,8 @@ impl Component for KubeBridge {
         let Some(run) = &mut self.running else {
             return;
         };
-        if let Some((answer, created)) = run.pending.remove(&id) {
-            let (status, body) = rest::answer(&result, created);
+        if let Some((answer, shape)) = run.pending.remove(&id) {
+            let (status, body) = rest::answer(&result, &shape);
             let _ = answer.send(response(status, &body));
             self.pump(ctx);
         }

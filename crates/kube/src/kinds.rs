@@ -3,6 +3,7 @@
 //! the wire (metadata is the world's own [`ObjectMeta`]).
 
 use k8s_openapi::ByteString;
+use reconsim_world::api::Patch;
 use reconsim_world::object::{Kind, KindInfo, Resource};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -44,6 +45,27 @@ impl ConfigMap {
             }),
             immutable: self.immutable,
             metadata: Default::default(),
+        }
+    }
+}
+
+/// A JSON merge patch of a ConfigMap's `data`: each key set, or removed (`null`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct ConfigMapData(pub BTreeMap<String, Option<String>>);
+
+impl Patch for ConfigMapData {
+    type Target = ConfigMap;
+
+    fn apply(&self, target: &mut ConfigMap) {
+        for (k, v) in &self.0 {
+            match v {
+                Some(v) => {
+                    target.data.insert(k.clone(), v.clone());
+                }
+                None => {
+                    target.data.remove(k);
+                }
+            }
         }
     }
 }

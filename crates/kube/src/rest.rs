@@ -1,18 +1,35 @@
 //! REST to the API server's operations and back, as kube's typed `Api<K>` speaks it.
-//! The spike covers core/v1 ConfigMaps: create (POST to the collection) and get (GET of
-//! one). Every other request is answered, not dropped: 405 with a Status naming what
-//! reconsim does not serve yet, so a user's code fails loudly (docs/kube.md).
+//! Served for core/v1 ConfigMaps: create (POST), get (GET), list (GET of the collection,
+//! in a namespace or all, with an equality-based `labelSelector`), replace (PUT, with
+//! its resourceVersion as a precondition), delete (DELETE, with a uid precondition),
+//! and a JSON merge patch of labels, annotations and data. Every other request is
+//! answered, not dropped: 405 with a Status naming what reconsim does not serve yet, so
+//! a user's code fails loudly (docs/kube.md).
 
-use crate::kinds::ConfigMap;
-use reconsim_world::api::{ApiError, ApiOk, ApiOp};
-use reconsim_world::object::{Object, ObjectKey, ObjectMeta, Resource};
+use crate::kinds::{ConfigMap, ConfigMapData};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, MergePatch, PatchOp};
+use reconsim_world::object::{Object, ObjectKey, ObjectMeta, Resource, Uid};
 use serde_json::json;
+use std::collections::BTreeMap;
+
+/// How the answer to a routed operation is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// The object, 201.
+    Created,
+    /// The object, 200.
+    Object,
+    /// The kind's list, filtered by the label selector.
+    List(Selector),
+    /// 200: the object if only marked (finalizers left), else a Success Status.
+    Deleted,
+}
 
 /// What a request asks: an operation for the API server, or an answer at once.
 pub enum Routed {
     Op {
         op: ApiOp,
-        created: bool,
+        shape: Shape,
     },
     Answer {
         status: u16,
@@ -33,56 +50,341 @@ pub fn status(code: u16, reason: &str, message: &str) -> serde_json::Value {
     })
 }
 
-fn unsupported(method: &http::Method, uri: &str) -> Routed {
-    Routed::Answer {
-        status: 405,
-        body: status(
-            405,
-            "MethodNotAllowed",
-            &format!("reconsim does not serve {method} {uri} yet (docs/kube.md)"),
-        ),
+/// A request answered at once with a Status.
+pub struct Refusal {
+    status: u16,
+    body: serde_json::Value,
+}
+
+impl From<Refusal> for Routed {
+    fn from(r: Refusal) -> Routed {
+        Routed::Answer {
+            status: r.status,
+            body: r.body,
+        }
     }
 }
 
-fn bad_request(message: String) -> Routed {
-    Routed::Answer {
-        status: 400,
-        body: status(400, "BadRequest", &message),
+fn refuse(code: u16, reason: &str, message: String) -> Refusal {
+    Refusal {
+        status: code,
+        body: status(code, reason, &message),
+    }
+}
+
+fn unsupported(method: &http::Method, uri: &str) -> Routed {
+    refuse(
+        405,
+        "MethodNotAllowed",
+        format!("reconsim does not serve {method} {uri} yet (docs/kube.md)"),
+    )
+    .into()
+}
+
+/// An equality-based label selector: `a=b`, `a==b`, `a!=b`, `a`, `!a`, comma-joined.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selector(Vec<(String, Requirement)>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Requirement {
+    Equals(String),
+    NotEquals(String),
+    Exists,
+    Absent,
+}
+
+impl Selector {
+    /// `None` for a set-based selector (`in`, `notin`), which is not served yet.
+    pub fn parse(text: &str) -> Option<Selector> {
+        let mut out = Vec::new();
+        for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let req = if let Some((k, v)) = term.split_once("!=") {
+                (k.trim(), Requirement::NotEquals(v.trim().into()))
+            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                (k.trim(), Requirement::Equals(v.trim().into()))
+            } else if let Some(k) = term.strip_prefix('!') {
+                (k.trim(), Requirement::Absent)
+            } else if term.contains(' ') || term.contains('(') {
+                return None;
+            } else {
+                (term, Requirement::Exists)
+            };
+            out.push((req.0.to_string(), req.1));
+        }
+        Some(Selector(out))
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|(k, r)| match r {
+            Requirement::Equals(v) => labels.get(k) == Some(v),
+            Requirement::NotEquals(v) => labels.get(k) != Some(v),
+            Requirement::Exists => labels.contains_key(k),
+            Requirement::Absent => !labels.contains_key(k),
+        })
+    }
+}
+
+/// The value of query parameter `name`, percent-decoded.
+fn query(uri: &str, name: &str) -> Option<String> {
+    let q = uri.split_once('?')?.1;
+    q.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (k == name).then(|| decode(v))
+    })
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = |c: u8| (c as char).to_digit(16);
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A ConfigMap as the world stores it, from the wire; its resourceVersion if it had one.
+fn from_wire(ns: &str, body: &[u8]) -> Result<(Object, Option<u64>), Refusal> {
+    let wire: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_slice(body)
+        .map_err(|e| refuse(400, "BadRequest", format!("a ConfigMap's JSON: {e}")))?;
+    let rv = match wire.metadata.resource_version.as_deref() {
+        None | Some("") => None,
+        Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+            refuse(
+                422,
+                "Invalid",
+                format!("metadata.resourceVersion: {rv:?} is not one this server wrote"),
+            )
+        })?),
+    };
+    let meta = ObjectMeta {
+        name: wire.metadata.name.clone().unwrap_or_default(),
+        namespace: ns.to_string(),
+        generate_name: wire.metadata.generate_name.clone(),
+        labels: wire.metadata.labels.clone().unwrap_or_default(),
+        annotations: wire.metadata.annotations.clone().unwrap_or_default(),
+        finalizers: wire.metadata.finalizers.clone().unwrap_or_default(),
+        resource_version: rv.unwrap_or(0),
+        ..Default::default()
+    };
+    Ok((Object::new(meta, ConfigMap::from_wire(&wire)), rv))
+}
+
+/// A JSON merge patch of a ConfigMap as field-level changes: labels, annotations and
+/// data; `metadata.resourceVersion` makes it conditional.
+fn merge_patch(body: &[u8]) -> Result<(Vec<PatchOp>, Option<u64>), Refusal> {
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| refuse(400, "BadRequest", format!("a merge patch's JSON: {e}")))?;
+    let Some(top) = v.as_object() else {
+        return Err(refuse(
+            400,
+            "BadRequest",
+            "a merge patch is a JSON object".into(),
+        ));
+    };
+    let mut ops = Vec::new();
+    let mut rv = None;
+    let strings =
+        |v: &serde_json::Value, path: &str| -> Result<Vec<(String, Option<String>)>, Refusal> {
+            let Some(m) = v.as_object() else {
+                return Err(refuse(
+                    422,
+                    "Invalid",
+                    format!("{path}: expected an object"),
+                ));
+            };
+            m.iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::Null => Ok((k.clone(), None)),
+                    serde_json::Value::String(s) => Ok((k.clone(), Some(s.clone()))),
+                    _ => Err(refuse(
+                        422,
+                        "Invalid",
+                        format!("{path}.{k}: expected a string or null"),
+                    )),
+                })
+                .collect()
+        };
+    for (field, value) in top {
+        match field.as_str() {
+            "apiVersion" | "kind" => {}
+            "metadata" => {
+                let Some(meta) = value.as_object() else {
+                    return Err(refuse(
+                        422,
+                        "Invalid",
+                        "metadata: expected an object".into(),
+                    ));
+                };
+                for (m, v) in meta {
+                    match m.as_str() {
+                        "labels" => ops.extend(
+                            strings(v, "metadata.labels")?
+                                .into_iter()
+                                .map(|(k, v)| PatchOp::SetLabel(k, v)),
+                        ),
+                        "annotations" => ops.extend(
+                            strings(v, "metadata.annotations")?
+                                .into_iter()
+                                .map(|(k, v)| PatchOp::SetAnnotation(k, v)),
+                        ),
+                        "resourceVersion" => {
+                            rv = v.as_str().and_then(|s| s.parse::<u64>().ok());
+                        }
+                        "name" | "namespace" => {}
+                        other => {
+                            return Err(refuse(
+                                405,
+                                "MethodNotAllowed",
+                                format!(
+                                    "reconsim does not merge-patch metadata.{other} yet (docs/kube.md)"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+            "data" => ops.push(PatchOp::Merge(MergePatch::new(ConfigMapData(
+                strings(value, "data")?.into_iter().collect(),
+            )))),
+            other => {
+                return Err(refuse(
+                    405,
+                    "MethodNotAllowed",
+                    format!(
+                        "reconsim does not merge-patch {other} of a ConfigMap yet (docs/kube.md)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((ops, rv))
+}
+
+fn key(ns: &str, name: &str) -> ObjectKey {
+    ObjectKey {
+        kind: ConfigMap::KIND,
+        namespace: ns.to_string(),
+        name: name.to_string(),
     }
 }
 
 /// Route one request of the client.
-pub fn route(method: &http::Method, uri: &str, body: &[u8]) -> Routed {
+pub fn route(method: &http::Method, uri: &str, content_type: Option<&str>, body: &[u8]) -> Routed {
     let path = uri.split('?').next().unwrap_or(uri);
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let op = |op, shape| Routed::Op { op, shape };
+    let selector = || match query(uri, "labelSelector") {
+        None => Some(Selector::default()),
+        Some(s) => Selector::parse(&s),
+    };
     match (method, parts.as_slice()) {
         (&http::Method::POST, ["api", "v1", "namespaces", ns, "configmaps"]) => {
-            let wire: k8s_openapi::api::core::v1::ConfigMap = match serde_json::from_slice(body) {
-                Ok(cm) => cm,
-                Err(e) => return bad_request(format!("a ConfigMap's JSON: {e}")),
-            };
-            let meta = ObjectMeta {
-                name: wire.metadata.name.clone().unwrap_or_default(),
-                namespace: (*ns).to_string(),
-                generate_name: wire.metadata.generate_name.clone(),
-                labels: wire.metadata.labels.clone().unwrap_or_default(),
-                annotations: wire.metadata.annotations.clone().unwrap_or_default(),
-                finalizers: wire.metadata.finalizers.clone().unwrap_or_default(),
-                ..Default::default()
-            };
-            Routed::Op {
-                op: ApiOp::Create(Box::new(Object::new(meta, ConfigMap::from_wire(&wire)))),
-                created: true,
+            match from_wire(ns, body) {
+                Ok((o, _)) => op(ApiOp::Create(Box::new(o)), Shape::Created),
+                Err(r) => r.into(),
             }
         }
-        (&http::Method::GET, ["api", "v1", "namespaces", ns, "configmaps", name]) => Routed::Op {
-            op: ApiOp::Get(ObjectKey {
-                kind: ConfigMap::KIND,
-                namespace: (*ns).to_string(),
-                name: (*name).to_string(),
-            }),
-            created: false,
-        },
+        (&http::Method::GET, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            op(ApiOp::Get(key(ns, name)), Shape::Object)
+        }
+        (&http::Method::GET, ["api", "v1", "namespaces", ns, "configmaps"])
+        | (&http::Method::GET, ["api", "v1", ns @ "configmaps"]) => {
+            if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
+                return unsupported(method, uri);
+            }
+            let Some(sel) = selector() else {
+                return refuse(
+                    405,
+                    "MethodNotAllowed",
+                    "reconsim serves equality-based label selectors only yet (docs/kube.md)".into(),
+                )
+                .into();
+            };
+            let namespace = (*ns != "configmaps").then(|| ns.to_string());
+            op(
+                ApiOp::List {
+                    kind: ConfigMap::KIND,
+                    namespace,
+                    from_watch_cache: false,
+                },
+                Shape::List(sel),
+            )
+        }
+        (&http::Method::PUT, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            match from_wire(ns, body) {
+                Ok((o, _)) if o.meta.name != *name => refuse(
+                    400,
+                    "BadRequest",
+                    format!(
+                        "the name in the body ({}) is not the path's ({name})",
+                        o.meta.name
+                    ),
+                )
+                .into(),
+                Ok((o, rv)) => op(
+                    ApiOp::Update {
+                        object: Box::new(o),
+                        precondition: rv.is_some(),
+                    },
+                    Shape::Object,
+                ),
+                Err(r) => r.into(),
+            }
+        }
+        (&http::Method::DELETE, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            // DeleteParams: a uid precondition is the only one served.
+            let uid = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v["preconditions"]["uid"].as_str().map(str::to_string))
+                .and_then(|u| parse_uid(&u));
+            op(
+                ApiOp::Delete {
+                    key: key(ns, name),
+                    uid,
+                    grace_period_seconds: None,
+                },
+                Shape::Deleted,
+            )
+        }
+        (&http::Method::PATCH, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
+            if content_type != Some("application/merge-patch+json") {
+                return refuse(
+                    405,
+                    "MethodNotAllowed",
+                    format!(
+                        "reconsim serves JSON merge patches only yet, not {} (docs/kube.md)",
+                        content_type.unwrap_or("no content type")
+                    ),
+                )
+                .into();
+            }
+            match merge_patch(body) {
+                Ok((ops, resource_version)) => op(
+                    ApiOp::Patch {
+                        key: key(ns, name),
+                        ops,
+                        resource_version,
+                    },
+                    Shape::Object,
+                ),
+                Err(r) => r.into(),
+            }
+        }
         _ => unsupported(method, uri),
     }
 }
@@ -90,6 +392,11 @@ pub fn route(method: &http::Method, uri: &str, body: &[u8]) -> Routed {
 /// A uid as Kubernetes writes one (a UUID), from the world's counter.
 fn uid(u: u64) -> String {
     format!("00000000-0000-4000-8000-{u:012x}")
+}
+
+fn parse_uid(s: &str) -> Option<Uid> {
+    let tail = s.strip_prefix("00000000-0000-4000-8000-")?;
+    u64::from_str_radix(tail, 16).ok().map(Uid)
 }
 
 fn metadata(meta: &ObjectMeta) -> serde_json::Value {
@@ -121,31 +428,52 @@ pub fn object_json(o: &Object) -> Option<serde_json::Value> {
     Some(v)
 }
 
+fn internal(what: String) -> (u16, serde_json::Value) {
+    (
+        500,
+        status(500, "InternalError", &format!("reconsim: {what}")),
+    )
+}
+
 /// The answer to a routed operation.
-pub fn answer(result: &Result<ApiOk, ApiError>, created: bool) -> (u16, serde_json::Value) {
-    match result {
-        Ok(ApiOk::Object(o)) => match object_json(o) {
-            Some(v) => (if created { 201 } else { 200 }, v),
-            None => (
-                500,
-                status(
-                    500,
-                    "InternalError",
-                    "reconsim: an object of a kind without JSON",
-                ),
-            ),
+pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, serde_json::Value) {
+    match (result, shape) {
+        (Ok(ApiOk::Object(o)), _) => match object_json(o) {
+            Some(v) => (if *shape == Shape::Created { 201 } else { 200 }, v),
+            None => internal("an object of a kind without JSON".into()),
         },
-        Ok(other) => (
-            500,
-            status(
-                500,
-                "InternalError",
-                &format!("reconsim: an answer the REST layer does not speak: {other:?}"),
-            ),
+        (Ok(ApiOk::Deleted), Shape::Deleted) => (
+            200,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
         ),
-        Err(ApiError::NotFound) => (404, status(404, "NotFound", "not found")),
-        Err(ApiError::AlreadyExists) => (409, status(409, "AlreadyExists", "already exists")),
-        Err(ApiError::Conflict) => (
+        (
+            Ok(ApiOk::List {
+                items,
+                resource_version,
+            }),
+            Shape::List(sel),
+        ) => {
+            let items: Vec<serde_json::Value> = items
+                .iter()
+                .filter(|o| sel.matches(&o.meta.labels))
+                .filter_map(|o| object_json(o))
+                .collect();
+            (
+                200,
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMapList",
+                    "metadata": {"resourceVersion": resource_version.to_string()},
+                    "items": items,
+                }),
+            )
+        }
+        (Ok(other), _) => internal(format!(
+            "an answer the REST layer does not speak: {other:?}"
+        )),
+        (Err(ApiError::NotFound), _) => (404, status(404, "NotFound", "not found")),
+        (Err(ApiError::AlreadyExists), _) => (409, status(409, "AlreadyExists", "already exists")),
+        (Err(ApiError::Conflict), _) => (
             409,
             status(
                 409,
@@ -153,7 +481,41 @@ pub fn answer(result: &Result<ApiOk, ApiError>, created: bool) -> (u16, serde_js
                 "the object has been modified; please apply your changes to the latest version and try again",
             ),
         ),
-        Err(ApiError::Gone) => (410, status(410, "Expired", "too old resource version")),
-        Err(ApiError::Invalid(why)) => (422, status(422, "Invalid", why)),
+        (Err(ApiError::Gone), _) => (410, status(410, "Expired", "too old resource version")),
+        (Err(ApiError::Invalid(why)), _) => (422, status(422, "Invalid", why)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equality_based_selectors_match_as_the_api_server_does() {
+        let labels: BTreeMap<String, String> = [("app", "web"), ("tier", "front")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let m = |s: &str| Selector::parse(s).unwrap().matches(&labels);
+        assert!(m("app=web"));
+        assert!(m("app==web,tier"));
+        assert!(m("app!=db"));
+        assert!(m("!owner"));
+        assert!(!m("app=db"));
+        assert!(!m("tier,owner"));
+        assert!(m(""));
+        assert!(Selector::parse("app in (web,db)").is_none());
+    }
+
+    #[test]
+    fn query_parameters_are_percent_decoded() {
+        assert_eq!(
+            query(
+                "/api/v1/configmaps?labelSelector=app%3Dweb%2Ctier",
+                "labelSelector"
+            ),
+            Some("app=web,tier".into())
+        );
+        assert_eq!(query("/x?a=1&watch=true", "watch"), Some("true".into()));
+        assert_eq!(query("/x", "watch"), None);
     }
 }

@@ -15,6 +15,8 @@ pub struct Exchange {
     pub method: http::Method,
     /// The path and query, as the client wrote them.
     pub uri: String,
+    /// The `Content-Type` header: which kind of patch a PATCH is.
+    pub content_type: Option<String>,
     pub body: Vec<u8>,
     pub answer: tokio::sync::oneshot::Sender<http::Response<Body>>,
 }
@@ -53,6 +55,11 @@ impl tower::Service<http::Request<Body>> for SimService {
                         .uri
                         .path_and_query()
                         .map_or_else(|| parts.uri.to_string(), |p| p.to_string()),
+                    content_type: parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string),
                     body: body.to_vec(),
                     answer,
                 });
