@@ -2,15 +2,17 @@
 //! where the code runs: on start it builds the client and spawns the program, then
 //! steps the runtime ([`crate::driver`]) and sends each request the client made
 //! ([`crate::transport`]) to the simulated API server as an ordinary API message;
-//! each answer completes its request's future and steps the runtime again. So the
-//! program's requests meet the network's latency, partitions and faults, and its
-//! awaits resolve in virtual time, in the same order on every run.
+//! each answer completes its request's future and steps the runtime again. A watch's
+//! answer is a stream: the server's watch events arrive as messages, and each becomes
+//! a line of it. So the program's requests meet the network's latency, partitions and
+//! faults, and its awaits resolve in virtual time, in the same order on every run.
 
 use crate::driver::Driver;
-use crate::rest::{self, Routed, Shape};
-use crate::transport::{Exchange, Queue, SimService};
+use crate::rest::{self, Routed, Selector, Shape};
+use crate::transport::{Exchange, Queue, SimService, WireBody};
+use bytes::Bytes;
 use reconsim_sim::ProcId;
-use reconsim_world::api::{ApiRequest, ApiResponse};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse};
 use reconsim_world::component::Component;
 use reconsim_world::msg::Msg;
 use reconsim_world::proc::WorldCtx;
@@ -23,23 +25,31 @@ use std::sync::{Arc, Mutex};
 pub type Program =
     Arc<dyn Fn(kube::Client) -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
 
-/// Rounds of stepping and answering at once (unsupported requests) in one handler:
-/// a program that keeps asking what is not served is stopped, not spun.
+/// Rounds of stepping and answering at once (unsupported requests, a closed watch) in
+/// one handler: a program that keeps asking what is not served is stopped, not spun.
 const ROUNDS_PER_HANDLER_MAX: usize = 64;
+
+type Answer = tokio::sync::oneshot::Sender<http::Response<WireBody>>;
+
+/// A watch the program holds open: which events its stream takes.
+struct Subscription {
+    stream: u32,
+    namespace: Option<String>,
+    selector: Selector,
+    lines: tokio::sync::mpsc::UnboundedSender<Bytes>,
+}
 
 /// What the bridge is running.
 struct Running {
     driver: Driver,
     queue: Queue,
     done: Arc<Mutex<Option<String>>>,
-    /// Requests at the API server: request id -> (answer, how to write it).
-    pending: BTreeMap<
-        u64,
-        (
-            tokio::sync::oneshot::Sender<http::Response<kube::client::Body>>,
-            Shape,
-        ),
-    >,
+    /// Requests at the API server: request id -> (answer, how to write it, the watch
+    /// stream it opens).
+    pending: BTreeMap<u64, (Answer, Shape, u32)>,
+    /// Open watches, by the server's watch id.
+    watches: BTreeMap<u64, Subscription>,
+    next_stream: u32,
 }
 
 pub struct KubeBridge {
@@ -60,6 +70,21 @@ impl std::fmt::Debug for KubeBridge {
             .field("requests", &self.requests.len())
             .finish()
     }
+}
+
+fn response(status: u16, body: WireBody) -> http::Response<WireBody> {
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(body)
+        .expect("a status code and a header make a response")
+}
+
+fn json_response(status: u16, body: &serde_json::Value) -> http::Response<WireBody> {
+    response(
+        status,
+        WireBody::full(serde_json::to_vec(body).expect("JSON values serialize")),
+    )
 }
 
 impl KubeBridge {
@@ -91,6 +116,25 @@ impl KubeBridge {
                 ctx.note(|| format!("kube program: {r}"));
                 self.results.push(r);
             }
+            // Watches whose stream the program dropped: closed at the server too.
+            let closed: Vec<u64> = run
+                .watches
+                .iter()
+                .filter(|(_, w)| w.lines.is_closed())
+                .map(|(id, _)| *id)
+                .collect();
+            for id in closed {
+                let w = run.watches.remove(&id).expect("listed");
+                self.next_id += 1;
+                let op = ApiOp::Unwatch { stream: w.stream };
+                ctx.send(
+                    self.apiserver,
+                    Msg::Api(ApiRequest {
+                        id: self.next_id,
+                        op,
+                    }),
+                );
+            }
             let taken: Vec<Exchange> = run
                 .queue
                 .lock()
@@ -104,14 +148,20 @@ impl KubeBridge {
             for x in taken {
                 self.requests.push(format!("{} {}", x.method, x.uri));
                 match rest::route(&x.method, &x.uri, x.content_type.as_deref(), &x.body) {
-                    Routed::Op { op, shape } => {
+                    Routed::Op { mut op, shape } => {
                         self.next_id += 1;
                         let id = self.next_id;
-                        run.pending.insert(id, (x.answer, shape));
+                        let mut opened = 0;
+                        if let ApiOp::Watch { stream, .. } = &mut op {
+                            run.next_stream += 1;
+                            *stream = run.next_stream;
+                            opened = run.next_stream;
+                        }
+                        run.pending.insert(id, (x.answer, shape, opened));
                         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
                     }
                     Routed::Answer { status, body } => {
-                        let _ = x.answer.send(response(status, &body));
+                        let _ = x.answer.send(json_response(status, &body));
                         answered_at_once = true;
                     }
                 }
@@ -121,16 +171,44 @@ impl KubeBridge {
             }
         }
     }
-}
 
-fn response(status: u16, body: &serde_json::Value) -> http::Response<kube::client::Body> {
-    http::Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(kube::client::Body::from(
-            serde_json::to_vec(body).expect("JSON values serialize"),
-        ))
-        .expect("a status code and a header make a response")
+    fn answered(&mut self, id: u64, result: &Result<ApiOk, ApiError>) -> bool {
+        let Some(run) = &mut self.running else {
+            return false;
+        };
+        let Some((answer, shape, stream)) = run.pending.remove(&id) else {
+            return false;
+        };
+        match (&shape, result) {
+            (
+                Shape::Watch {
+                    namespace,
+                    selector,
+                },
+                Ok(ApiOk::Watching { watch_id }),
+            ) => {
+                let (lines, rx) = tokio::sync::mpsc::unbounded_channel();
+                run.watches.insert(
+                    *watch_id,
+                    Subscription {
+                        stream,
+                        namespace: namespace.clone(),
+                        selector: selector.clone(),
+                        lines,
+                    },
+                );
+                let _ = answer.send(response(200, WireBody::stream(rx)));
+            }
+            (Shape::Watch { .. }, Err(ApiError::Gone)) => {
+                let _ = answer.send(response(200, WireBody::full(rest::gone_line())));
+            }
+            (_, result) => {
+                let (status, body) = rest::answer(result, &shape);
+                let _ = answer.send(json_response(status, &body));
+            }
+        }
+        true
+    }
 }
 
 impl Component for KubeBridge {
@@ -157,26 +235,44 @@ impl Component for KubeBridge {
             queue,
             done,
             pending: BTreeMap::new(),
+            watches: BTreeMap::new(),
+            next_stream: 0,
         });
         self.pump(ctx);
     }
 
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        let Msg::ApiResp(ApiResponse { id, result }) = msg else {
-            return;
-        };
-        let Some(run) = &mut self.running else {
-            return;
-        };
-        if let Some((answer, shape)) = run.pending.remove(&id) {
-            let (status, body) = rest::answer(&result, &shape);
-            let _ = answer.send(response(status, &body));
-            self.pump(ctx);
+        match msg {
+            Msg::ApiResp(ApiResponse { id, result }) if self.answered(id, &result) => {
+                self.pump(ctx);
+            }
+            Msg::Watch(ev) => {
+                let Some(run) = &mut self.running else {
+                    return;
+                };
+                let Some(w) = run.watches.get(&ev.watch_id) else {
+                    return;
+                };
+                if let Some(line) = rest::event_line(&ev, w.namespace.as_deref(), &w.selector) {
+                    let _ = w.lines.send(line.into());
+                    self.pump(ctx);
+                }
+            }
+            Msg::ConnectionReset => {
+                // The connection broke: every watch stream on it ends (the watcher
+                // re-lists or re-watches, as over a real reset).
+                if let Some(run) = &mut self.running {
+                    run.watches.clear();
+                    self.pump(ctx);
+                }
+            }
+            _ => {}
         }
     }
 
     fn on_crash(&mut self) {
-        // The process's memory: its runtime, its client and every request in flight.
+        // The process's memory: its runtime, its client, every request in flight and
+        // every watch it held.
         self.running = None;
     }
 

@@ -7,7 +7,7 @@
 //! a user's code fails loudly (docs/kube.md).
 
 use crate::kinds::{ConfigMap, ConfigMapData};
-use reconsim_world::api::{ApiError, ApiOk, ApiOp, MergePatch, PatchOp};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, MergePatch, PatchOp, WatchEvent};
 use reconsim_world::object::{Object, ObjectKey, ObjectMeta, Resource, Uid};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -23,6 +23,12 @@ pub enum Shape {
     List(Selector),
     /// 200: the object if only marked (finalizers left), else a Success Status.
     Deleted,
+    /// A watch: 200 and a stream of event lines, those in the namespace (all if
+    /// `None`) whose labels match.
+    Watch {
+        namespace: Option<String>,
+        selector: Selector,
+    },
 }
 
 /// What a request asks: an operation for the API server, or an answer at once.
@@ -304,9 +310,6 @@ pub fn route(method: &http::Method, uri: &str, content_type: Option<&str>, body:
         }
         (&http::Method::GET, ["api", "v1", "namespaces", ns, "configmaps"])
         | (&http::Method::GET, ["api", "v1", ns @ "configmaps"]) => {
-            if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
-                return unsupported(method, uri);
-            }
             let Some(sel) = selector() else {
                 return refuse(
                     405,
@@ -316,6 +319,36 @@ pub fn route(method: &http::Method, uri: &str, content_type: Option<&str>, body:
                 .into();
             };
             let namespace = (*ns != "configmaps").then(|| ns.to_string());
+            if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
+                // From the resourceVersion given, exclusive ("" and "0": from the
+                // start of the server's history, which replays what it holds).
+                let from_rv = match query(uri, "resourceVersion").as_deref() {
+                    None | Some("") | Some("0") => 0,
+                    Some(rv) => match rv.parse::<u64>() {
+                        Ok(rv) => rv,
+                        Err(_) => {
+                            return refuse(
+                                422,
+                                "Invalid",
+                                format!("resourceVersion: {rv:?} is not one this server wrote"),
+                            )
+                            .into();
+                        }
+                    },
+                };
+                return op(
+                    ApiOp::Watch {
+                        // The bridge numbers its streams.
+                        stream: 0,
+                        kinds: vec![ConfigMap::KIND],
+                        from_rv,
+                    },
+                    Shape::Watch {
+                        namespace,
+                        selector: sel,
+                    },
+                );
+            }
             op(
                 ApiOp::List {
                     kind: ConfigMap::KIND,
@@ -387,6 +420,41 @@ pub fn route(method: &http::Method, uri: &str, content_type: Option<&str>, body:
         }
         _ => unsupported(method, uri),
     }
+}
+
+/// One watch event as its line on the stream, if the watch's namespace and selector
+/// take it.
+pub fn event_line(
+    ev: &WatchEvent,
+    namespace: Option<&str>,
+    selector: &Selector,
+) -> Option<Vec<u8>> {
+    if namespace.is_some_and(|ns| ns != ev.object.meta.namespace)
+        || !selector.matches(&ev.object.meta.labels)
+    {
+        return None;
+    }
+    let kind = match ev.event {
+        EventType::Added => "ADDED",
+        EventType::Modified => "MODIFIED",
+        EventType::Deleted => "DELETED",
+    };
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object_json(&ev.object)?}))
+        .expect("JSON values serialize");
+    line.push(b'\n');
+    Some(line)
+}
+
+/// The line a watch from a compacted resourceVersion gets, as the API server sends it:
+/// an ERROR event with a 410 Status, then the end of the stream.
+pub fn gone_line() -> Vec<u8> {
+    let mut line = serde_json::to_vec(&json!({
+        "type": "ERROR",
+        "object": status(410, "Expired", "too old resource version"),
+    }))
+    .expect("JSON values serialize");
+    line.push(b'\n');
+    line
 }
 
 /// A uid as Kubernetes writes one (a UUID), from the world's counter.

@@ -3,6 +3,7 @@
 //! requests when its handler runs and answers them when the simulated API server does,
 //! so a request's latency, loss and order are the simulation's.
 
+use bytes::Bytes;
 use kube::client::Body;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -18,7 +19,51 @@ pub struct Exchange {
     /// The `Content-Type` header: which kind of patch a PATCH is.
     pub content_type: Option<String>,
     pub body: Vec<u8>,
-    pub answer: tokio::sync::oneshot::Sender<http::Response<Body>>,
+    pub answer: tokio::sync::oneshot::Sender<http::Response<WireBody>>,
+}
+
+/// A response body: a whole buffer, or a watch's stream of event lines, fed by the
+/// bridge as the simulated API server's events arrive and ended when it drops the
+/// sender (the process crashed, the watch closed).
+pub struct WireBody {
+    full: Option<Bytes>,
+    stream: Option<tokio::sync::mpsc::UnboundedReceiver<Bytes>>,
+}
+
+impl WireBody {
+    pub fn full(bytes: Vec<u8>) -> Self {
+        WireBody {
+            full: Some(bytes.into()),
+            stream: None,
+        }
+    }
+
+    pub fn stream(rx: tokio::sync::mpsc::UnboundedReceiver<Bytes>) -> Self {
+        WireBody {
+            full: None,
+            stream: Some(rx),
+        }
+    }
+}
+
+impl http_body::Body for WireBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        if let Some(b) = self.full.take() {
+            return Poll::Ready(Some(Ok(http_body::Frame::data(b))));
+        }
+        match &mut self.stream {
+            None => Poll::Ready(None),
+            Some(rx) => rx
+                .poll_recv(cx)
+                .map(|b| b.map(|b| Ok(http_body::Frame::data(b)))),
+        }
+    }
 }
 
 /// The requests made and not yet taken, in the order the client made them.
@@ -31,7 +76,7 @@ pub struct SimService {
 }
 
 impl tower::Service<http::Request<Body>> for SimService {
-    type Response = http::Response<Body>;
+    type Response = http::Response<WireBody>;
     type Error = std::io::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
 

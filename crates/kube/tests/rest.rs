@@ -144,3 +144,72 @@ fn list_replace_patch_and_delete_behave_as_the_api_server_does() {
         ]
     );
 }
+
+/// A watch as a kube-rs user holds one: events in order, filtered by namespace and
+/// labels, while the same program writes.
+async fn watching(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let other: Api<ConfigMap> = Api::namespaced(client, "other");
+    api.create(&pp, &config_map("first", "web")).await?;
+    let mut events = api
+        .watch(&WatchParams::default().labels("app=web"), "0")
+        .await?
+        .boxed();
+    let mut out = Vec::new();
+    let mut next = async || match events.next().await {
+        Some(Ok(WatchEvent::Added(c))) => format!("ADDED {}", c.metadata.name.unwrap()),
+        Some(Ok(WatchEvent::Modified(c))) => format!("MODIFIED {}", c.metadata.name.unwrap()),
+        Some(Ok(WatchEvent::Deleted(c))) => format!("DELETED {}", c.metadata.name.unwrap()),
+        other => format!("{other:?}"),
+    };
+    out.push(next().await);
+    // Not in the watch: another namespace, another label.
+    other.create(&pp, &config_map("elsewhere", "web")).await?;
+    api.create(&pp, &config_map("db", "db")).await?;
+    api.create(&pp, &config_map("second", "web")).await?;
+    out.push(next().await);
+    let patch = serde_json::json!({"data": {"k": "v2"}});
+    api.patch("first", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    out.push(next().await);
+    api.delete("second", &DeleteParams::default()).await?;
+    out.push(next().await);
+    Ok(out)
+}
+
+#[test]
+fn a_watch_streams_the_servers_events_filtered_by_namespace_and_labels() {
+    let mut sim = Sim::new(SimConfig::new(5), FaultPlan::new(Vec::new()));
+    let cp = sim.add_host("api");
+    let user = sim.add_host("user");
+    let apiserver = sim.spawn(
+        cp,
+        "apiserver",
+        Proc::ApiServer(ApiServer::new(Default::default())),
+    );
+    let program: Program = Arc::new(|client| {
+        Box::pin(async move {
+            match watching(client).await {
+                Ok(lines) => lines.join("\n"),
+                Err(e) => format!("error: {e}"),
+            }
+        })
+    });
+    let bridge = sim.spawn(
+        user,
+        "kube-program",
+        Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
+    );
+    sim.run_until(SimTime(60_000));
+    let Proc::Component(c) = sim.actor(bridge) else {
+        panic!()
+    };
+    let b = c.as_any().downcast_ref::<KubeBridge>().unwrap();
+    assert_eq!(
+        b.results,
+        ["ADDED first\nADDED second\nMODIFIED first\nDELETED second"]
+    );
+}
