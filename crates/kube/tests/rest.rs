@@ -213,3 +213,50 @@ fn a_watch_streams_the_servers_events_filtered_by_namespace_and_labels() {
         ["ADDED first\nADDED second\nMODIFIED first\nDELETED second"]
     );
 }
+
+/// A watch from a resourceVersion the server's history no longer holds.
+async fn too_old(client: kube::Client) -> Result<String, kube::Error> {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for name in ["a", "b", "c"] {
+        api.create(&pp, &config_map(name, "web")).await?;
+    }
+    let mut events = api.watch(&WatchParams::default(), "1").await?.boxed();
+    Ok(match events.next().await {
+        Some(Ok(WatchEvent::Error(e))) => format!("{} {}", e.code, e.reason),
+        other => format!("{other:?}"),
+    })
+}
+
+#[test]
+fn a_watch_from_a_compacted_resource_version_gets_the_servers_410() {
+    let mut sim = Sim::new(SimConfig::new(5), FaultPlan::new(Vec::new()));
+    let cp = sim.add_host("api");
+    let user = sim.add_host("user");
+    // The watch cache keeps one event: rv 1 is gone once rv 3 is written.
+    let config = reconsim_world::apiserver::ApiServerConfig {
+        watch_history_max: 1,
+        ..Default::default()
+    };
+    let apiserver = sim.spawn(cp, "apiserver", Proc::ApiServer(ApiServer::new(config)));
+    let program: Program = Arc::new(|client| {
+        Box::pin(async move {
+            too_old(client)
+                .await
+                .unwrap_or_else(|e| format!("error: {e}"))
+        })
+    });
+    let bridge = sim.spawn(
+        user,
+        "kube-program",
+        Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
+    );
+    sim.run_until(SimTime(60_000));
+    let Proc::Component(c) = sim.actor(bridge) else {
+        panic!()
+    };
+    let b = c.as_any().downcast_ref::<KubeBridge>().unwrap();
+    assert_eq!(b.results, ["410 Expired"]);
+}
