@@ -965,28 +965,19 @@ fn search_cmd(
         println!("{doc}");
     } else {
         for s in &report.seeds {
-            if config.exhaustive.is_some() {
-                println!(
-                    "{} seed {}: reference run {}, {} decision points; exhaustive to depth {}: {} swaps generated, {} runs repeated an interleaving, {} ran{}",
-                    scenario.name,
-                    s.seed,
-                    match &s.reference.violation {
-                        Some(v) => format!("VIOLATION {} at {}", v.invariant, v.time),
-                        None => "clean".to_string(),
-                    },
-                    s.decisions,
-                    s.depth,
-                    s.generated,
-                    s.repeats,
-                    s.runs,
-                    s.first_failure_plan
-                        .map(|p| format!(", first failing plan #{p}"))
-                        .unwrap_or_default()
-                );
-                continue;
-            }
+            let plans = if config.exhaustive.is_some() {
+                format!(
+                    "exhaustive to depth {}: {} swaps generated, {} runs repeated an interleaving",
+                    s.depth, s.generated, s.repeats
+                )
+            } else {
+                format!(
+                    "plans: {} generated, {} pruned (causality, repeats), {} groups, {} singles and {} pairs queued",
+                    s.generated, s.pruned, s.groups, s.singles, s.pairs
+                )
+            };
             println!(
-                "{} seed {}: reference run {}, {} decision points; plans: {} generated, {} pruned (causality, repeats), {} groups, {} singles and {} pairs queued, {} ran{}",
+                "{} seed {}: reference run {}, {} decision points; {plans}, {} ran{}",
                 scenario.name,
                 s.seed,
                 match &s.reference.violation {
@@ -994,11 +985,6 @@ fn search_cmd(
                     None => "clean".to_string(),
                 },
                 s.decisions,
-                s.generated,
-                s.pruned,
-                s.groups,
-                s.singles,
-                s.pairs,
                 s.runs,
                 s.first_failure_plan
                     .map(|p| format!(", first failing plan #{p}"))

@@ -10,7 +10,8 @@
 //!   (core/v1 ConfigMaps for now; anything else is answered with a clear error);
 //! - [`kinds`]: the world's resources for the kinds the REST layer speaks;
 //! - [`bridge`]: the process that runs a user's async code with its client;
-//! - [`selfcheck`]: each world run twice and compared, as madsim does.
+//! - [`selfcheck`]: each world run twice and compared, as madsim does;
+//! - [`world`]: a world for one program, the API server a network hop away.
 
 pub mod bridge;
 pub mod driver;
@@ -18,5 +19,7 @@ pub mod kinds;
 pub mod rest;
 pub mod selfcheck;
 pub mod transport;
+pub mod world;
 
 pub use bridge::{KubeBridge, Program};
+pub use world::KubeWorld;

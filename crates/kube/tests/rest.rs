@@ -5,10 +5,9 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use reconsim_kube::{KubeBridge, Program};
-use reconsim_sim::{FaultPlan, Sim, SimConfig, SimTime};
-use reconsim_world::apiserver::ApiServer;
-use reconsim_world::proc::Proc;
+use reconsim_kube::{KubeWorld, Program};
+use reconsim_sim::{SimTime, TraceMode};
+use reconsim_world::apiserver::ApiServerConfig;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -96,39 +95,56 @@ async fn lifecycle(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     Ok(out)
 }
 
-fn run(seed: u64) -> Vec<String> {
-    let mut sim = Sim::new(SimConfig::new(seed), FaultPlan::new(Vec::new()));
-    let cp = sim.add_host("api");
-    let user = sim.add_host("user");
-    let apiserver = sim.spawn(
-        cp,
-        "apiserver",
-        Proc::ApiServer(ApiServer::new(Default::default())),
-    );
-    let program: Program = Arc::new(|client| {
+/// Run `program` in a world of its own for a minute of virtual time: its result lines.
+fn run(seed: u64, apiserver: ApiServerConfig, program: Program) -> Vec<String> {
+    let mut w = KubeWorld::new(seed, TraceMode::Hash, apiserver, program);
+    w.sim.run_until(SimTime(60_000));
+    w.bridge()
+        .results
+        .join("\n")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A program of `f`, its result lines or its error.
+fn program<F, Fut, T>(f: F) -> Program
+where
+    F: Fn(kube::Client) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<T, kube::Error>> + Send + 'static,
+    T: Text,
+{
+    let f = Arc::new(f);
+    Arc::new(move |client| {
+        let f = f.clone();
         Box::pin(async move {
-            match lifecycle(client).await {
-                Ok(lines) => lines.join("\n"),
+            match f(client).await {
+                Ok(t) => t.into_text(),
                 Err(e) => format!("error: {e}"),
             }
         })
-    });
-    let bridge = sim.spawn(
-        user,
-        "kube-program",
-        Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
-    );
-    sim.run_until(SimTime(60_000));
-    let Proc::Component(c) = sim.actor(bridge) else {
-        panic!()
-    };
-    let b = c.as_any().downcast_ref::<KubeBridge>().unwrap();
-    b.results.join("\n").lines().map(str::to_string).collect()
+    })
+}
+
+trait Text {
+    fn into_text(self) -> String;
+}
+
+impl Text for Vec<String> {
+    fn into_text(self) -> String {
+        self.join("\n")
+    }
+}
+
+impl Text for String {
+    fn into_text(self) -> String {
+        self
+    }
 }
 
 #[test]
 fn list_replace_patch_and_delete_behave_as_the_api_server_does() {
-    let lines = run(11);
+    let lines = run(11, ApiServerConfig::default(), program(lifecycle));
     assert_eq!(
         lines,
         [
@@ -182,35 +198,15 @@ async fn watching(client: kube::Client) -> Result<Vec<String>, kube::Error> {
 
 #[test]
 fn a_watch_streams_the_servers_events_filtered_by_namespace_and_labels() {
-    let mut sim = Sim::new(SimConfig::new(5), FaultPlan::new(Vec::new()));
-    let cp = sim.add_host("api");
-    let user = sim.add_host("user");
-    let apiserver = sim.spawn(
-        cp,
-        "apiserver",
-        Proc::ApiServer(ApiServer::new(Default::default())),
-    );
-    let program: Program = Arc::new(|client| {
-        Box::pin(async move {
-            match watching(client).await {
-                Ok(lines) => lines.join("\n"),
-                Err(e) => format!("error: {e}"),
-            }
-        })
-    });
-    let bridge = sim.spawn(
-        user,
-        "kube-program",
-        Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
-    );
-    sim.run_until(SimTime(60_000));
-    let Proc::Component(c) = sim.actor(bridge) else {
-        panic!()
-    };
-    let b = c.as_any().downcast_ref::<KubeBridge>().unwrap();
+    let lines = run(5, ApiServerConfig::default(), program(watching));
     assert_eq!(
-        b.results,
-        ["ADDED first\nADDED second\nMODIFIED first\nDELETED second"]
+        lines,
+        [
+            "ADDED first",
+            "ADDED second",
+            "MODIFIED first",
+            "DELETED second"
+        ]
     );
 }
 
@@ -232,31 +228,11 @@ async fn too_old(client: kube::Client) -> Result<String, kube::Error> {
 
 #[test]
 fn a_watch_from_a_compacted_resource_version_gets_the_servers_410() {
-    let mut sim = Sim::new(SimConfig::new(5), FaultPlan::new(Vec::new()));
-    let cp = sim.add_host("api");
-    let user = sim.add_host("user");
     // The watch cache keeps one event: rv 1 is gone once rv 3 is written.
-    let config = reconsim_world::apiserver::ApiServerConfig {
+    let config = ApiServerConfig {
         watch_history_max: 1,
         ..Default::default()
     };
-    let apiserver = sim.spawn(cp, "apiserver", Proc::ApiServer(ApiServer::new(config)));
-    let program: Program = Arc::new(|client| {
-        Box::pin(async move {
-            too_old(client)
-                .await
-                .unwrap_or_else(|e| format!("error: {e}"))
-        })
-    });
-    let bridge = sim.spawn(
-        user,
-        "kube-program",
-        Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
-    );
-    sim.run_until(SimTime(60_000));
-    let Proc::Component(c) = sim.actor(bridge) else {
-        panic!()
-    };
-    let b = c.as_any().downcast_ref::<KubeBridge>().unwrap();
-    assert_eq!(b.results, ["410 Expired"]);
+    let lines = run(5, config, program(too_old));
+    assert_eq!(lines, ["410 Expired"]);
 }

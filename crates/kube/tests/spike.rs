@@ -5,9 +5,8 @@
 use k8s_openapi::api::core::v1::ConfigMap as WireConfigMap;
 use kube::api::{Api, PostParams};
 use reconsim_kube::kinds::ConfigMap;
-use reconsim_kube::{KubeBridge, Program};
-use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, TraceMode};
-use reconsim_world::apiserver::ApiServer;
+use reconsim_kube::{KubeWorld, Program};
+use reconsim_sim::TraceMode;
 use reconsim_world::object::{ObjectKey, Resource};
 use reconsim_world::proc::Proc;
 use std::collections::BTreeMap;
@@ -46,43 +45,15 @@ fn program() -> Program {
     })
 }
 
-fn world(seed: u64) -> (Sim<Proc>, ProcId, ProcId) {
-    world_of(seed, TraceMode::Hash, program())
-}
-
-fn world_of(seed: u64, trace: TraceMode, program: Program) -> (Sim<Proc>, ProcId, ProcId) {
-    let mut config = SimConfig::new(seed);
-    config.trace = trace;
-    let mut sim = Sim::new(config, FaultPlan::new(Vec::new()));
-    let cp = sim.add_host("api");
-    let user = sim.add_host("user");
-    let apiserver = sim.spawn(
-        cp,
-        "apiserver",
-        Proc::ApiServer(ApiServer::new(Default::default())),
-    );
-    let bridge = sim.spawn(
-        user,
-        "kube-program",
-        Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
-    );
-    (sim, apiserver, bridge)
-}
-
-fn bridge(sim: &Sim<Proc>, p: ProcId) -> &KubeBridge {
-    let Proc::Component(c) = sim.actor(p) else {
-        panic!("the bridge is a component")
-    };
-    c.as_any()
-        .downcast_ref::<KubeBridge>()
-        .expect("a KubeBridge")
+fn world(seed: u64, trace: TraceMode, program: Program) -> KubeWorld {
+    KubeWorld::new(seed, trace, Default::default(), program)
 }
 
 #[test]
 fn kube_rs_code_creates_and_reads_a_config_map_through_the_simulated_api_server() {
-    let (mut sim, apiserver, b) = world(7);
-    sim.run_until(reconsim_sim::SimTime(10_000));
-    let results = &bridge(&sim, b).results;
+    let mut w = world(7, TraceMode::Hash, program());
+    w.sim.run_until(UNTIL);
+    let results = &w.bridge().results;
     assert_eq!(
         results,
         &[
@@ -90,9 +61,9 @@ fn kube_rs_code_creates_and_reads_a_config_map_through_the_simulated_api_server(
                 .to_string()
         ]
     );
-    assert_eq!(bridge(&sim, b).requests.len(), 4);
+    assert_eq!(w.bridge().requests.len(), 4);
     // It is in the simulated API server's store, as the world's own ConfigMap.
-    let Proc::ApiServer(api) = sim.actor(apiserver) else {
+    let Proc::ApiServer(api) = w.sim.actor(w.apiserver) else {
         panic!()
     };
     let key = ObjectKey {
@@ -103,7 +74,7 @@ fn kube_rs_code_creates_and_reads_a_config_map_through_the_simulated_api_server(
     let stored = api.get(&key).expect("stored");
     assert_eq!(stored.typed::<ConfigMap>().unwrap().data["mode"], "fast");
     // Its requests took virtual time: each crossed the network there and back.
-    assert!(sim.now().as_ms() > 0);
+    assert!(w.sim.now().as_ms() > 0);
 }
 
 const UNTIL: reconsim_sim::SimTime = reconsim_sim::SimTime(10_000);
@@ -111,7 +82,7 @@ const UNTIL: reconsim_sim::SimTime = reconsim_sim::SimTime(10_000);
 #[test]
 fn the_same_seed_gives_the_same_trace_hash_twice_and_another_seed_another() {
     let hash = |seed| {
-        reconsim_kube::selfcheck::twice(|trace| world_of(seed, trace, program()).0, UNTIL)
+        reconsim_kube::selfcheck::twice(|trace| world(seed, trace, program()).sim, UNTIL)
             .unwrap_or_else(|d| panic!("{d}"))
     };
     assert_eq!(hash(3), hash(3));
@@ -140,7 +111,7 @@ fn the_self_check_names_the_first_event_where_a_nondeterministic_program_parts()
     let divergence = reconsim_kube::selfcheck::twice(
         |trace| {
             let p: Program = Arc::new(|client| Box::pin(hash_map_order(client)));
-            world_of(1, trace, p).0
+            world(1, trace, p).sim
         },
         UNTIL,
     )

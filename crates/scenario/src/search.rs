@@ -328,27 +328,27 @@ fn search_seed(
     let reference_state = config
         .differential
         .then(|| crate::oracle::run(scenario, seed, base.clone()).1);
-    let decisions = world.sim.decisions().len();
+    report.runs += 1;
+    report.events += reference.events;
+    report.sim_ms += reference.sim_ms;
+    let mut one = SeedReport {
+        seed,
+        reference,
+        decisions: world.sim.decisions().len(),
+        generated: 0,
+        pruned: 0,
+        groups: 0,
+        singles: 0,
+        pairs: 0,
+        runs: 0,
+        mutations: 0,
+        depth: 0,
+        repeats: 0,
+        first_failure_plan: None,
+    };
+    let found_already = one.reference.violation.is_some() && config.stop_on_first;
     if let Some(depth) = config.exhaustive {
-        report.runs += 1;
-        report.events += reference.events;
-        report.sim_ms += reference.sim_ms;
-        let mut one = SeedReport {
-            seed,
-            reference,
-            decisions,
-            generated: 0,
-            pruned: 0,
-            groups: 0,
-            singles: 0,
-            pairs: 0,
-            runs: 0,
-            mutations: 0,
-            depth: 0,
-            repeats: 0,
-            first_failure_plan: None,
-        };
-        if one.reference.violation.is_none() || !config.stop_on_first {
+        if !found_already {
             exhaustive::explore(
                 scenario,
                 config,
@@ -367,25 +367,14 @@ fn search_seed(
     let (candidates, [generated, pruned, groups, singles, pairs]) = plans(scenario, &world, config);
     let reference_signature = signature(world.sim.decisions());
     drop(world);
-    report.runs += 1;
-    report.events += reference.events;
-    report.sim_ms += reference.sim_ms;
-    let mut one = SeedReport {
-        seed,
-        reference,
-        decisions,
-        generated,
-        pruned,
-        groups,
-        singles,
-        pairs,
-        runs: 0,
-        mutations: 0,
-        depth: 0,
-        repeats: 0,
-        first_failure_plan: None,
-    };
-    if one.reference.violation.is_some() && config.stop_on_first {
+    (
+        one.generated,
+        one.pruned,
+        one.groups,
+        one.singles,
+        one.pairs,
+    ) = (generated, pruned, groups, singles, pairs);
+    if found_already {
         return one;
     }
     if config.coverage {
@@ -424,20 +413,33 @@ fn search_seed(
         &task,
     );
     for (i, o) in results {
-        one.runs += 1;
-        report.runs += 1;
-        report.events += o.events;
-        report.sim_ms += o.sim_ms;
-        if let Some(v) = &o.violation {
-            one.first_failure_plan.get_or_insert(i);
-            report.failures.push(SearchFailure {
-                seed,
-                plan: i,
-                description: candidates[i].description.clone(),
-                invariant: v.invariant.clone(),
-                time_ms: v.time.as_ms(),
-            });
-        }
+        record(report, &mut one, i, &candidates[i].description, &o);
     }
     one
+}
+
+/// Count plan `plan`'s run in the reports, and its failure if it failed (`true`).
+fn record(
+    report: &mut SearchReport,
+    one: &mut SeedReport,
+    plan: usize,
+    description: &str,
+    outcome: &Outcome,
+) -> bool {
+    one.runs += 1;
+    report.runs += 1;
+    report.events += outcome.events;
+    report.sim_ms += outcome.sim_ms;
+    let Some(v) = &outcome.violation else {
+        return false;
+    };
+    one.first_failure_plan.get_or_insert(plan);
+    report.failures.push(SearchFailure {
+        seed: one.seed,
+        plan,
+        description: description.to_string(),
+        invariant: v.invariant.clone(),
+        time_ms: v.time.as_ms(),
+    });
+    true
 }

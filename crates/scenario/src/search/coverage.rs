@@ -2,7 +2,7 @@
 //! their mutations first (Mallory, CCS'23), in rounds read in plan order.
 
 use super::{
-    Candidate, SearchConfig, SearchFailure, SearchReport, SeedReport, full_plan, judge_differential,
+    Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judge_differential, record,
 };
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
@@ -131,23 +131,9 @@ pub(super) fn coverage_search(
         );
         let mut front = Vec::new();
         for (i, (o, sig)) in results {
-            one.runs += 1;
             one.mutations += usize::from(round[i].1);
-            report.runs += 1;
-            report.events += o.events;
-            report.sim_ms += o.sim_ms;
-            if let Some(v) = &o.violation {
-                one.first_failure_plan.get_or_insert(index + i);
-                report.failures.push(SearchFailure {
-                    seed,
-                    plan: index + i,
-                    description: round[i].0.description.clone(),
-                    invariant: v.invariant.clone(),
-                    time_ms: v.time.as_ms(),
-                });
-                if config.stop_on_first {
-                    return;
-                }
+            if record(report, one, index + i, &round[i].0.description, &o) && config.stop_on_first {
+                return;
             }
             if sig.iter().any(|e| !covered.contains(e)) {
                 covered.extend(sig);

@@ -17,7 +17,7 @@
 
 use super::plans::Cast;
 use super::{
-    Candidate, SearchConfig, SearchFailure, SearchReport, SeedReport, full_plan, judge_differential,
+    Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judge_differential, record,
 };
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
@@ -198,22 +198,8 @@ pub(super) fn explore(
         );
         let mut next = Vec::new();
         for (i, (o, key, children)) in results {
-            one.runs += 1;
-            report.runs += 1;
-            report.events += o.events;
-            report.sim_ms += o.sim_ms;
-            if let Some(v) = &o.violation {
-                one.first_failure_plan.get_or_insert(index + i);
-                report.failures.push(SearchFailure {
-                    seed,
-                    plan: index + i,
-                    description: level[i].description.clone(),
-                    invariant: v.invariant.clone(),
-                    time_ms: v.time.as_ms(),
-                });
-                if config.stop_on_first {
-                    return;
-                }
+            if record(report, one, index + i, &level[i].description, &o) && config.stop_on_first {
+                return;
             }
             if seen.insert(key) {
                 one.generated += children.len();

@@ -1,0 +1,48 @@
+//! A world for one kube-rs program: the simulated API server on one host and the
+//! program's process on another, so every request crosses the network.
+
+use crate::bridge::{KubeBridge, Program};
+use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, TraceMode};
+use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
+use reconsim_world::proc::Proc;
+
+pub struct KubeWorld {
+    pub sim: Sim<Proc>,
+    pub apiserver: ProcId,
+    pub program: ProcId,
+}
+
+impl KubeWorld {
+    pub fn new(seed: u64, trace: TraceMode, apiserver: ApiServerConfig, program: Program) -> Self {
+        let mut config = SimConfig::new(seed);
+        config.trace = trace;
+        let mut sim = Sim::new(config, FaultPlan::new(Vec::new()));
+        let api_host = sim.add_host("api");
+        let user_host = sim.add_host("user");
+        let apiserver = sim.spawn(
+            api_host,
+            "apiserver",
+            Proc::ApiServer(ApiServer::new(apiserver)),
+        );
+        let program = sim.spawn(
+            user_host,
+            "kube-program",
+            Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
+        );
+        KubeWorld {
+            sim,
+            apiserver,
+            program,
+        }
+    }
+
+    /// The program's process, for its results and requests.
+    pub fn bridge(&self) -> &KubeBridge {
+        let Proc::Component(c) = self.sim.actor(self.program) else {
+            unreachable!("the program's process is a component")
+        };
+        c.as_any()
+            .downcast_ref::<KubeBridge>()
+            .expect("the program's process is a KubeBridge")
+    }
+}
