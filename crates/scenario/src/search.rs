@@ -19,8 +19,8 @@
 //!    the reconcile went on from that step's answer (else nothing of it was in flight);
 //!    a delayed or dropped watch event only if its receiver sent something while it
 //!    would have been missing. Repeats: a plan whose kind, fault, message, previous
-//!    message of the same process and latest message of any other process are an
-//!    earlier plan's is the same plan again.
+//!    message of the same process, latest message of any other process, and whether
+//!    the reconcile went on from it are an earlier plan's is the same plan again.
 //! 4. Order: group plans first (every race-directed perturbation at once, then each
 //!    race-directed kind's: group testing); then kinds take turns, the scenario's own
 //!    generators and the race-directed ones leading; within a kind, the scenario's fault windows first, then faults
