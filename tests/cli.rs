@@ -435,6 +435,18 @@ fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
     assert_eq!(r["depth"], 1);
     assert_eq!(r["runs"], 10);
     assert!(r["repeats"].is_u64(), "{r}");
+    let listed = reconsim(&[
+        "search",
+        "kcp-upgrade-waits-for-deletion-1",
+        "--exhaustive",
+        "1",
+        "--list-plans",
+    ]);
+    assert_eq!(
+        listed.status.code(),
+        Some(2),
+        "its tree grows from its runs"
+    );
     let zero = reconsim(&[
         "search",
         "kcp-upgrade-waits-for-deletion-1",

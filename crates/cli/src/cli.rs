@@ -120,8 +120,9 @@ enum Command {
         /// Save a failure file per failing plan in this directory.
         #[arg(long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
-        /// Print the plans in run order after the reference run, and run none.
-        #[arg(long)]
+        /// Print the plans in run order after the reference run, and run none (not
+        /// with --exhaustive, whose tree grows from the runs themselves).
+        #[arg(long, conflicts_with = "exhaustive")]
         list_plans: bool,
         /// Each reference run carries its seed's own fault plan (the fuzz run of that
         /// seed), and each plan adds one anchored fault to it; without it, references
