@@ -751,16 +751,15 @@ fn plan_singles(
             2
         }
     });
-    // Group testing first: each race-directed kind's perturbations all in one plan
-    // (most of them are harmless, so one run tries them all; shrink then finds the
-    // one that matters). A run is milliseconds; a plan is a run.
-    // All of them together first, each kind's own among the first (a round-robin
-    // over kinds, GROUP_MAX at most), then each kind's.
+    // Group testing first: most perturbations are harmless, so one run tries dozens
+    // and shrink finds the ones that matter. Every race-directed perturbation at once
+    // (the kinds taking turns, GROUP_MAX at most), then each race-directed kind's.
     let mut all = Vec::new();
-    let with_races = queues
+    let present: Vec<String> = queues
         .iter()
         .filter(|(k, q)| RACE_KINDS.contains(&k.as_str()) && !q.is_empty())
-        .count();
+        .map(|(k, _)| k.clone())
+        .collect();
     for round in 0..GROUP_MAX {
         for (kind, q) in &queues {
             if RACE_KINDS.contains(&kind.as_str())
@@ -771,9 +770,9 @@ fn plan_singles(
             }
         }
     }
-    if groups && with_races > 1 && all.len() > 1 {
+    if groups && present.len() > 1 && all.len() > 1 {
         order.push(Candidate {
-            kinds: RACE_KINDS.iter().map(|k| k.to_string()).collect(),
+            kinds: present,
             description: format!("races: {} at once", all.len()),
             faults: Plan::new(all),
         });
