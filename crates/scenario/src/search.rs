@@ -313,6 +313,21 @@ pub fn judge_differential(
     outcome
 }
 
+/// A recorded run's outcome, judged against the reference's end state too when the
+/// search is differential and no invariant failed.
+fn judged(
+    scenario: &Scenario,
+    seed: u64,
+    plan: &Plan,
+    outcome: Outcome,
+    reference: Option<&crate::oracle::EndState>,
+) -> Outcome {
+    match reference {
+        Some(r) if outcome.violation.is_none() => judge_differential(scenario, seed, plan, r),
+        _ => outcome,
+    }
+}
+
 fn search_seed(
     scenario: &Scenario,
     config: &SearchConfig,

@@ -1,9 +1,7 @@
 //! Coverage guidance: keep the plans whose runs reach a new abstract signature and try
 //! their mutations first (Mallory, CCS'23), in rounds read in plan order.
 
-use super::{
-    Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judge_differential, record,
-};
+use super::{Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judged, record};
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
 use crate::runner::{Outcome, run_world_recording};
@@ -107,15 +105,11 @@ pub(super) fn coverage_search(
         }
         let task = |i: usize| {
             let plan = full_plan(base, &round[i].0);
-            let (mut outcome, world) =
+            let (outcome, world) =
                 run_world_recording(scenario, seed, plan.clone(), TraceMode::Hash, true);
             let sig = signature(world.sim.decisions());
             drop(world);
-            if outcome.violation.is_none()
-                && let Some(reference) = reference_state
-            {
-                outcome = judge_differential(scenario, seed, &plan, reference);
-            }
+            let outcome = judged(scenario, seed, &plan, outcome, reference_state);
             let fails = outcome.violation.is_some();
             if fails {
                 on_failure(seed, index + i, &round[i].0, &outcome, &plan);

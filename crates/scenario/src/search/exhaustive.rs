@@ -16,9 +16,7 @@
 //! `max_plans` bounds the whole tree.
 
 use super::plans::Cast;
-use super::{
-    Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judge_differential, record,
-};
+use super::{Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judged, record};
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
 use crate::runner::{Outcome, run_world_recording};
@@ -151,7 +149,7 @@ pub(super) fn explore(
         let deeper = d < depth;
         let task = |i: usize| {
             let plan = full_plan(base, &level[i]);
-            let (mut outcome, world) =
+            let (outcome, world) =
                 run_world_recording(scenario, seed, plan.clone(), TraceMode::Hash, true);
             let key = interleaving(world.sim.decisions());
             let children = if deeper {
@@ -178,11 +176,7 @@ pub(super) fn explore(
                 Vec::new()
             };
             drop(world);
-            if outcome.violation.is_none()
-                && let Some(reference) = reference_state
-            {
-                outcome = judge_differential(scenario, seed, &plan, reference);
-            }
+            let outcome = judged(scenario, seed, &plan, outcome, reference_state);
             let fails = outcome.violation.is_some();
             if fails {
                 on_failure(seed, index + i, &level[i], &outcome, &plan);
