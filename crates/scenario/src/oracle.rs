@@ -135,6 +135,18 @@ pub struct Difference {
     pub right: Option<Value>,
 }
 
+impl Difference {
+    /// A difference of the whole thing (no field inside it).
+    fn whole(what: String, left: Option<Value>, right: Option<Value>) -> Self {
+        Difference {
+            what,
+            field: String::new(),
+            left,
+            right,
+        }
+    }
+}
+
 impl std::fmt::Display for Difference {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let show = |v: &Option<Value>| v.as_ref().map_or("(absent)".to_string(), Value::to_string);
@@ -415,12 +427,11 @@ impl EndState {
         for kind in union(&self.counts, &other.counts) {
             let (l, r) = (self.counts.get(kind), other.counts.get(kind));
             if l != r {
-                all.push(Difference {
-                    what: format!("count {kind}"),
-                    field: String::new(),
-                    left: l.map(json),
-                    right: r.map(json),
-                });
+                all.push(Difference::whole(
+                    format!("count {kind}"),
+                    l.map(json),
+                    r.map(json),
+                ));
             }
         }
         let none = Vec::new();
@@ -433,12 +444,11 @@ impl EndState {
         let lc = self.cloud.as_ref().unwrap_or(&no_cloud);
         let rc = other.cloud.as_ref().unwrap_or(&no_cloud);
         if lc.live != rc.live {
-            all.push(Difference {
-                what: "cloud live instances".into(),
-                field: String::new(),
-                left: Some(lc.live.into()),
-                right: Some(rc.live.into()),
-            });
+            all.push(Difference::whole(
+                "cloud live instances".into(),
+                Some(lc.live.into()),
+                Some(rc.live.into()),
+            ));
         }
         diff_multiset("cloud instance", &lc.instances, &rc.instances, &mut all);
         for key in union(&self.updates, &other.updates) {
@@ -453,12 +463,11 @@ impl EndState {
                 continue;
             }
             if l != r {
-                all.push(Difference {
-                    what: format!("updates {key}"),
-                    field: String::new(),
-                    left: l.map(json),
-                    right: r.map(json),
-                });
+                all.push(Difference::whole(
+                    format!("updates {key}"),
+                    l.map(json),
+                    r.map(json),
+                ));
             }
         }
         // Stable: within one (what, field) the order of discovery stays.

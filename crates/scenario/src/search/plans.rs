@@ -160,6 +160,29 @@ fn resync(d: &DecisionPoint, controller: &str) -> TimedFault<WorldFault> {
     )
 }
 
+/// Decision `at`'s process paused at it for the race's width and `settle_ms` more.
+fn paused(
+    kind: &str,
+    at: usize,
+    d: &DecisionPoint,
+    position: Position,
+    race_ms: u64,
+    settle_ms: u64,
+) -> Single {
+    Single {
+        kind: kind.into(),
+        at,
+        faults: vec![TimedFault::on(
+            anchor(d, position),
+            Some(race_ms + settle_ms),
+            Fault::Pause {
+                process: d.process.clone(),
+            },
+        )],
+        race_ms,
+    }
+}
+
 /// The race-directed perturbations of the reference run's decisions:
 /// - `stale_read`: a controller read a kind, went on from the answer, and another
 ///   process wrote that kind soon after (within [`STALE_READ_WINDOW_MS`]): pause the
@@ -209,18 +232,14 @@ fn races(
                     .take(STALE_READ_WRITES_MAX);
                 for w in stale_by {
                     let race_ms = w.time_ms - d.time_ms;
-                    out.push(Single {
-                        kind: "stale_read".into(),
-                        at: i,
-                        faults: vec![TimedFault::on(
-                            anchor(d, Position::After),
-                            Some(race_ms + settle_ms),
-                            Fault::Pause {
-                                process: d.process.clone(),
-                            },
-                        )],
+                    out.push(paused(
+                        "stale_read",
+                        i,
+                        d,
+                        Position::After,
                         race_ms,
-                    });
+                        settle_ms,
+                    ));
                 }
                 // The other way round: the latest write that the read saw, held back
                 // (its writer paused just before it) until the read has gone by.
@@ -232,18 +251,14 @@ fn races(
                     .find(|(_, w)| foreign_write(w, &d.process, kind));
                 if let Some((j, w)) = seen {
                     let race_ms = d.time_ms - w.time_ms;
-                    out.push(Single {
-                        kind: "late_write".into(),
-                        at: j,
-                        faults: vec![TimedFault::on(
-                            anchor(w, Position::Before),
-                            Some(race_ms + settle_ms),
-                            Fault::Pause {
-                                process: w.process.clone(),
-                            },
-                        )],
+                    out.push(paused(
+                        "late_write",
+                        j,
+                        w,
+                        Position::Before,
                         race_ms,
-                    });
+                        settle_ms,
+                    ));
                 }
             }
             EventClass::Write => {
