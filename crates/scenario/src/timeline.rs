@@ -251,6 +251,7 @@ fn describe(msg: &Msg) -> Option<String> {
 fn patch_summary(op: &PatchOp) -> String {
     match op {
         PatchOp::Merge(patch) => patch.summary(),
+        PatchOp::Object(patch) => patch.summary(),
         PatchOp::Spec(b) => b.summary().unwrap_or_else(|| "spec".into()),
         PatchOp::Status(_) => "status".into(),
         PatchOp::AddFinalizer(f) => format!("+finalizer {f}"),

@@ -97,6 +97,10 @@ pub enum PatchOp {
     /// ([`Patch`]): it sets the fields it names and leaves every other alone, as a JSON
     /// merge patch of those fields does.
     Merge(MergePatch),
+    /// A change computed from the whole stored object ([`ObjectPatch`]): the real-code
+    /// path's replaces and JSON and merge patches, which name fields of metadata and
+    /// body alike and can fail (a JSON patch's `test`, a stale resourceVersion).
+    Object(WholePatch),
 }
 
 /// A family's merge patch of one kind's body: plain data (hashed into the trace, shown
@@ -201,6 +205,98 @@ impl Serialize for MergePatch {
 impl<P: Patch> From<P> for PatchOp {
     fn from(patch: P) -> Self {
         PatchOp::Merge(MergePatch::new(patch))
+    }
+}
+
+/// A patch of the whole object: given the stored object, the object to write, or the
+/// error to answer. The API server keeps its own rules after it (server-owned metadata
+/// is the patch's to keep; generation, finalizers of a deleting object, no-op writes and
+/// removal are the server's).
+pub trait ObjectPatch: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {
+    fn apply(&self, current: &Object) -> Result<Object, ApiError>;
+    /// A few words for timelines.
+    fn summary(&self) -> String {
+        format!("{self:?}").chars().take(40).collect()
+    }
+}
+
+trait DynObjectPatch: Send + Sync + fmt::Debug + 'static {
+    fn apply(&self, current: &Object) -> Result<Object, ApiError>;
+    fn as_any(&self) -> &dyn Any;
+    fn eq_dyn(&self, other: &dyn DynObjectPatch) -> bool;
+    fn stable_hash(&self) -> u64;
+    fn summary(&self) -> String;
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize;
+}
+
+impl<P: ObjectPatch> DynObjectPatch for P {
+    fn apply(&self, current: &Object) -> Result<Object, ApiError> {
+        ObjectPatch::apply(self, current)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn eq_dyn(&self, other: &dyn DynObjectPatch) -> bool {
+        other.as_any().downcast_ref::<P>() == Some(self)
+    }
+    fn stable_hash(&self) -> u64 {
+        reconsim_sim::StableHasher::hash_one(self)
+    }
+    fn summary(&self) -> String {
+        ObjectPatch::summary(self)
+    }
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize {
+        self
+    }
+}
+
+/// A type-erased [`ObjectPatch`], as [`PatchOp::Object`] carries it.
+#[derive(Clone)]
+pub struct WholePatch(Arc<dyn DynObjectPatch>);
+
+impl WholePatch {
+    pub fn new<P: ObjectPatch>(patch: P) -> Self {
+        WholePatch(Arc::new(patch))
+    }
+
+    /// The object to write in place of `current`, or the error to answer.
+    pub fn apply(&self, current: &Object) -> Result<Object, ApiError> {
+        self.0.apply(current)
+    }
+
+    /// The patch as `P`, if it is one.
+    pub fn typed<P: ObjectPatch>(&self) -> Option<&P> {
+        self.0.as_any().downcast_ref::<P>()
+    }
+
+    pub fn summary(&self) -> String {
+        self.0.summary()
+    }
+}
+
+impl PartialEq for WholePatch {
+    fn eq(&self, other: &WholePatch) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.eq_dyn(&*other.0)
+    }
+}
+
+impl Eq for WholePatch {}
+
+impl Hash for WholePatch {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.stable_hash());
+    }
+}
+
+impl fmt::Debug for WholePatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for WholePatch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        erased_serde::serialize(self.0.as_serialize(), s)
     }
 }
 

@@ -455,7 +455,18 @@ impl ApiServer {
         for op in ops {
             apply_patch(&mut next, op)?;
         }
-        self.commit(key.clone(), &current, next, ctx)
+        if !ops.iter().any(|op| matches!(op, PatchOp::Object(_))) {
+            return self.commit(key.clone(), &current, next, ctx);
+        }
+        // A whole-object patch (the real-code path's writes) that ends the object's life
+        // answers the object as last written, as the real server answers an update that
+        // empties a deleting object's finalizers (registry/store.go,
+        // deleteWithoutFinalizers returns the object); a family's patch gets `Deleted`.
+        let last = next.clone();
+        match self.commit(key.clone(), &current, next, ctx)? {
+            ApiOk::Deleted => Ok(ApiOk::Object(Arc::new(last))),
+            ok => Ok(ok),
+        }
     }
 
     /// The binding subresource (BindingREST.setPodHostAndAnnotations: a pod being deleted
@@ -818,6 +829,7 @@ fn apply_patch(object: &mut Object, op: &PatchOp) -> Result<(), ApiError> {
                 return Err(ApiError::Invalid("status patch of another kind".into()));
             }
         }
+        PatchOp::Object(patch) => *object = patch.apply(object)?,
         PatchOp::Merge(patch) => {
             if !patch.apply_to(object) {
                 return Err(ApiError::Invalid(format!(

@@ -311,6 +311,78 @@ impl<T: Resource> DynBody for T {
     }
 }
 
+/// A body whose kind is known only at run time: the real-code path's JSON documents
+/// (crates/kube serves any kube-rs type, its kind registered when a world is built, so
+/// there is no `const KIND` to give). Otherwise what a [`Resource`] is: plain data,
+/// compared, hashed and split into spec and status the same way.
+pub trait Document: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {
+    fn kind(&self) -> Kind;
+    /// Whether the spec parts are equal (status may differ): decides `generation`.
+    fn same_spec(&self, other: &Self) -> bool;
+    /// Replace the spec part with `other`'s, keeping status.
+    fn set_spec_from(&mut self, other: &Self);
+    /// Replace the status part with `other`'s, keeping spec; `false` when the kind has
+    /// no status subresource.
+    fn set_status_from(&mut self, other: &Self) -> bool;
+    /// What a timeline shows of a write of this body; `None`: the kind and name alone.
+    fn summary(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A [`Document`] as a body (a wrapper, so its blanket impl and [`Resource`]'s cannot
+/// overlap).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Doc<D>(D);
+
+impl<D: Document> DynBody for Doc<D> {
+    fn kind(&self) -> Kind {
+        self.0.kind()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn clone_shared(&self) -> Arc<Shared<dyn DynBody>> {
+        Arc::new(Shared::new(self.clone()))
+    }
+    fn eq_dyn(&self, other: &dyn DynBody) -> bool {
+        other.as_any().downcast_ref::<Doc<D>>() == Some(self)
+    }
+    fn stable_hash(&self) -> u64 {
+        StableHasher::hash_one(&self.0)
+    }
+    fn same_spec_dyn(&self, other: &dyn DynBody) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<Doc<D>>()
+            .is_some_and(|o| self.0.kind() == o.0.kind() && self.0.same_spec(&o.0))
+    }
+    fn set_spec_from_dyn(&mut self, other: &dyn DynBody) -> bool {
+        match other.as_any().downcast_ref::<Doc<D>>() {
+            Some(o) if o.0.kind() == self.0.kind() => {
+                self.0.set_spec_from(&o.0);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn set_status_from_dyn(&mut self, other: &dyn DynBody) -> bool {
+        match other.as_any().downcast_ref::<Doc<D>>() {
+            Some(o) if o.0.kind() == self.0.kind() => self.0.set_status_from(&o.0),
+            _ => false,
+        }
+    }
+    fn summary(&self) -> Option<String> {
+        self.0.summary()
+    }
+    fn as_serialize(&self) -> &dyn erased_serde::Serialize {
+        &self.0
+    }
+}
+
 /// A shared body and its stable hash, computed once: a body is immutable while shared,
 /// and the trace hashes the same body once per watch event it travels in.
 struct Shared<B: ?Sized> {
@@ -343,6 +415,16 @@ impl Body {
     /// The body as `T`, if it is one.
     pub fn typed<T: Resource>(&self) -> Option<&T> {
         self.0.value.as_any().downcast_ref::<T>()
+    }
+
+    /// A body of a [`Document`], whose kind it carries.
+    pub fn document<D: Document>(doc: D) -> Self {
+        Body(Arc::new(Shared::new(Doc(doc))))
+    }
+
+    /// The body as the document `D`, if it is one.
+    pub fn as_document<D: Document>(&self) -> Option<&D> {
+        self.0.value.as_any().downcast_ref::<Doc<D>>().map(|d| &d.0)
     }
 
     /// Its kind's [`Resource::summary`].
