@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use reconsim_kube::{KubeWorld, Program};
+use reconsim_kube::{Kinds, KubeWorld, Program};
 use reconsim_sim::{SimTime, TraceMode};
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,7 +45,13 @@ fn main() {
     let start = Instant::now();
     let mut events = 0;
     for seed in 0..RUNS {
-        let mut w = KubeWorld::new(seed, TraceMode::Hash, Default::default(), p.clone());
+        let mut w = KubeWorld::new(
+            seed,
+            TraceMode::Hash,
+            Default::default(),
+            Kinds::new().core::<ConfigMap>(),
+            p.clone(),
+        );
         w.sim.run_until(SimTime(60_000));
         assert_eq!(w.bridge().results, ["Ok(())"]);
         events += w.sim.trace().events();

@@ -8,6 +8,7 @@
 //! faults, and its awaits resolve in virtual time, in the same order on every run.
 
 use crate::driver::Driver;
+use crate::kinds::Kinds;
 use crate::rest::{self, Routed, Selector, Shape};
 use crate::transport::{Exchange, Queue, SimService, WireBody};
 use bytes::Bytes;
@@ -54,6 +55,7 @@ struct Running {
 
 pub struct KubeBridge {
     apiserver: ProcId,
+    kinds: Kinds,
     program: Program,
     running: Option<Running>,
     next_id: u64,
@@ -88,9 +90,10 @@ fn json_response(status: u16, body: &serde_json::Value) -> http::Response<WireBo
 }
 
 impl KubeBridge {
-    pub fn new(apiserver: ProcId, program: Program) -> Self {
+    pub fn new(apiserver: ProcId, kinds: Kinds, program: Program) -> Self {
         KubeBridge {
             apiserver,
+            kinds,
             program,
             running: None,
             next_id: 0,
@@ -147,7 +150,13 @@ impl KubeBridge {
             let mut answered_at_once = false;
             for x in taken {
                 self.requests.push(format!("{} {}", x.method, x.uri));
-                match rest::route(&x.method, &x.uri, x.content_type.as_deref(), &x.body) {
+                match rest::route(
+                    &x.method,
+                    &x.uri,
+                    x.content_type.as_deref(),
+                    &x.body,
+                    &self.kinds,
+                ) {
                     Routed::Op { mut op, shape } => {
                         self.next_id += 1;
                         let id = self.next_id;

@@ -1,71 +1,172 @@
-//! The world's resources for the kinds the REST layer speaks: plain data the API
-//! server stores, compares and hashes, converted to and from k8s-openapi's types at
-//! the wire (metadata is the world's own [`ObjectMeta`]).
+//! The kinds a world serves on the wire: any kube-rs type (k8s-openapi's, or a
+//! `#[derive(CustomResource)]` one), registered by type when the world is built.
+//!
+//! A world kind is a `&'static KindInfo`; kube's types know their group, version, kind
+//! and plural only through functions, so each is made once at run time and kept for the
+//! life of the program (an interned table: a kind registered by a thousand worlds is one
+//! `KindInfo`). Kinds compare by the stable hash of group and name, so where the table
+//! put one never reaches an outcome.
 
-use k8s_openapi::ByteString;
-use reconsim_world::api::Patch;
-use reconsim_world::object::{Kind, KindInfo, Resource};
-use serde::Serialize;
+use reconsim_world::object::{Kind, KindInfo};
+use std::any::TypeId;
 use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 
-/// A core/v1 ConfigMap's body.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct ConfigMap {
-    pub data: BTreeMap<String, String>,
-    pub binary_data: BTreeMap<String, Vec<u8>>,
-    pub immutable: Option<bool>,
+/// The interned kinds: (group, version, kind) -> the one `KindInfo` for it.
+type Table = BTreeMap<(String, String, String), &'static KindInfo>;
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
 }
 
-impl Resource for ConfigMap {
-    const KIND: Kind = Kind::new(&KindInfo::namespaced("", "v1", "ConfigMap", "configmaps"));
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
 }
 
-impl ConfigMap {
-    pub fn from_wire(cm: &k8s_openapi::api::core::v1::ConfigMap) -> Self {
-        ConfigMap {
-            data: cm.data.clone().unwrap_or_default(),
-            binary_data: cm
-                .binary_data
-                .iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.0.clone()))
-                .collect(),
-            immutable: cm.immutable,
-        }
+/// The world kind for (group, version, kind), made once. `plural` and `namespaced` are
+/// those of its first registration (an owner reference to a kind nobody serves makes
+/// one with no plural).
+pub fn intern(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Kind {
+    let mut table = table().lock().unwrap_or_else(|p| p.into_inner());
+    let key = (group.to_string(), version.to_string(), kind.to_string());
+    if let Some(info) = table.get(&key) {
+        return Kind::new(info);
+    }
+    let (g, v, k, p) = (leak(group), leak(version), leak(kind), leak(plural));
+    let info: &'static KindInfo = Box::leak(Box::new(if namespaced {
+        KindInfo::namespaced(g, v, k, p)
+    } else {
+        KindInfo::cluster_scoped(g, v, k, p)
+    }));
+    table.insert(key, info);
+    Kind::new(info)
+}
+
+/// The world kind of the kube-rs type `K`.
+pub fn kind_of<K>() -> Kind
+where
+    K: kube::Resource<DynamicType = ()>,
+    K::Scope: 'static,
+{
+    let namespaced =
+        TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::NamespaceResourceScope>();
+    intern(
+        &K::group(&()),
+        &K::version(&()),
+        &K::kind(&()),
+        &K::plural(&()),
+        namespaced,
+    )
+}
+
+/// A served kind: its world kind, and whether writes to its status go through the
+/// status subresource (then a write of the object leaves status alone, and a write of
+/// `/status` touches nothing else).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Served {
+    pub kind: Kind,
+    pub status_subresource: bool,
+}
+
+/// The kinds a world serves, found by their REST path.
+#[derive(Clone, Debug, Default)]
+pub struct Kinds {
+    /// (group, version, plural) -> the kind.
+    by_path: BTreeMap<(String, String, String), Served>,
+}
+
+impl Kinds {
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    pub fn to_wire(&self) -> k8s_openapi::api::core::v1::ConfigMap {
-        k8s_openapi::api::core::v1::ConfigMap {
-            data: (!self.data.is_empty()).then(|| self.data.clone()),
-            binary_data: (!self.binary_data.is_empty()).then(|| {
-                self.binary_data
-                    .iter()
-                    .map(|(k, v)| (k.clone(), ByteString(v.clone())))
-                    .collect()
-            }),
-            immutable: self.immutable,
-            metadata: Default::default(),
-        }
+    /// Serve the kube-rs type `K`, with or without a status subresource.
+    pub fn with<K>(mut self, status_subresource: bool) -> Self
+    where
+        K: kube::Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        let kind = kind_of::<K>();
+        let info = kind.info();
+        self.by_path.insert(
+            (
+                info.group.to_string(),
+                info.version.to_string(),
+                info.plural.to_string(),
+            ),
+            Served {
+                kind,
+                status_subresource,
+            },
+        );
+        self
     }
-}
 
-/// A JSON merge patch of a ConfigMap's `data`: each key set, or removed (`null`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct ConfigMapData(pub BTreeMap<String, Option<String>>);
+    /// Serve k8s-openapi's `K` (ConfigMap, Secret, ...): no status subresource. A kind
+    /// with one (Pod, Deployment) goes through [`Kinds::with`].
+    pub fn core<K>(self) -> Self
+    where
+        K: kube::Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        self.with::<K>(false)
+    }
 
-impl Patch for ConfigMapData {
-    type Target = ConfigMap;
+    /// Serve the custom resource `K` as its CustomResourceDefinition says: with a
+    /// status subresource when the CRD's storage version declares one.
+    pub fn crd<K>(self) -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt,
+        K::Scope: 'static,
+    {
+        let crd = K::crd();
+        let status = crd
+            .spec
+            .versions
+            .iter()
+            .find(|v| v.storage)
+            .or(crd.spec.versions.first())
+            .and_then(|v| v.subresources.as_ref())
+            .is_some_and(|s| s.status.is_some());
+        self.with::<K>(status)
+    }
 
-    fn apply(&self, target: &mut ConfigMap) {
-        for (k, v) in &self.0 {
-            match v {
-                Some(v) => {
-                    target.data.insert(k.clone(), v.clone());
-                }
-                None => {
-                    target.data.remove(k);
-                }
-            }
-        }
+    /// The kind at `/api(s)/{group}/{version}/{plural}`.
+    pub fn at(&self, group: &str, version: &str, plural: &str) -> Option<Served> {
+        self.by_path
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .copied()
+    }
+
+    /// The served kind `kind`, if it is served.
+    pub fn served(&self, kind: Kind) -> Option<Served> {
+        self.by_path.values().find(|s| s.kind == kind).copied()
+    }
+
+    /// `object` as the world stores it (a test's or a scenario's seed object); an error
+    /// for a kind not served or JSON the server would refuse.
+    pub fn object<K>(&self, object: &K) -> Result<reconsim_world::object::Object, String>
+    where
+        K: kube::Resource<DynamicType = ()> + serde::Serialize,
+        K::Scope: 'static,
+    {
+        let kind = kind_of::<K>();
+        let served = self
+            .served(kind)
+            .ok_or_else(|| format!("{kind} is not served (register it in Kinds)"))?;
+        let v = serde_json::to_value(object).map_err(|e| format!("{kind}: {e}"))?;
+        let namespace = v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        crate::wire::from_json(&v, served, &namespace)
+            .map(|p| p.object)
+            .map_err(|r| format!("{kind}: {}", r.message))
+    }
+
+    /// Every served kind.
+    pub fn all(&self) -> impl Iterator<Item = Served> + '_ {
+        self.by_path.values().copied()
     }
 }

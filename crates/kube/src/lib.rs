@@ -6,20 +6,33 @@
 //!   handed waits in a queue for the simulation to take it;
 //! - [`driver`]: a current-thread tokio runtime stepped by the simulation, so every
 //!   task runs inside a process's handler, in the same order on every run;
-//! - [`rest`]: REST paths and JSON bodies to the API server's operations and back
-//!   (core/v1 ConfigMaps for now; anything else is answered with a clear error);
-//! - [`kinds`]: the world's resources for the kinds the REST layer speaks;
+//! - [`kinds`]: the kinds a world serves on the wire, any kube-rs type registered by
+//!   type (k8s-openapi's, or a `#[derive(CustomResource)]` one);
+//! - [`doc`]: a served object's body as the API server stores it: canonical JSON;
+//! - [`wire`]: a served object between the world and the wire (metadata, uids, times);
+//! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
+//!   anything not served is answered with a clear error;
+//! - [`write`]: a replace, merge patch or JSON patch, applied at the server to the
+//!   stored object;
 //! - [`bridge`]: the process that runs a user's async code with its client;
+//! - [`controller`]: a kube-rs controller's `reconcile` and `error_policy` under
+//!   reconsim's manager (work queue, informer, leader election, crash and restart);
 //! - [`selfcheck`]: each world run twice and compared, as madsim does;
 //! - [`world`]: a world for one program, the API server a network hop away.
 
 pub mod bridge;
+pub mod controller;
+pub mod doc;
 pub mod driver;
 pub mod kinds;
 pub mod rest;
 pub mod selfcheck;
 pub mod transport;
+pub mod wire;
 pub mod world;
+pub mod write;
 
 pub use bridge::{KubeBridge, Program};
+pub use controller::Controller;
+pub use kinds::Kinds;
 pub use world::KubeWorld;

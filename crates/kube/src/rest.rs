@@ -1,17 +1,20 @@
-//! REST to the API server's operations and back, as kube's typed `Api<K>` speaks it.
-//! Served for core/v1 ConfigMaps: create (POST), get (GET), list (GET of the collection,
-//! in a namespace or all, with an equality-based `labelSelector`), replace (PUT, with
-//! its resourceVersion as a precondition), delete (DELETE, with a uid precondition),
-//! and a JSON merge patch of labels, annotations and data. Every other request is
-//! answered, not dropped: 405 with a Status naming what reconsim does not serve yet, so
-//! a user's code fails loudly (docs/kube.md).
+//! REST to the API server's operations and back, as kube's typed `Api<K>` speaks it,
+//! for every kind the world serves ([`Kinds`]): core paths (`/api/v1/...`) and group
+//! paths (`/apis/{group}/{version}/...`), namespaced and cluster-scoped, and the status
+//! subresource. Served: create (POST), get (GET), list (GET of the collection, in a
+//! namespace or all, with an equality-based `labelSelector`; `resourceVersion=0` reads
+//! the watch cache), watch (`?watch=true`), replace (PUT), JSON merge patch and JSON
+//! patch (PATCH), delete (DELETE, with a uid precondition). Every other request is
+//! answered, not dropped: a Status naming what reconsim does not serve, so a user's code
+//! fails loudly (docs/kube.md).
 
-use crate::kinds::{ConfigMap, ConfigMapData};
-use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, MergePatch, PatchOp, WatchEvent};
-use reconsim_world::object::{Object, ObjectKey, ObjectMeta, Resource, Uid};
-use serde_json::json;
+use crate::kinds::{Kinds, Served};
+use crate::wire;
+use crate::write::{Change, Part, Write};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent, WholePatch};
+use reconsim_world::object::{Kind, Object, ObjectKey};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
-
 /// How the answer to a routed operation is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -20,7 +23,7 @@ pub enum Shape {
     /// The object, 200.
     Object,
     /// The kind's list, filtered by the label selector.
-    List(Selector),
+    List { kind: Kind, selector: Selector },
     /// 200: the object if only marked (finalizers left), else a Success Status.
     Deleted,
     /// A watch: 200 and a stream of event lines, those in the namespace (all if
@@ -138,262 +141,350 @@ fn query(uri: &str, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// A ConfigMap as the world stores it, from the wire; its resourceVersion if it had one.
-fn from_wire(ns: &str, body: &[u8]) -> Result<(Object, Option<u64>), Refusal> {
-    let wire: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_slice(body)
-        .map_err(|e| refuse(400, "BadRequest", format!("a ConfigMap's JSON: {e}")))?;
-    let rv = match wire.metadata.resource_version.as_deref() {
-        None | Some("") => None,
-        Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+/// What a path names: a served kind, the namespace (none: cluster-scoped, or every
+/// namespace of a collection), the object's name, and whether it is `/status`.
+struct Target<'a> {
+    served: Served,
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+    status: bool,
+}
+
+fn target<'a>(path: &'a str, kinds: &Kinds) -> Result<Target<'a>, Refusal> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match parts.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => {
+            return Err(refuse(
+                404,
+                "NotFound",
+                format!("{path}: not an API path (/api/v1/... or /apis/{{group}}/{{version}}/...)"),
+            ));
+        }
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(*ns), rest),
+        _ => (None, rest),
+    };
+    let (plural, name, sub) = match rest {
+        [plural] => (*plural, None, None),
+        [plural, name] => (*plural, Some(*name), None),
+        [plural, name, sub] => (*plural, Some(*name), Some(*sub)),
+        _ => {
+            return Err(refuse(
+                404,
+                "NotFound",
+                format!("{path}: the server could not find the requested resource"),
+            ));
+        }
+    };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let Some(served) = kinds.at(group, version, plural) else {
+        let known: Vec<String> = kinds
+            .all()
+            .map(|s| {
+                let i = s.kind.info();
+                format!("{} ({})", i.plural, s.kind.api_version())
+            })
+            .collect();
+        return Err(refuse(
+            404,
+            "NotFound",
+            format!(
+                "the world serves no {plural} in {gv}; it serves: {} (register a kind with Kinds::with, docs/kube.md)",
+                known.join(", ")
+            ),
+        ));
+    };
+    if !served.kind.namespaced() && namespace.is_some() {
+        return Err(refuse(
+            404,
+            "NotFound",
+            format!(
+                "{} is cluster-scoped: no namespace in its path",
+                served.kind
+            ),
+        ));
+    }
+    if served.kind.namespaced() && namespace.is_none() && name.is_some() {
+        return Err(refuse(
+            404,
+            "NotFound",
+            format!(
+                "{} is namespaced: its objects' paths name a namespace",
+                served.kind
+            ),
+        ));
+    }
+    let status = match sub {
+        None => false,
+        Some("status") if served.status_subresource => true,
+        Some("status") => {
+            return Err(refuse(
+                404,
+                "NotFound",
+                format!("{} has no status subresource", served.kind),
+            ));
+        }
+        Some(other) => {
+            return Err(refuse(
+                405,
+                "MethodNotAllowed",
+                format!("reconsim does not serve the {other} subresource yet (docs/kube.md)"),
+            ));
+        }
+    };
+    Ok(Target {
+        served,
+        namespace,
+        name,
+        status,
+    })
+}
+
+fn json_body(body: &[u8], what: &str) -> Result<Value, Refusal> {
+    serde_json::from_slice(body).map_err(|e| refuse(400, "BadRequest", format!("{what}: {e}")))
+}
+
+fn rv_param(uri: &str) -> Result<Option<u64>, Refusal> {
+    match query(uri, "resourceVersion").as_deref() {
+        None | Some("") => Ok(None),
+        Some(rv) => rv.parse::<u64>().map(Some).map_err(|_| {
             refuse(
                 422,
                 "Invalid",
-                format!("metadata.resourceVersion: {rv:?} is not one this server wrote"),
+                format!("resourceVersion: {rv:?} is not one this server wrote"),
             )
-        })?),
-    };
-    let meta = ObjectMeta {
-        name: wire.metadata.name.clone().unwrap_or_default(),
-        namespace: ns.to_string(),
-        generate_name: wire.metadata.generate_name.clone(),
-        labels: wire.metadata.labels.clone().unwrap_or_default(),
-        annotations: wire.metadata.annotations.clone().unwrap_or_default(),
-        finalizers: wire.metadata.finalizers.clone().unwrap_or_default(),
-        resource_version: rv.unwrap_or(0),
-        ..Default::default()
-    };
-    Ok((Object::new(meta, ConfigMap::from_wire(&wire)), rv))
-}
-
-/// A JSON merge patch of a ConfigMap as field-level changes: labels, annotations and
-/// data; `metadata.resourceVersion` makes it conditional.
-fn merge_patch(body: &[u8]) -> Result<(Vec<PatchOp>, Option<u64>), Refusal> {
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| refuse(400, "BadRequest", format!("a merge patch's JSON: {e}")))?;
-    let Some(top) = v.as_object() else {
-        return Err(refuse(
-            400,
-            "BadRequest",
-            "a merge patch is a JSON object".into(),
-        ));
-    };
-    let mut ops = Vec::new();
-    let mut rv = None;
-    let strings =
-        |v: &serde_json::Value, path: &str| -> Result<Vec<(String, Option<String>)>, Refusal> {
-            let Some(m) = v.as_object() else {
-                return Err(refuse(
-                    422,
-                    "Invalid",
-                    format!("{path}: expected an object"),
-                ));
-            };
-            m.iter()
-                .map(|(k, v)| match v {
-                    serde_json::Value::Null => Ok((k.clone(), None)),
-                    serde_json::Value::String(s) => Ok((k.clone(), Some(s.clone()))),
-                    _ => Err(refuse(
-                        422,
-                        "Invalid",
-                        format!("{path}.{k}: expected a string or null"),
-                    )),
-                })
-                .collect()
-        };
-    for (field, value) in top {
-        match field.as_str() {
-            "apiVersion" | "kind" => {}
-            "metadata" => {
-                let Some(meta) = value.as_object() else {
-                    return Err(refuse(
-                        422,
-                        "Invalid",
-                        "metadata: expected an object".into(),
-                    ));
-                };
-                for (m, v) in meta {
-                    match m.as_str() {
-                        "labels" => ops.extend(
-                            strings(v, "metadata.labels")?
-                                .into_iter()
-                                .map(|(k, v)| PatchOp::SetLabel(k, v)),
-                        ),
-                        "annotations" => ops.extend(
-                            strings(v, "metadata.annotations")?
-                                .into_iter()
-                                .map(|(k, v)| PatchOp::SetAnnotation(k, v)),
-                        ),
-                        "resourceVersion" => {
-                            rv = v.as_str().and_then(|s| s.parse::<u64>().ok());
-                        }
-                        "name" | "namespace" => {}
-                        other => {
-                            return Err(refuse(
-                                405,
-                                "MethodNotAllowed",
-                                format!(
-                                    "reconsim does not merge-patch metadata.{other} yet (docs/kube.md)"
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
-            "data" => ops.push(PatchOp::Merge(MergePatch::new(ConfigMapData(
-                strings(value, "data")?.into_iter().collect(),
-            )))),
-            other => {
-                return Err(refuse(
-                    405,
-                    "MethodNotAllowed",
-                    format!(
-                        "reconsim does not merge-patch {other} of a ConfigMap yet (docs/kube.md)"
-                    ),
-                ));
-            }
-        }
+        }),
     }
-    Ok((ops, rv))
 }
 
-fn key(ns: &str, name: &str) -> ObjectKey {
-    ObjectKey {
-        kind: ConfigMap::KIND,
-        namespace: ns.to_string(),
-        name: name.to_string(),
+impl From<wire::Rejected> for Refusal {
+    fn from(r: wire::Rejected) -> Refusal {
+        refuse(r.code, r.reason, r.message)
     }
 }
 
 /// Route one request of the client.
-pub fn route(method: &http::Method, uri: &str, content_type: Option<&str>, body: &[u8]) -> Routed {
+pub fn route(
+    method: &http::Method,
+    uri: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+    kinds: &Kinds,
+) -> Routed {
+    match route_or_refuse(method, uri, content_type, body, kinds) {
+        Ok(r) => r,
+        Err(r) => r.into(),
+    }
+}
+
+fn route_or_refuse(
+    method: &http::Method,
+    uri: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+    kinds: &Kinds,
+) -> Result<Routed, Refusal> {
     let path = uri.split('?').next().unwrap_or(uri);
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let op = |op, shape| Routed::Op { op, shape };
-    let selector = || match query(uri, "labelSelector") {
-        None => Some(Selector::default()),
-        Some(s) => Selector::parse(&s),
+    let t = target(path, kinds)?;
+    let kind = t.served.kind;
+    let ns = t.namespace.unwrap_or("");
+    let op = |op, shape| Ok(Routed::Op { op, shape });
+    let key = |name: &str| ObjectKey::new(kind, ns, name);
+    let write = |part, change| {
+        vec![PatchOp::Object(WholePatch::new(Write {
+            part,
+            change,
+            status_subresource: t.served.status_subresource,
+        }))]
     };
-    match (method, parts.as_slice()) {
-        (&http::Method::POST, ["api", "v1", "namespaces", ns, "configmaps"]) => {
-            match from_wire(ns, body) {
-                Ok((o, _)) => op(ApiOp::Create(Box::new(o)), Shape::Created),
-                Err(r) => r.into(),
+    let part = if t.status { Part::Status } else { Part::Object };
+    match (method, t.name) {
+        (&http::Method::POST, None) => {
+            if kind.namespaced() && t.namespace.is_none() {
+                return Err(refuse(
+                    404,
+                    "NotFound",
+                    format!("{kind} is namespaced: create it in a namespace's path"),
+                ));
             }
+            let v = json_body(body, &format!("a {kind}'s JSON"))?;
+            if let Some(other) = v["metadata"]["namespace"].as_str()
+                && !other.is_empty()
+                && other != ns
+            {
+                return Err(refuse(
+                    400,
+                    "BadRequest",
+                    format!(
+                        "the namespace of the provided object ({other}) does not match the namespace sent on the request ({ns})"
+                    ),
+                ));
+            }
+            let parsed = wire::from_json(&v, t.served, ns)?;
+            op(ApiOp::Create(Box::new(parsed.object)), Shape::Created)
         }
-        (&http::Method::GET, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
-            op(ApiOp::Get(key(ns, name)), Shape::Object)
-        }
-        (&http::Method::GET, ["api", "v1", "namespaces", ns, "configmaps"])
-        | (&http::Method::GET, ["api", "v1", ns @ "configmaps"]) => {
-            let Some(sel) = selector() else {
-                return refuse(
+        (&http::Method::GET, Some(name)) => op(ApiOp::Get(key(name)), Shape::Object),
+        (&http::Method::GET, None) => {
+            let selector = match query(uri, "labelSelector") {
+                None => Selector::default(),
+                Some(s) => Selector::parse(&s).ok_or_else(|| {
+                    refuse(
+                        405,
+                        "MethodNotAllowed",
+                        "reconsim serves equality-based label selectors only yet (docs/kube.md)"
+                            .into(),
+                    )
+                })?,
+            };
+            if query(uri, "fieldSelector").is_some_and(|f| !f.is_empty()) {
+                return Err(refuse(
                     405,
                     "MethodNotAllowed",
-                    "reconsim serves equality-based label selectors only yet (docs/kube.md)".into(),
-                )
-                .into();
-            };
-            let namespace = (*ns != "configmaps").then(|| ns.to_string());
+                    "reconsim does not serve field selectors yet (docs/kube.md)".into(),
+                ));
+            }
+            let namespace = t.namespace.map(str::to_string);
+            let rv = rv_param(uri)?;
             if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
-                // From the resourceVersion given, exclusive ("" and "0": from the
-                // start of the server's history, which replays what it holds).
-                let from_rv = match query(uri, "resourceVersion").as_deref() {
-                    None | Some("") | Some("0") => 0,
-                    Some(rv) => match rv.parse::<u64>() {
-                        Ok(rv) => rv,
-                        Err(_) => {
-                            return refuse(
-                                422,
-                                "Invalid",
-                                format!("resourceVersion: {rv:?} is not one this server wrote"),
-                            )
-                            .into();
-                        }
-                    },
-                };
+                // From the resourceVersion given, exclusive (none and "0": from the start
+                // of the server's history, which replays what it holds).
                 return op(
                     ApiOp::Watch {
                         // The bridge numbers its streams.
                         stream: 0,
-                        kinds: vec![ConfigMap::KIND],
-                        from_rv,
+                        kinds: vec![kind],
+                        from_rv: rv.unwrap_or(0),
                     },
                     Shape::Watch {
                         namespace,
-                        selector: sel,
+                        selector,
                     },
                 );
             }
+            // resourceVersion=0 (kube's `ListParams::match_any`) lets the server answer
+            // from its watch cache, which can lag the store (docs/semantics.md 3.15);
+            // none is a consistent read. An exact or not-older-than version other than 0
+            // is served as a consistent read, which is at least as new.
             op(
                 ApiOp::List {
-                    kind: ConfigMap::KIND,
+                    kind,
                     namespace,
-                    from_watch_cache: false,
+                    from_watch_cache: rv == Some(0),
                 },
-                Shape::List(sel),
+                Shape::List { kind, selector },
             )
         }
-        (&http::Method::PUT, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
-            match from_wire(ns, body) {
-                Ok((o, _)) if o.meta.name != *name => refuse(
+        (&http::Method::PUT, Some(name)) => {
+            let v = json_body(body, &format!("a {kind}'s JSON"))?;
+            let named = v["metadata"]["name"].as_str().unwrap_or("");
+            if named != name {
+                return Err(refuse(
                     400,
                     "BadRequest",
-                    format!(
-                        "the name in the body ({}) is not the path's ({name})",
-                        o.meta.name
-                    ),
-                )
-                .into(),
-                Ok((o, rv)) => op(
-                    ApiOp::Update {
-                        object: Box::new(o),
-                        precondition: rv.is_some(),
-                    },
-                    Shape::Object,
-                ),
-                Err(r) => r.into(),
+                    format!("the name in the body ({named:?}) is not the path's ({name})"),
+                ));
             }
+            // Checked here, so the server's patch parses what it is given.
+            wire::from_json(&v, t.served, ns)?;
+            op(
+                ApiOp::Patch {
+                    key: key(name),
+                    ops: write(part, Change::Replace(crate::doc::canonical(&v))),
+                    resource_version: None,
+                },
+                Shape::Object,
+            )
         }
-        (&http::Method::DELETE, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
-            // DeleteParams: a uid precondition is the only one served.
-            let uid = serde_json::from_slice::<serde_json::Value>(body)
-                .ok()
-                .and_then(|v| v["preconditions"]["uid"].as_str().map(str::to_string))
-                .and_then(|u| parse_uid(&u));
+        (&http::Method::PATCH, Some(name)) => {
+            let change = match content_type.map(|c| c.split(';').next().unwrap_or(c).trim()) {
+                Some("application/merge-patch+json") => {
+                    let v = json_body(body, "a merge patch")?;
+                    if !v.is_object() {
+                        return Err(refuse(
+                            400,
+                            "BadRequest",
+                            "a merge patch is a JSON object".into(),
+                        ));
+                    }
+                    Change::Merge(crate::doc::canonical(&v))
+                }
+                Some("application/json-patch+json") => {
+                    let v = json_body(body, "a JSON patch")?;
+                    serde_json::from_value::<json_patch::Patch>(v.clone())
+                        .map_err(|e| refuse(400, "BadRequest", format!("a JSON patch: {e}")))?;
+                    Change::Json(crate::doc::canonical(&v))
+                }
+                Some("application/apply-patch+yaml") => {
+                    return Err(refuse(
+                        405,
+                        "MethodNotAllowed",
+                        "reconsim does not serve server-side apply yet: its field ownership is not modelled (docs/kube.md); a merge patch writes the same fields".into(),
+                    ));
+                }
+                other => {
+                    return Err(refuse(
+                        415,
+                        "UnsupportedMediaType",
+                        format!(
+                            "reconsim serves JSON merge patches and JSON patches, not {} (docs/kube.md)",
+                            other.unwrap_or("a PATCH without a content type")
+                        ),
+                    ));
+                }
+            };
+            op(
+                ApiOp::Patch {
+                    key: key(name),
+                    ops: write(part, change),
+                    resource_version: None,
+                },
+                Shape::Object,
+            )
+        }
+        (&http::Method::DELETE, Some(name)) if !t.status => {
+            // DeleteParams: a uid precondition; background propagation (the default).
+            let params: Value = if body.is_empty() {
+                json!({})
+            } else {
+                json_body(body, "DeleteOptions")?
+            };
+            if params["preconditions"]["resourceVersion"].is_string() {
+                return Err(refuse(
+                    405,
+                    "MethodNotAllowed",
+                    "reconsim serves a delete's uid precondition only, not its resourceVersion yet (docs/kube.md)".into(),
+                ));
+            }
+            match params["propagationPolicy"].as_str() {
+                None | Some("Background") => {}
+                Some(other) => {
+                    return Err(refuse(
+                        405,
+                        "MethodNotAllowed",
+                        format!(
+                            "reconsim collects garbage in the background only, not with propagationPolicy {other} yet (docs/kube.md)"
+                        ),
+                    ));
+                }
+            }
+            let uid = params["preconditions"]["uid"].as_str().map(wire::parse_uid);
             op(
                 ApiOp::Delete {
-                    key: key(ns, name),
+                    key: key(name),
                     uid,
-                    grace_period_seconds: None,
+                    grace_period_seconds: params["gracePeriodSeconds"].as_u64(),
                 },
                 Shape::Deleted,
             )
         }
-        (&http::Method::PATCH, ["api", "v1", "namespaces", ns, "configmaps", name]) => {
-            if content_type != Some("application/merge-patch+json") {
-                return refuse(
-                    405,
-                    "MethodNotAllowed",
-                    format!(
-                        "reconsim serves JSON merge patches only yet, not {} (docs/kube.md)",
-                        content_type.unwrap_or("no content type")
-                    ),
-                )
-                .into();
-            }
-            match merge_patch(body) {
-                Ok((ops, resource_version)) => op(
-                    ApiOp::Patch {
-                        key: key(ns, name),
-                        ops,
-                        resource_version,
-                    },
-                    Shape::Object,
-                ),
-                Err(r) => r.into(),
-            }
-        }
-        _ => unsupported(method, uri),
+        _ => Ok(unsupported(method, uri)),
     }
 }
 
@@ -414,7 +505,7 @@ pub fn event_line(
         EventType::Modified => "MODIFIED",
         EventType::Deleted => "DELETED",
     };
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object_json(&ev.object)?}))
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": wire::to_json(&ev.object)?}))
         .expect("JSON values serialize");
     line.push(b'\n');
     Some(line)
@@ -432,58 +523,24 @@ pub fn gone_line() -> Vec<u8> {
     line
 }
 
-/// A uid as Kubernetes writes one (a UUID), from the world's counter.
-fn uid(u: u64) -> String {
-    format!("00000000-0000-4000-8000-{u:012x}")
-}
-
-fn parse_uid(s: &str) -> Option<Uid> {
-    let tail = s.strip_prefix("00000000-0000-4000-8000-")?;
-    u64::from_str_radix(tail, 16).ok().map(Uid)
-}
-
-fn metadata(meta: &ObjectMeta) -> serde_json::Value {
-    let mut m = json!({
-        "name": meta.name,
-        "namespace": meta.namespace,
-        "uid": uid(meta.uid.0),
-        "resourceVersion": meta.resource_version.to_string(),
-    });
-    if !meta.labels.is_empty() {
-        m["labels"] = json!(meta.labels);
-    }
-    if !meta.annotations.is_empty() {
-        m["annotations"] = json!(meta.annotations);
-    }
-    if !meta.finalizers.is_empty() {
-        m["finalizers"] = json!(meta.finalizers);
-    }
-    m
-}
-
-/// The JSON of a stored object, `None` for a kind the REST layer does not speak.
-pub fn object_json(o: &Object) -> Option<serde_json::Value> {
-    let cm = o.typed::<ConfigMap>()?;
-    let mut v = serde_json::to_value(cm.to_wire()).expect("a ConfigMap serializes");
-    v["apiVersion"] = json!("v1");
-    v["kind"] = json!("ConfigMap");
-    v["metadata"] = metadata(&o.meta);
-    Some(v)
-}
-
-fn internal(what: String) -> (u16, serde_json::Value) {
+fn internal(what: String) -> (u16, Value) {
     (
         500,
         status(500, "InternalError", &format!("reconsim: {what}")),
     )
 }
 
+/// The JSON of a stored object.
+pub fn object_json(o: &Object) -> Option<Value> {
+    wire::to_json(o)
+}
+
 /// The answer to a routed operation.
-pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, serde_json::Value) {
+pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
     match (result, shape) {
-        (Ok(ApiOk::Object(o)), _) => match object_json(o) {
+        (Ok(ApiOk::Object(o)), _) => match wire::to_json(o) {
             Some(v) => (if *shape == Shape::Created { 201 } else { 200 }, v),
-            None => internal("an object of a kind without JSON".into()),
+            None => internal(format!("{} is not served on the wire", o.kind())),
         },
         (Ok(ApiOk::Deleted), Shape::Deleted) => (
             200,
@@ -494,18 +551,18 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, serde_js
                 items,
                 resource_version,
             }),
-            Shape::List(sel),
+            Shape::List { kind, selector },
         ) => {
-            let items: Vec<serde_json::Value> = items
+            let items: Vec<Value> = items
                 .iter()
-                .filter(|o| sel.matches(&o.meta.labels))
-                .filter_map(|o| object_json(o))
+                .filter(|o| selector.matches(&o.meta.labels))
+                .filter_map(|o| wire::to_json(o))
                 .collect();
             (
                 200,
                 json!({
-                    "apiVersion": "v1",
-                    "kind": "ConfigMapList",
+                    "apiVersion": kind.api_version(),
+                    "kind": format!("{kind}List"),
                     "metadata": {"resourceVersion": resource_version.to_string()},
                     "items": items,
                 }),

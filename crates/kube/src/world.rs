@@ -2,6 +2,7 @@
 //! program's process on another, so every request crosses the network.
 
 use crate::bridge::{KubeBridge, Program};
+use crate::kinds::Kinds;
 use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::proc::Proc;
@@ -13,7 +14,13 @@ pub struct KubeWorld {
 }
 
 impl KubeWorld {
-    pub fn new(seed: u64, trace: TraceMode, apiserver: ApiServerConfig, program: Program) -> Self {
+    pub fn new(
+        seed: u64,
+        trace: TraceMode,
+        apiserver: ApiServerConfig,
+        kinds: Kinds,
+        program: Program,
+    ) -> Self {
         let mut config = SimConfig::new(seed);
         config.trace = trace;
         let mut sim = Sim::new(config, FaultPlan::new(Vec::new()));
@@ -27,7 +34,7 @@ impl KubeWorld {
         let program = sim.spawn(
             user_host,
             "kube-program",
-            Proc::Component(Box::new(KubeBridge::new(apiserver, program))),
+            Proc::Component(Box::new(KubeBridge::new(apiserver, kinds, program))),
         );
         KubeWorld {
             sim,

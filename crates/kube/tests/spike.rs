@@ -4,10 +4,9 @@
 
 use k8s_openapi::api::core::v1::ConfigMap as WireConfigMap;
 use kube::api::{Api, PostParams};
-use reconsim_kube::kinds::ConfigMap;
-use reconsim_kube::{KubeWorld, Program};
+use reconsim_kube::{Kinds, KubeWorld, Program};
 use reconsim_sim::TraceMode;
-use reconsim_world::object::{ObjectKey, Resource};
+use reconsim_world::object::ObjectKey;
 use reconsim_world::proc::Proc;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,7 +45,13 @@ fn program() -> Program {
 }
 
 fn world(seed: u64, trace: TraceMode, program: Program) -> KubeWorld {
-    KubeWorld::new(seed, trace, Default::default(), program)
+    KubeWorld::new(
+        seed,
+        trace,
+        Default::default(),
+        Kinds::new().core::<WireConfigMap>(),
+        program,
+    )
 }
 
 #[test]
@@ -67,12 +72,13 @@ fn kube_rs_code_creates_and_reads_a_config_map_through_the_simulated_api_server(
         panic!()
     };
     let key = ObjectKey {
-        kind: ConfigMap::KIND,
+        kind: reconsim_kube::kinds::kind_of::<WireConfigMap>(),
         namespace: "default".into(),
         name: "settings".into(),
     };
     let stored = api.get(&key).expect("stored");
-    assert_eq!(stored.typed::<ConfigMap>().unwrap().data["mode"], "fast");
+    let cm: WireConfigMap = reconsim_kube::wire::decode(stored).expect("a ConfigMap");
+    assert_eq!(cm.data.unwrap()["mode"], "fast");
     // Its requests took virtual time: each crossed the network there and back.
     assert!(w.sim.now().as_ms() > 0);
 }
