@@ -1,0 +1,229 @@
+//! The ConfigSet controller (`controller.rs`, real kube-rs code) registered with
+//! reconsim: the controller as a scenario's `custom` entry, its ConfigSets as seed
+//! objects, scaling and deleting them as workload actions, its invariant and its
+//! desired state. This file is the only one that imports reconsim.
+
+use crate::controller::{self, ConfigSet, ConfigSetSpec, Ctx, LABEL, Read};
+use k8s_openapi::api::core::v1::ConfigMap;
+use reconsim::check::{Check, View, Violation};
+use reconsim::scenario::extension::{self, Extensions};
+use reconsim::world::api::ApiOp;
+use reconsim::world::object::{Object, ObjectKey, Uid};
+use reconsim_kube::kinds::{Kinds, kind_of};
+use reconsim_kube::wire;
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The controller's name: its registration, its process, its traces.
+pub const NAME: &str = "configset-controller";
+/// The invariant this file registers.
+pub const MAX_CONFIGMAPS: &str = "configset_max_configmaps";
+
+/// The kinds the controller's client speaks: its CRD (with the status subresource the
+/// CRD declares) and core/v1 ConfigMaps.
+pub fn kinds() -> Kinds {
+    Kinds::new().crd::<ConfigSet>().core::<ConfigMap>()
+}
+
+/// `controllers.custom[].params` of a `configset-controller` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub variant: Variant,
+    /// The ConfigSets in the API server at t = 0.
+    pub configsets: Vec<ConfigSetParams>,
+}
+
+/// Which list the controller makes: the bug or the fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// `ListParams::match_any()`: from the watch cache.
+    WatchCache,
+    /// `ListParams::default()`: a consistent read.
+    Consistent,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSetParams {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    pub replicas: u32,
+}
+
+fn default_namespace() -> String {
+    "default".to_string()
+}
+
+/// A `custom` workload action's `params`: scale a ConfigSet, or delete it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionParams {
+    pub configset: String,
+    /// The new `spec.replicas`; absent: delete the ConfigSet.
+    #[serde(default)]
+    pub replicas: Option<u32>,
+}
+
+/// The controller as the manager runs it: the user's functions, unchanged.
+pub fn reconciler(variant: Variant) -> Box<dyn reconsim::world::manager::Reconciler> {
+    let read = match variant {
+        Variant::WatchCache => Read::WatchCache,
+        Variant::Consistent => Read::Consistent,
+    };
+    reconsim_kube::Controller::<ConfigSet>::new(NAME, kinds())
+        .owns::<ConfigMap>()
+        .run(
+            controller::reconcile,
+            controller::error_policy,
+            move |client| Ctx { client, read },
+        )
+}
+
+fn seed(p: &ConfigSetParams) -> Result<Object, String> {
+    let mut cs = ConfigSet::new(
+        &p.name,
+        ConfigSetSpec {
+            replicas: p.replicas,
+        },
+    );
+    cs.metadata.namespace = Some(p.namespace.clone());
+    kinds().object(&cs)
+}
+
+/// The ConfigMaps `cs` controls that are not being deleted.
+fn active<'a>(view: &View<'a>, cs: &Object) -> Vec<&'a Arc<Object>> {
+    view.api
+        .list(kind_of::<ConfigMap>())
+        .filter(|cm| cm.meta.namespace == cs.meta.namespace && !cm.meta.is_deleting())
+        .filter(|cm| {
+            cm.meta
+                .controller_ref()
+                .is_some_and(|r| r.uid == cs.meta.uid)
+        })
+        .collect()
+}
+
+fn replicas(cs: &Object) -> u32 {
+    wire::decode::<ConfigSet>(cs).map_or(0, |c| c.spec.replicas)
+}
+
+/// `configset_max_configmaps`: a ConfigMap never appears while its ConfigSet already has
+/// `replicas` of them. Judged when a ConfigMap is first seen in the API server (right
+/// after the write that made it), so a scale-down's moment of too many is not one;
+/// only a create on top of it is.
+#[derive(Clone, Debug, Default)]
+pub struct MaxConfigMaps {
+    seen: BTreeSet<Uid>,
+}
+
+impl Check for MaxConfigMaps {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        for cs in view.api.list(kind_of::<ConfigSet>()) {
+            let cms = active(view, cs);
+            let mut fresh = false;
+            for cm in &cms {
+                fresh |= self.seen.insert(cm.meta.uid);
+            }
+            let want = replicas(cs);
+            if fresh && cms.len() > want as usize {
+                let mut objects = vec![format!("ConfigSet {}", cs.meta.name)];
+                objects.extend(cms.iter().map(|cm| format!("ConfigMap {}", cm.meta.name)));
+                return Some(Violation {
+                    invariant: MAX_CONFIGMAPS.into(),
+                    time: view.now,
+                    message: format!(
+                        "ConfigSet {} has {} ConfigMaps, replicas is {want}",
+                        cs.meta.name,
+                        cms.len()
+                    ),
+                    objects,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// The desired state: every ConfigSet has exactly `replicas` ConfigMaps and says so in
+/// its status; the ConfigMaps of a deleted ConfigSet are gone (the garbage collector).
+pub fn converged(view: &View<'_>) -> Result<(), String> {
+    let sets: Vec<&Arc<Object>> = view.api.list(kind_of::<ConfigSet>()).collect();
+    for cs in &sets {
+        let have = active(view, cs).len();
+        let Some(c) = wire::decode::<ConfigSet>(cs) else {
+            return Err(format!("ConfigSet {} does not decode", cs.meta.name));
+        };
+        if have != c.spec.replicas as usize {
+            return Err(format!(
+                "ConfigSet {} has {have} ConfigMaps, replicas is {}",
+                cs.meta.name, c.spec.replicas
+            ));
+        }
+        if c.status.as_ref().map(|s| s.replicas) != Some(c.spec.replicas) {
+            return Err(format!(
+                "ConfigSet {} says status.replicas {:?}, replicas is {}",
+                cs.meta.name,
+                c.status.map(|s| s.replicas),
+                c.spec.replicas
+            ));
+        }
+    }
+    let owners: BTreeSet<Uid> = sets.iter().map(|cs| cs.meta.uid).collect();
+    if let Some(orphan) = view.api.list(kind_of::<ConfigMap>()).find(|cm| {
+        cm.meta.labels.contains_key(LABEL)
+            && cm
+                .meta
+                .controller_ref()
+                .is_some_and(|r| !owners.contains(&r.uid))
+    }) {
+        return Err(format!(
+            "ConfigMap {} outlived its ConfigSet (not collected)",
+            orphan.meta.name
+        ));
+    }
+    Ok(())
+}
+
+/// Everything this file adds to reconsim, by name.
+pub fn extensions() -> Extensions {
+    Extensions::new()
+        .controller(NAME, |params| {
+            let p: Params = extension::params(params)?;
+            Ok(vec![reconciler(p.variant)])
+        })
+        .objects(NAME, |params| {
+            let p: Params = extension::params(params)?;
+            p.configsets.iter().map(seed).collect()
+        })
+        .action(NAME, |params, action| {
+            let p: Params = extension::params(params)?;
+            let a: ActionParams = extension::params(action)?;
+            let Some(cs) = p.configsets.iter().find(|cs| cs.name == a.configset) else {
+                return Err(format!(
+                    "at .configset: one of the entry's configsets, not `{}`",
+                    a.configset
+                ));
+            };
+            let kind = kind_of::<ConfigSet>();
+            let key = ObjectKey::new(kind, &cs.namespace, &cs.name);
+            Ok(match a.replicas {
+                Some(n) => reconsim_kube::write::merge(
+                    kinds().served(kind).expect("served"),
+                    key,
+                    &json!({ "spec": { "replicas": n } }),
+                ),
+                None => ApiOp::Delete {
+                    key,
+                    uid: None,
+                    grace_period_seconds: None,
+                },
+            })
+        })
+        .convergence(NAME, converged)
+        .invariant(MAX_CONFIGMAPS, || Box::new(MaxConfigMaps::default()))
+}

@@ -1,0 +1,13 @@
+//! A user's own reconsim binary for a real kube-rs controller: the whole `reconsim`
+//! command line (list, run, fuzz, merge, shrink, explain, replay) plus the ConfigSet
+//! controller (`controller.rs`, unmodified kube-rs code) and its invariant
+//! (`harness.rs`). docs/guide/real-kube-rs-code.md walks through it.
+//!
+//! `cargo run --release --example configset -- fuzz examples/configset/scenarios/configset-buggy.json`
+
+mod controller;
+mod harness;
+
+fn main() -> std::process::ExitCode {
+    reconsim::cli::main_with(reconsim::families::builtin().with(harness::extensions()))
+}
