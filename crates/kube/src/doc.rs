@@ -8,8 +8,12 @@
 use reconsim_world::object::{Document, Kind};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Compared and hashed by its canonical text; the parsed fields are kept beside it, so
+/// answering a read does not parse the stored text again.
+#[derive(Clone, Debug)]
 pub struct JsonDoc {
     pub kind: Kind,
     /// Whether status is its own part (the kind has a status subresource).
@@ -18,6 +22,28 @@ pub struct JsonDoc {
     pub spec: String,
     /// The canonical JSON of `status` (a kind with a status subresource; `None`: absent).
     pub status: Option<String>,
+    /// The body's fields as parsed from the same JSON (spec's and, if any, status).
+    fields: Arc<Map<String, Value>>,
+}
+
+impl PartialEq for JsonDoc {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.status_subresource == other.status_subresource
+            && self.spec == other.spec
+            && self.status == other.status
+    }
+}
+
+impl Eq for JsonDoc {}
+
+impl Hash for JsonDoc {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.status_subresource.hash(state);
+        self.spec.hash(state);
+        self.status.hash(state);
+    }
 }
 
 impl JsonDoc {
@@ -31,7 +57,7 @@ impl JsonDoc {
                 "apiVersion" | "kind" | "metadata" => {}
                 "status" if status_subresource => {
                     if !v.is_null() {
-                        status = Some(canonical(v));
+                        status = Some(v.clone());
                     }
                 }
                 _ => {
@@ -39,16 +65,31 @@ impl JsonDoc {
                 }
             }
         }
+        let spec = Value::Object(spec);
+        let text = canonical(&spec);
+        let Value::Object(mut fields) = spec else {
+            unreachable!("built as an object")
+        };
+        let status_text = status.as_ref().map(canonical);
+        if let Some(s) = status {
+            fields.insert("status".into(), s);
+        }
         JsonDoc {
             kind,
             status_subresource,
-            spec: canonical(&Value::Object(spec)),
-            status,
+            spec: text,
+            status: status_text,
+            fields: Arc::new(fields),
         }
     }
 
     /// The body's fields, to merge into an object's JSON beside its metadata.
-    pub fn fields(&self) -> Map<String, Value> {
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    /// The fields again from the texts, after a write replaced a part.
+    fn reparse(&mut self) {
         let mut out = match serde_json::from_str(&self.spec) {
             Ok(Value::Object(m)) => m,
             _ => unreachable!("a JsonDoc's spec is a JSON object it wrote"),
@@ -59,13 +100,13 @@ impl JsonDoc {
                 serde_json::from_str(s).expect("a JsonDoc's status is JSON it wrote"),
             );
         }
-        out
+        self.fields = Arc::new(out);
     }
 }
 
 impl Serialize for JsonDoc {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Value::Object(self.fields()).serialize(s)
+        self.fields.serialize(s)
     }
 }
 
@@ -83,6 +124,7 @@ impl Document for JsonDoc {
         if !self.status_subresource {
             self.status = other.status.clone();
         }
+        self.reparse();
     }
 
     fn set_status_from(&mut self, other: &Self) -> bool {
@@ -90,6 +132,7 @@ impl Document for JsonDoc {
             return false;
         }
         self.status = other.status.clone();
+        self.reparse();
         true
     }
 

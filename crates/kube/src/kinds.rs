@@ -134,9 +134,11 @@ impl Kinds {
 
     /// The kind at `/api(s)/{group}/{version}/{plural}`.
     pub fn at(&self, group: &str, version: &str, plural: &str) -> Option<Served> {
+        // A handful of kinds: a scan without building the key's strings.
         self.by_path
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
-            .copied()
+            .iter()
+            .find(|((g, v, p), _)| g == group && v == version && p == plural)
+            .map(|(_, s)| *s)
     }
 
     /// The served kind `kind`, if it is served.

@@ -1,6 +1,7 @@
 //! reconsim-kube: real kube-rs code against the simulated cluster (DESIGN.md section
-//! 11; docs/kube.md). The spike of issue 15: a `kube::Client` whose requests become
-//! messages to the simulated API server and whose answers come back in virtual time.
+//! 11; docs/kube.md): a `kube::Client` whose requests become messages to the simulated
+//! API server and whose answers come back in virtual time, and a kube-rs controller's
+//! own `reconcile` and `error_policy` under reconsim's manager.
 //!
 //! - [`transport`]: the tower `Service` the client is built on; each request it is
 //!   handed waits in a queue for the simulation to take it;

@@ -130,7 +130,7 @@ pub fn to_json(o: &Object) -> Option<Value> {
     m.insert("apiVersion".into(), json!(doc.kind.api_version()));
     m.insert("kind".into(), json!(doc.kind.as_str()));
     m.insert("metadata".into(), metadata(&o.meta));
-    m.extend(doc.fields());
+    m.extend(doc.fields().iter().map(|(k, v)| (k.clone(), v.clone())));
     Some(Value::Object(m))
 }
 

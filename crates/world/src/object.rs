@@ -10,6 +10,9 @@
 //! stable hash, computed once per shared body), and a spec/status split so the API server bumps `generation` only on spec
 //! changes, as the real one does for resources with a status subresource.
 //!
+//! A kind known only at run time (the real-code path's, crates/kube) has a [`Document`]
+//! body instead: the same contract, with the kind carried by the body.
+//!
 //! Objects are shared as `Arc<Object>` between the API server's store, watch events and
 //! informer caches, so fan-out costs a reference count; a write copies the metadata and
 //! shares the body unless the write changes it.
