@@ -63,12 +63,61 @@ fn jobs() -> usize {
 fn a_fuzz_campaign_catches_the_kube_rs_controller_that_lists_from_the_watch_cache() {
     let s = scenario("configset-buggy");
     assert_eq!(s.expect, Expect::Violation);
-    let report = campaign(&s, s.seeds, jobs(), true);
+    let report = campaign(&s, s.seeds, jobs(), false);
     let first = report
         .failures
         .first()
         .expect("a violation within the budget");
     assert_eq!(first.invariant, harness::MAX_CONFIGMAPS);
+    // The figures docs/guide/real-kube-rs-code.md shows.
+    assert_eq!(report.first_failure_seed, Some(1));
+    assert_eq!(report.failures.len(), 95);
+}
+
+#[test]
+fn the_guide_quotes_the_example_verbatim() {
+    // Every "From `FILE`:" in the guide is followed by a blank line and a fenced block
+    // that must be a verbatim part of FILE.
+    let guide = std::fs::read_to_string(root().join("docs/guide/real-kube-rs-code.md")).unwrap();
+    let mut lines = guide.lines();
+    let mut checked = 0;
+    while let Some(line) = lines.next() {
+        let Some(file) = line
+            .strip_prefix("From `")
+            .and_then(|l| l.strip_suffix("`:"))
+        else {
+            continue;
+        };
+        assert_eq!(lines.next(), Some(""), "a blank line after {line}");
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with("```")),
+            "a code block after {line}"
+        );
+        let code: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        assert!(
+            text.contains(&code.join("\n")),
+            "the guide's excerpt of {file} is no longer in it:\n{}",
+            code.join("\n")
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "only {checked} excerpts found");
+}
+
+#[test]
+fn the_controller_file_has_no_reconsim_import() {
+    // No `use reconsim...`, no `reconsim::`/`reconsim_kube::` path: only kube-rs, k8s-openapi
+    // and the crates a kube-rs user has anyway.
+    let text = std::fs::read_to_string(root().join("examples/configset/controller.rs")).unwrap();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        assert!(
+            !line.contains("reconsim::")
+                && !line.contains("reconsim_")
+                && !line.contains("use reconsim"),
+            "controller.rs names reconsim: {line}"
+        );
+    }
 }
 
 #[test]
@@ -216,6 +265,14 @@ fn the_example_binary_fuzzes_replays_shrinks_and_explains_its_failures() {
     let small = dir.join("small.json");
     let out = cli(&["shrink", file, "-o", small.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    if first == 1 {
+        // The guide's figures.
+        assert!(
+            text(&out).contains("5 -> 2 faults in 21 runs"),
+            "{}",
+            text(&out)
+        );
+    }
     let out = cli(&["replay", small.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let replay: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
