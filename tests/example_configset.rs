@@ -13,8 +13,9 @@ mod controller;
 mod harness;
 
 use reconsim::scenario::failure::FailureFile;
+use reconsim::scenario::faults::generate;
 use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
-use reconsim::scenario::runner::run;
+use reconsim::scenario::runner::{Outcome, run, run_world};
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
 use std::path::{Path, PathBuf};
@@ -120,20 +121,72 @@ fn the_controller_file_has_no_reconsim_import() {
     }
 }
 
+/// The determinism self-check of real code, as madsim runs it: the seed twice, and on
+/// a mismatch both again with full traces, to name the first event where they part (a
+/// std HashMap's order, a select! branch, a clock would part them).
+fn twice(s: &Scenario, seed: u64) -> Outcome {
+    let (a, _) = run_world(s, seed, generate(s, seed), TraceMode::Hash);
+    let (b, _) = run_world(s, seed, generate(s, seed), TraceMode::Hash);
+    if a.trace_hash != b.trace_hash {
+        let (_, x) = run_world(s, seed, generate(s, seed), TraceMode::Full);
+        let (_, y) = run_world(s, seed, generate(s, seed), TraceMode::Full);
+        match reconsim_kube::selfcheck::compare(&x.sim, &y.sim) {
+            Err(d) => panic!("{} seed {seed}: {d}", s.name),
+            Ok(_) => panic!(
+                "{} seed {seed}: hash-mode runs part, full ones agree",
+                s.name
+            ),
+        }
+    }
+    assert_eq!(a.violation, b.violation, "{} seed {seed}", s.name);
+    a
+}
+
+/// Every seed in `seeds` through [`twice`], on two threads: the seeds whose run fails.
+fn twice_each(s: &Scenario, seeds: std::ops::Range<u64>) -> Vec<u64> {
+    let next = std::sync::atomic::AtomicU64::new(seeds.start);
+    let failing = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs().clamp(1, 4) {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if seed >= seeds.end {
+                        break;
+                    }
+                    if twice(s, seed).violation.is_some() {
+                        failing.lock().unwrap().push(seed);
+                    }
+                }
+            });
+        }
+    });
+    let mut failing = failing.into_inner().unwrap();
+    failing.sort();
+    failing
+}
+
 #[test]
-fn the_kube_rs_controller_with_a_consistent_list_holds_over_1000_seeds() {
+fn the_kube_rs_controller_with_a_consistent_list_holds_over_1000_seeds_each_run_twice() {
     let s = scenario("configset-fixed");
     assert_eq!(s.expect, Expect::Clean);
     assert!(s.seeds >= 1000);
-    let report = campaign(&s, s.seeds, jobs(), false);
-    assert_eq!(report.runs, s.seeds);
+    let failing = twice_each(&s, 0..s.seeds);
     assert!(
-        report.failures.is_empty(),
-        "failing: {:?}\n  replay: cargo run --release --example configset -- run {} --seed {}",
-        report.failures,
+        failing.is_empty(),
+        "failing: {failing:?}\n  replay: cargo run --release --example configset -- run {} --seed {}",
         path("configset-fixed").display(),
-        report.failures[0].seed
+        failing[0]
     );
+}
+
+#[test]
+fn the_buggy_budget_run_twice_fails_the_same_seeds_as_the_campaign() {
+    let s = scenario("configset-buggy");
+    let failing = twice_each(&s, 0..s.seeds);
+    let report = campaign(&s, s.seeds, jobs(), false);
+    let campaign: Vec<u64> = report.failures.iter().map(|f| f.seed).collect();
+    assert_eq!(failing, campaign);
 }
 
 #[test]

@@ -47,11 +47,17 @@ pub fn twice(
         sim.run_until(until);
         sim
     };
-    let (a, b) = (run(), run());
+    compare(&run(), &run())
+}
+
+/// Two finished runs of one world, compared: the trace hash if they agree, else the
+/// first event where they part (full traces name it; hash-only traces give the place
+/// as the end).
+pub fn compare(a: &Sim<Proc>, b: &Sim<Proc>) -> Result<u64, Box<Divergence>> {
     if a.trace().hash() == b.trace().hash() {
         return Ok(a.trace().hash());
     }
-    let (ea, eb) = (events(&a), events(&b));
+    let (ea, eb) = (events(a), events(b));
     let index = ea
         .iter()
         .zip(&eb)
