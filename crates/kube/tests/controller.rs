@@ -122,6 +122,21 @@ fn world(
     sim
 }
 
+/// The world run to `until` twice, as every test of real code runs (the determinism
+/// self-check): the first run, once both agree on the trace hash.
+fn twice(build: impl Fn() -> Sim<Proc>, until: SimTime) -> Sim<Proc> {
+    let mut a = build();
+    a.run_until(until);
+    let mut b = build();
+    b.run_until(until);
+    assert_eq!(
+        a.trace().hash(),
+        b.trace().hash(),
+        "two runs of one seed part"
+    );
+    a
+}
+
 fn config_maps(sim: &Sim<Proc>) -> Vec<String> {
     let Proc::ApiServer(api) = sim.actor(reconsim_sim::ProcId(0)) else {
         panic!("process 0 is the API server")
@@ -141,12 +156,15 @@ fn spec(count: u32) -> BundleSpec {
 #[test]
 fn a_kube_rs_controller_converges_under_the_manager() {
     let log = Arc::new(Log::default());
-    let mut sim = world(1, TraceMode::Hash, spec(3), vec![], &log);
-    sim.run_until(SimTime::from_secs(30));
+    let sim = twice(
+        || world(1, TraceMode::Hash, spec(3), vec![], &log),
+        SimTime::from_secs(30),
+    );
     assert_eq!(config_maps(&sim), ["b-0", "b-1", "b-2"]);
     let outcomes = log.outcomes.lock().unwrap();
     assert!(outcomes.iter().all(|o| o == "ok"), "{outcomes:?}");
-    assert_eq!(log.contexts.load(Ordering::Relaxed), 1);
+    // One context per run (the log is shared by the two runs).
+    assert_eq!(log.contexts.load(Ordering::Relaxed), 2);
 }
 
 #[test]
@@ -161,10 +179,13 @@ fn a_crash_mid_reconcile_restarts_with_a_fresh_client_and_context() {
             process: "m0".into(),
         },
     );
-    let mut sim = world(2, TraceMode::Hash, spec(5), vec![crash], &log);
-    sim.run_until(SimTime::from_secs(30));
+    let sim = twice(
+        || world(2, TraceMode::Hash, spec(5), vec![crash.clone()], &log),
+        SimTime::from_secs(30),
+    );
     assert_eq!(config_maps(&sim), ["b-0", "b-1", "b-2", "b-3", "b-4"]);
-    assert_eq!(log.contexts.load(Ordering::Relaxed), 2);
+    // Two per run: the start and the restart (the log is shared by the two runs).
+    assert_eq!(log.contexts.load(Ordering::Relaxed), 4);
 }
 
 #[test]
@@ -183,8 +204,10 @@ fn an_error_goes_to_the_error_policy_whose_action_schedules_the_retry() {
             one_way: false,
         },
     );
-    let mut sim = world(3, TraceMode::Hash, spec(5), vec![cut], &log);
-    sim.run_until(SimTime::from_secs(200));
+    let sim = twice(
+        || world(3, TraceMode::Hash, spec(5), vec![cut.clone()], &log),
+        SimTime::from_secs(200),
+    );
     assert_eq!(config_maps(&sim), ["b-0", "b-1", "b-2", "b-3", "b-4"]);
     let outcomes = log.outcomes.lock().unwrap();
     assert!(
