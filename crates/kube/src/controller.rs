@@ -431,10 +431,6 @@ where
         self.running = None;
         self.live = Live::new(&self.context);
     }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        None
-    }
 }
 
 #[cfg(test)]
