@@ -12,8 +12,11 @@ use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 
-/// The interned kinds: (group, version, kind) -> the one `KindInfo` for it.
-type Table = BTreeMap<(String, String, String), &'static KindInfo>;
+/// The interned kinds: (group, version, kind, plural, namespaced) -> the one `KindInfo`
+/// for it. The whole description is the key, so an owner reference's kind (no plural)
+/// never stands in for the served kind it names, whichever a process saw first; the
+/// two compare equal anyway (a kind is its group and name).
+type Table = BTreeMap<(String, String, String, String, bool), &'static KindInfo>;
 
 fn table() -> &'static Mutex<Table> {
     static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
@@ -24,12 +27,16 @@ fn leak(s: &str) -> &'static str {
     Box::leak(s.to_string().into_boxed_str())
 }
 
-/// The world kind for (group, version, kind), made once. `plural` and `namespaced` are
-/// those of its first registration (an owner reference to a kind nobody serves makes
-/// one with no plural).
+/// The world kind for (group, version, kind, plural, scope), made once.
 pub fn intern(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Kind {
     let mut table = table().lock().unwrap_or_else(|p| p.into_inner());
-    let key = (group.to_string(), version.to_string(), kind.to_string());
+    let key = (
+        group.to_string(),
+        version.to_string(),
+        kind.to_string(),
+        plural.to_string(),
+        namespaced,
+    );
     if let Some(info) = table.get(&key) {
         return Kind::new(info);
     }
@@ -117,18 +124,33 @@ impl Kinds {
     /// status subresource when the CRD's storage version declares one.
     pub fn crd<K>(self) -> Self
     where
-        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt,
+        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt + 'static,
         K::Scope: 'static,
     {
-        let crd = K::crd();
-        let status = crd
-            .spec
-            .versions
-            .iter()
-            .find(|v| v.storage)
-            .or(crd.spec.versions.first())
-            .and_then(|v| v.subresources.as_ref())
-            .is_some_and(|s| s.status.is_some());
+        // `crd()` builds the whole schema: read once per type, not once per world.
+        static STATUS: OnceLock<Mutex<BTreeMap<TypeId, bool>>> = OnceLock::new();
+        let cache = STATUS.get_or_init(Default::default);
+        let known = cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&TypeId::of::<K>())
+            .copied();
+        let status = known.unwrap_or_else(|| {
+            let crd = K::crd();
+            let status = crd
+                .spec
+                .versions
+                .iter()
+                .find(|v| v.storage)
+                .or(crd.spec.versions.first())
+                .and_then(|v| v.subresources.as_ref())
+                .is_some_and(|s| s.status.is_some());
+            cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(TypeId::of::<K>(), status);
+            status
+        });
         self.with::<K>(status)
     }
 

@@ -12,7 +12,7 @@ use crate::kinds::{Kinds, Served};
 use crate::wire;
 use crate::write::{Change, Part, Write};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent, WholePatch};
-use reconsim_world::object::{Kind, Object, ObjectKey};
+use reconsim_world::object::{Kind, ObjectKey};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 /// How the answer to a routed operation is written.
@@ -528,11 +528,6 @@ fn internal(what: String) -> (u16, Value) {
         500,
         status(500, "InternalError", &format!("reconsim: {what}")),
     )
-}
-
-/// The JSON of a stored object.
-pub fn object_json(o: &Object) -> Option<Value> {
-    wire::to_json(o)
 }
 
 /// The answer to a routed operation.
