@@ -260,7 +260,15 @@ fn bad_input_is_a_one_line_error_with_exit_2() {
 #[test]
 fn merged_shards_equal_the_unsharded_run() {
     let strip = |mut doc: Value| {
-        for f in ["wall_ms", "jobs", "shard", "seeds_run", "merged"] {
+        for f in [
+            "wall_ms",
+            "jobs",
+            "shard",
+            "seeds_run",
+            "merged",
+            "complete",
+            "unrun_from",
+        ] {
             doc.as_object_mut().unwrap().remove(f);
         }
         doc

@@ -9,7 +9,10 @@
 //! nothing is global.
 //!
 //! Exit codes: 0 every invariant held, 1 a violation was found (or a replay did not
-//! reproduce), 2 bad usage or bad input. `--json` prints exactly one JSON document on
+//! reproduce), 2 bad usage or bad input, including an output that could not be written
+//! (a failure file a campaign found but could not save is reported, never claimed).
+//! Outputs never replace an input nor an existing file unasked (`--force`), and a
+//! found failure is never saved over a different one (`FailureFile::save_new`). `--json` prints exactly one JSON document on
 //! stdout; the shapes are a contract (DESIGN.md section 8): fields are added, never
 //! renamed or removed. Every failure printed for a person ends with the command that
 //! replays it, named after the running binary (`reconsim`, or a user's binary's file
@@ -18,7 +21,7 @@
 use crate::scenario::Families;
 use crate::scenario::failure::FailureFile;
 use crate::scenario::fuzz::Campaign;
-use crate::scenario::{Scenario, library, runner};
+use crate::scenario::{Scenario, library, limits, runner};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -49,15 +52,20 @@ enum Command {
         scenario: String,
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Write a failure file here if an invariant is violated.
+        /// Write a failure file here if an invariant is violated (an existing file
+        /// is kept unless it holds this very failure or --force is given).
         #[arg(long, value_name = "FILE")]
         save_failure: Option<PathBuf>,
         /// Print the run's timeline: faults, leadership, writes, cloud calls.
         #[arg(long)]
         timeline: bool,
-        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
+        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here (a new
+        /// file, unless --force).
         #[arg(long, value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
+        /// Replace existing output files.
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
@@ -102,7 +110,7 @@ enum Command {
         seeds: String,
         /// At most this many plans per reference seed (single perturbations first, then
         /// pairs).
-        #[arg(long, default_value_t = 500)]
+        #[arg(long, default_value_t = 500, value_parser = max_plans_arg)]
         max_plans: usize,
         /// Single perturbations only.
         #[arg(long)]
@@ -161,8 +169,11 @@ enum Command {
         #[arg(short = 'o', long = "output", value_name = "SMALLER.json")]
         output: PathBuf,
         /// At most this many simulation runs.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=reconsim_scenario::limits::SHRINK_RUNS_MAX))]
         max_runs: u64,
+        /// Replace the output file if it exists (never the input).
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
@@ -171,13 +182,17 @@ enum Command {
     /// Re-run a failure file and check it fails the same way.
     Replay {
         failure: PathBuf,
-        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here.
+        /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here (a new
+        /// file, unless --force).
         #[arg(long, value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
         /// Print the run's timeline first: faults, leadership, writes, cloud calls,
         /// the controllers' notes (as `run --timeline`).
         #[arg(long)]
         timeline: bool,
+        /// Replace an existing Chrome trace file.
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
@@ -231,8 +246,11 @@ impl App<'_> {
         Ok((path, s))
     }
 
+    /// A failure file, checked as a scenario is, and its plan's processes by a run.
     fn load_failure(&self, path: &Path) -> Result<FailureFile, UsageError> {
-        Ok(FailureFile::load(path, self.families)?)
+        let f = FailureFile::load(path, self.families)?;
+        f.check_targets(&path.display().to_string())?;
+        Ok(f)
     }
 
     /// The command that replays a failure file, for people.
@@ -279,14 +297,18 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             save_failure,
             timeline,
             chrome_trace,
+            force,
             json,
         } => run(
             app,
             &scenario,
             seed,
-            save_failure.as_deref(),
+            Outputs {
+                save: save_failure.as_deref(),
+                chrome: chrome_trace.as_deref(),
+                force,
+            },
             timeline,
-            chrome_trace.as_deref(),
             json,
         ),
         Command::Search {
@@ -306,6 +328,13 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             json,
         } => jobs_or_cores(jobs).and_then(|jobs| {
             let (start, end) = parse_seeds(&seeds)?;
+            if end - start > limits::SEARCH_SEEDS_MAX {
+                return Err(UsageError(format!(
+                    "--seeds: at most {} reference seeds (SEARCH_SEEDS_MAX), not {}",
+                    limits::SEARCH_SEEDS_MAX,
+                    end - start
+                )));
+            }
             let base = if with_faults {
                 crate::scenario::search::Base::Generated
             } else {
@@ -371,11 +400,16 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             failure,
             chrome_trace,
             timeline,
+            force,
             json,
         } => replay(
             app,
             &failure,
-            chrome_trace.as_deref(),
+            Outputs {
+                save: None,
+                chrome: chrome_trace.as_deref(),
+                force,
+            },
             timeline && !json,
             json,
         ),
@@ -384,8 +418,9 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             failure,
             output,
             max_runs,
+            force,
             json,
-        } => shrink(app, &failure, &output, max_runs, json),
+        } => shrink(app, &failure, &output, max_runs, force, json),
     };
     match result {
         Ok(code) => code,
@@ -423,7 +458,59 @@ fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Write a run's Chrome trace.
+/// The files a run or replay writes besides its report, and whether an existing one
+/// may be replaced.
+#[derive(Clone, Copy)]
+struct Outputs<'a> {
+    save: Option<&'a Path>,
+    chrome: Option<&'a Path>,
+    force: bool,
+}
+
+/// `Err` unless `output` may be written: never onto `input` (the file being read), and
+/// not onto an existing file unless `force`. Checked before any run, so a refusal costs
+/// nothing.
+fn check_output(
+    output: &Path,
+    input: Option<&Path>,
+    force: bool,
+    flag: &str,
+) -> Result<(), UsageError> {
+    if let Some(input) = input
+        && same_file(output, input)
+    {
+        return Err(UsageError(format!(
+            "{}: {flag}: the output would replace the input file; choose another path",
+            output.display()
+        )));
+    }
+    if output.exists() && !force {
+        return Err(UsageError(format!(
+            "{}: {flag}: the file exists; choose another path, or add --force to replace it",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file (the output side need not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let parent = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Some(std::fs::canonicalize(parent).ok()?.join(p.file_name()?))
+        })
+    };
+    match (canonical(a), canonical(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Write a run's Chrome trace, and say where on stderr.
 fn write_chrome(
     path: &Path,
     world: &crate::scenario::build::World,
@@ -435,19 +522,34 @@ fn write_chrome(
             "{}: cannot write the Chrome trace: {e}",
             path.display()
         ))
-    })
+    })?;
+    eprintln!(
+        "wrote the Chrome trace to {} (open it in ui.perfetto.dev or chrome://tracing)",
+        path.display()
+    );
+    Ok(())
 }
 
 fn run(
     app: &App<'_>,
     arg: &str,
     seed: u64,
-    save: Option<&Path>,
+    out: Outputs<'_>,
     timeline: bool,
-    chrome: Option<&Path>,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
-    let (_, scenario) = app.load(arg)?;
+    let (path, scenario) = app.load(arg)?;
+    if let Some(c) = out.chrome {
+        check_output(c, Some(&path), out.force, "--chrome-trace")?;
+    }
+    if let Some(f) = out.save {
+        // An existing file holding this very failure is fine: checked after the run.
+        if same_file(f, &path) {
+            check_output(f, Some(&path), out.force, "--save-failure")?;
+        }
+    }
+    let save = out.save;
+    let chrome = out.chrome;
     let start = Instant::now();
     let plan = crate::scenario::faults::generate(&scenario, seed);
     let mode = if (timeline && !json) || chrome.is_some() {
@@ -468,12 +570,24 @@ fn run(
     }
     let failure = FailureFile::new(&scenario, &plan, &outcome);
     if let (Some(path), Some(f)) = (save, &failure) {
-        f.save(path).map_err(|e| {
+        let cannot = |e: std::io::Error| {
             UsageError(format!(
                 "{}: cannot write the failure file: {e}",
                 path.display()
             ))
-        })?;
+        };
+        let written = if out.force {
+            f.save(path).map(|()| true)
+        } else {
+            f.save_if_absent(path)
+        };
+        if !written.map_err(cannot)? {
+            return Err(UsageError(format!(
+                "{}: --save-failure: the file exists and holds another failure; choose another path, or add --force to replace it (replay this one with `{} run {arg} --seed {seed}`)",
+                path.display(),
+                app.program
+            )));
+        }
     }
     let v = outcome.violation.as_ref();
     if json {
@@ -569,20 +683,79 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, UsageError> {
         .find(|c: char| !c.is_ascii_digit())
         .map_or((s, ""), |i| s.split_at(i));
     let n: u64 = num.parse().map_err(|_| bad())?;
-    let ms = match unit {
-        "" | "s" => n * 1000,
-        "ms" => n,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
+    let unit_ms: u64 = match unit {
+        "" | "s" => 1000,
+        "ms" => 1,
+        "m" => 60_000,
+        "h" => 3_600_000,
         _ => return Err(bad()),
     };
-    if ms == 0 {
-        return Err(bad());
+    let max = limits::TIME_BUDGET_MS_MAX;
+    match n.checked_mul(unit_ms) {
+        Some(0) => Err(bad()),
+        Some(ms) if ms <= max => Ok(std::time::Duration::from_millis(ms)),
+        _ => Err(UsageError(format!(
+            "--time-budget: at most 30 days ({}h, TIME_BUDGET_MS_MAX), not `{s}`",
+            max / 3_600_000
+        ))),
     }
-    Ok(std::time::Duration::from_millis(ms))
+}
+
+/// What a campaign or search saved: counts, the first few errors, and where the
+/// smallest failing seed went (its replay line). Bounded, whatever the campaign's size.
+#[derive(Default)]
+struct Saves {
+    saved: u64,
+    errors: u64,
+    first_errors: Vec<String>,
+    /// The smallest seed whose save was tried, and how it went.
+    first: Option<(u64, Result<PathBuf, String>)>,
+}
+
+impl Saves {
+    const ERRORS_SHOWN: usize = 5;
+
+    fn record(&mut self, seed: u64, path: &Path, result: std::io::Result<PathBuf>) {
+        let result = result.map_err(|e| format!("{}: {e}", path.display()));
+        match &result {
+            Ok(_) => self.saved += 1,
+            Err(e) => {
+                self.errors += 1;
+                if self.first_errors.len() < Self::ERRORS_SHOWN {
+                    self.first_errors.push(e.clone());
+                }
+            }
+        }
+        if self.first.as_ref().is_none_or(|(s, _)| seed < *s) {
+            self.first = Some((seed, result));
+        }
+    }
+
+    /// Where the failure of `seed` was saved, if it was.
+    fn path_of(&self, seed: u64) -> Option<&Path> {
+        match &self.first {
+            Some((s, Ok(p))) if *s == seed => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Print the errors on stderr; `true` if there were any.
+    fn report_errors(&self, program: &str) -> bool {
+        for e in &self.first_errors {
+            eprintln!("{program}: error: cannot write the failure file {e}");
+        }
+        if self.errors > self.first_errors.len() as u64 {
+            eprintln!(
+                "{program}: error: ... and {} more failure files not written",
+                self.errors - self.first_errors.len() as u64
+            );
+        }
+        self.errors > 0
+    }
 }
 
 fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<ExitCode, UsageError> {
+    use std::io::Write;
     let FuzzArgs {
         seeds,
         jobs,
@@ -609,50 +782,79 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
         stop_on_first,
         swarm,
     };
-    let save_errors = std::sync::Mutex::new(Vec::new());
-    let failure_path =
-        |seed: u64| failures_dir.map(|d| d.join(format!("{}-seed-{seed}.json", scenario.name)));
+    let saves = std::sync::Mutex::new(Saves::default());
     let on_failure = |outcome: &runner::Outcome, plan: &crate::scenario::Plan| {
-        if let (Some(path), Some(f)) = (
-            failure_path(outcome.seed),
-            FailureFile::new(&scenario, plan, outcome),
-        ) && let Err(e) = f.save(&path)
-        {
-            save_errors
-                .lock()
-                .expect("not poisoned")
-                .push(format!("{}: {e}", path.display()));
-        }
+        let (Some(dir), Some(f)) = (failures_dir, FailureFile::new(&scenario, plan, outcome))
+        else {
+            return;
+        };
+        let path = dir.join(format!("{}-seed-{}.json", scenario.name, outcome.seed));
+        let result = f.save_new(&path);
+        saves
+            .lock()
+            .expect("not poisoned")
+            .record(outcome.seed, &path, result);
     };
-    let bar = progress_bar(campaign.seeds().len() as u64, json);
+    let bar = progress_bar(campaign.len(), json);
     let on_progress = |done: u64, failures: u64| {
         if let Some(b) = &bar {
             b.set_position(done);
             b.set_message(format!("{failures} failing"));
         }
     };
+    // The failures' list streams out as the campaign finds them (in seed order), so a
+    // campaign's memory does not grow with its failures: with --json straight into the
+    // document, for people the first few.
+    const SHOWN: usize = 10;
+    let mut shown = Vec::new();
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let mut written = Ok(());
+    if json {
+        written = write!(out, "{{\"failures\":[");
+    }
+    let mut listed = 0u64;
+    let mut on_summary = |f: &crate::scenario::fuzz::FailureSummary| {
+        if json {
+            if written.is_ok() {
+                let sep = if listed == 0 { "" } else { "," };
+                let item = serde_json::to_string(f).expect("summaries serialize");
+                written = write!(out, "{sep}{item}");
+            }
+        } else if shown.len() < SHOWN {
+            shown.push(f.clone());
+        }
+        listed += 1;
+    };
     tracing::info!(scenario = %scenario.name, start, end, jobs, "fuzz campaign starts");
     let wall = Instant::now();
-    let report =
-        crate::scenario::fuzz::fuzz_for(&scenario, campaign, budget, &on_failure, &on_progress);
+    let report = crate::scenario::fuzz::fuzz_streamed(
+        &scenario,
+        campaign,
+        budget,
+        &on_failure,
+        &on_progress,
+        &mut on_summary,
+    );
     let wall_ms = wall.elapsed().as_millis() as u64;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     tracing::info!(
         runs = report.runs,
-        failures = report.failures.len(),
+        failures = report.failure_count,
         wall_ms,
         "fuzz campaign ends"
     );
-    for e in save_errors.into_inner().expect("not poisoned") {
-        eprintln!("reconsim: error: cannot write the failure file {e}");
-    }
+    let saves = saves.into_inner().expect("not poisoned");
+    let save_failed = saves.report_errors(app.program);
+    let first_file = report
+        .first_failure_seed
+        .and_then(|seed| saves.path_of(seed))
+        .map(|p| p.display().to_string());
     if json {
-        let doc = json!({
+        let rest = json!({
             "scenario": scenario.name,
             "runs": report.runs,
-            "failures": report.failures,
             "first_failure_seed": report.first_failure_seed,
             "events": report.events,
             "sim_ms": report.sim_ms,
@@ -662,8 +864,17 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
             "shard": shard.map(|(i, n)| format!("{i}/{n}")),
             "jobs": jobs,
             "swarm": swarm,
-        });
-        println!("{doc}");
+            "failures_saved": saves.saved,
+            "first_failure_file": first_file,
+            "save_errors": saves.first_errors,
+            "save_error_count": saves.errors,
+        })
+        .to_string();
+        // `rest` is `{...}`: the failures' list already opened the document.
+        written = written
+            .and_then(|()| writeln!(out, "],{}", &rest[1..]))
+            .and_then(|()| out.flush());
+        written.map_err(|e| UsageError(format!("cannot write the result on stdout: {e}")))?;
     } else {
         let secs = wall_ms.max(1) as f64 / 1000.0;
         println!(
@@ -675,21 +886,17 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
                 .unwrap_or_default(),
             report.runs as f64 / secs,
             report.sim_ms as f64 / wall_ms.max(1) as f64,
-            report.failures.len()
+            report.failure_count
         );
-        let planned = campaign.seeds().len() as u64;
+        let planned = campaign.len();
         if budget.is_some() && report.seeds_run < planned {
-            let next = campaign
-                .seeds()
-                .get(report.seeds_run as usize)
-                .copied()
-                .unwrap_or(end);
+            let next = campaign.seed(report.seeds_run);
             println!(
                 "  the time budget ran out after {} of {planned} seeds; go on with --seeds {next}..{end}",
                 report.seeds_run
             );
         }
-        for f in report.failures.iter().take(10) {
+        for f in &shown {
             println!(
                 "  seed {}: {} at t={}",
                 f.seed,
@@ -697,17 +904,31 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
                 crate::sim::SimTime(f.time_ms)
             );
         }
-        if report.failures.len() > 10 {
-            println!("  ... and {} more", report.failures.len() - 10);
+        if report.failure_count > shown.len() as u64 {
+            println!(
+                "  ... and {} more",
+                report.failure_count - shown.len() as u64
+            );
+        }
+        if let (Some(dir), true) = (failures_dir, saves.saved > 0) {
+            let files = if saves.saved == 1 { "file" } else { "files" };
+            println!(
+                "  saved {} failure {files} in {}",
+                saves.saved,
+                dir.display()
+            );
         }
         if let Some(seed) = report.first_failure_seed {
-            match failure_path(seed) {
-                Some(p) => println!("  replay: {}", app.replay_command(&p)),
+            // A replay line only for a file that is there; else the run that finds it.
+            match &first_file {
+                Some(p) => println!("  replay: {}", app.replay_command(Path::new(p))),
                 None => println!("  replay: {} run {arg} --seed {seed}", app.program),
             }
         }
     }
-    Ok(if report.failures.is_empty() {
+    Ok(if save_failed {
+        ExitCode::from(2)
+    } else if report.failure_count == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -716,6 +937,14 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
 
 fn explain(app: &App<'_>, path: &Path) -> Result<ExitCode, UsageError> {
     let f = app.load_failure(path)?;
+    // Explain first replays: a file whose scenario or invariant was edited since must
+    // not be explained by some other failure.
+    let r = f.replay(crate::sim::TraceMode::Hash);
+    if !r.reproduced {
+        println!("{}", not_reproduced(&f, &r));
+        println!("  nothing to explain: the file's failure does not happen any more");
+        return Ok(ExitCode::from(1));
+    }
     let Some(e) = crate::scenario::explain::explain(&f) else {
         println!(
             "NOT reproduced: {} seed {} no longer violates {}; nothing to explain",
@@ -733,23 +962,91 @@ fn explain(app: &App<'_>, path: &Path) -> Result<ExitCode, UsageError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What a replay that did not reproduce found, in one or two lines.
+fn not_reproduced(f: &FailureFile, r: &crate::scenario::failure::Replay) -> String {
+    format!(
+        "NOT reproduced: expected {} with trace {}, got {} with trace {}{}{}",
+        f.invariant,
+        f.trace_hash,
+        r.invariant.as_deref().unwrap_or("no violation"),
+        r.trace_hash,
+        if r.same_violation {
+            "\n  the same invariant fails, in a different history"
+        } else {
+            ""
+        },
+        if f.reconsim_version != crate::scenario::failure::VERSION {
+            format!(
+                " (the file was written by reconsim {}, this is {})",
+                f.reconsim_version,
+                crate::scenario::failure::VERSION
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// Shrink only what reproduces, write only what replays, and never over the input (nor
+/// an existing file without `force`).
 fn shrink(
     app: &App<'_>,
     path: &Path,
     output: &Path,
     max_runs: u64,
+    force: bool,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
+    check_output(output, Some(path), force, "-o")?;
     let f = app.load_failure(path)?;
+    let input = f.replay(crate::sim::TraceMode::Hash);
+    if !input.reproduced {
+        if json {
+            let doc = json!({
+                "reproduced": false,
+                "invariant": input.invariant,
+                "trace_hash": input.trace_hash,
+                "expected_invariant": f.invariant,
+                "expected_trace_hash": f.trace_hash,
+                "output": null,
+            });
+            println!("{doc}");
+        } else {
+            println!("{}", not_reproduced(&f, &input));
+            println!("  nothing shrunk, nothing written: shrink needs a failure that replays");
+        }
+        return Ok(ExitCode::from(1));
+    }
     let (smaller, report) = crate::scenario::shrink::shrink(&f, max_runs);
-    smaller.save(output).map_err(|e| {
+    // The output must replay as written: its text read back and run again.
+    let text = smaller.to_json();
+    let verified = FailureFile::parse(&output.display().to_string(), &text, app.families)
+        .map(|back| back.replay(crate::sim::TraceMode::Hash).reproduced)
+        .unwrap_or(false);
+    if !verified {
+        return Err(UsageError(format!(
+            "{}: the shrunk failure does not replay as written, so it was not saved; this is a reconsim bug, please report it with the input file",
+            output.display()
+        )));
+    }
+    let cannot = |e: std::io::Error| {
         UsageError(format!(
             "{}: cannot write the failure file: {e}",
             output.display()
         ))
-    })?;
+    };
+    if force {
+        smaller.save(output).map_err(cannot)?;
+    } else if !smaller.save_if_absent(output).map_err(cannot)? {
+        return Err(UsageError(format!(
+            "{}: -o: the file appeared while shrinking and holds another failure; it was left as it was",
+            output.display()
+        )));
+    }
     if json {
         let doc = json!({
+            "reproduced": true,
+            "verified": true,
             "faults_before": report.faults_before,
             "faults_after": report.faults_after,
             "runs": report.runs,
@@ -761,7 +1058,7 @@ fn shrink(
         println!("{doc}");
     } else {
         println!(
-            "shrunk {} seed {}: {} -> {} faults in {} runs{}; still {} at t={}\n  saved {}\n  replay: {}",
+            "shrunk {} seed {}: {} -> {} faults in {} runs{}; still {} at t={}\n  the input replayed before shrinking, and the output replays (trace {})\n  saved {}\n  replay: {}",
             f.scenario.name,
             f.seed,
             report.faults_before,
@@ -774,6 +1071,7 @@ fn shrink(
             },
             smaller.invariant,
             crate::sim::SimTime(smaller.time_ms),
+            smaller.trace_hash,
             output.display(),
             app.replay_command(output)
         );
@@ -786,21 +1084,41 @@ fn shrink(
 /// `--jobs`, or the number of cores.
 fn jobs_or_cores(jobs: Option<usize>) -> Result<usize, UsageError> {
     match jobs {
-        Some(0) => Err(UsageError("--jobs: expected at least 1".into())),
+        Some(j) if j == 0 || j > limits::JOBS_MAX => Err(UsageError(format!(
+            "--jobs: expected 1 to {} (JOBS_MAX), not {j}",
+            limits::JOBS_MAX
+        ))),
         Some(j) => Ok(j),
         None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
     }
 }
 
-fn create_failures_dir(dir: Option<&Path>) -> Result<(), UsageError> {
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            UsageError(format!(
-                "{}: cannot create the failures directory: {e}",
-                dir.display()
-            ))
-        })?;
+/// `--max-plans`: 1 to [`limits::SEARCH_PLANS_MAX`].
+fn max_plans_arg(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=limits::SEARCH_PLANS_MAX).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected 1 to {} (SEARCH_PLANS_MAX), not `{s}`",
+            limits::SEARCH_PLANS_MAX
+        )),
     }
+}
+
+/// Create `--failures-dir` and make sure files can be written in it, before any run: a
+/// read-only directory or mount is a usage error up front, not a campaign whose
+/// failures are all lost.
+fn create_failures_dir(dir: Option<&Path>) -> Result<(), UsageError> {
+    let Some(dir) = dir else { return Ok(()) };
+    let cannot =
+        |what: &str, e: std::io::Error| UsageError(format!("{}: {what}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(|e| cannot("cannot create the failures directory", e))?;
+    let probe = dir.join(format!(".reconsim-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| cannot("cannot write failure files in this directory", e))?;
+    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 
@@ -871,8 +1189,8 @@ fn search_cmd(
             Some(i) => format!("{}-search-seed-{seed}-plan-{i}.json", scenario.name),
         };
         let path = dir.join(name);
-        match f.save(&path) {
-            Ok(()) => {
+        match f.save_new(&path) {
+            Ok(path) => {
                 saved
                     .lock()
                     .expect("not poisoned")
@@ -903,8 +1221,9 @@ fn search_cmd(
             &s.reference,
         );
     }
-    for e in save_errors.into_inner().expect("not poisoned") {
-        eprintln!("reconsim: error: cannot write the failure file {e}");
+    let save_errors = save_errors.into_inner().expect("not poisoned");
+    for e in &save_errors {
+        eprintln!("{}: error: cannot write the failure file {e}", app.program);
     }
     let saved = saved.into_inner().expect("not poisoned");
     let first = report.first_failure();
@@ -1029,7 +1348,9 @@ fn search_cmd(
             ),
         }
     }
-    Ok(if first.is_some() {
+    Ok(if !save_errors.is_empty() {
+        ExitCode::from(2)
+    } else if first.is_some() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -1051,93 +1372,255 @@ fn progress_bar(total: u64, json: bool) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-/// Combine shard results: counts add up, failures are merged by seed.
-fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
-    let mut scenario: Option<String> = None;
-    let (mut runs, mut events, mut sim_ms, mut wall_ms) = (0u64, 0u64, 0u64, 0u64);
-    let mut failures: Vec<serde_json::Value> = Vec::new();
-    let mut seeds: Vec<String> = Vec::new();
-    let mut swarm: Option<bool> = None;
-    for path in paths {
-        let doc: serde_json::Value = crate::scenario::format::read_json(path)?;
-        let field = |name: &str| -> Result<&serde_json::Value, UsageError> {
-            doc.get(name).ok_or_else(|| {
-                UsageError(format!(
-                    "{}: at .{name}: missing; expected a `reconsim fuzz --json` result",
-                    path.display()
-                ))
-            })
-        };
-        let num = |name: &str| -> Result<u64, UsageError> {
-            field(name)?.as_u64().ok_or_else(|| {
-                UsageError(format!(
-                    "{}: at .{name}: expected a whole number",
-                    path.display()
-                ))
-            })
-        };
-        let name = field("scenario")?.as_str().ok_or_else(|| {
-            UsageError(format!(
-                "{}: at .scenario: expected a string",
-                path.display()
-            ))
-        })?;
-        match &scenario {
-            None => scenario = Some(name.to_string()),
-            Some(s) if s != name => {
-                return Err(UsageError(format!(
-                    "{}: at .scenario: expected `{s}` like the other results, not `{name}`",
-                    path.display()
-                )));
-            }
-            Some(_) => {}
-        }
-        // Shards of one campaign agree on swarm mode (absent: a result from before it).
-        let swarm_here = doc.get("swarm").and_then(|v| v.as_bool()).unwrap_or(false);
-        match swarm {
-            None => swarm = Some(swarm_here),
-            Some(w) if w != swarm_here => {
-                return Err(UsageError(format!(
-                    "{}: at .swarm: expected {w} like the other results, not {swarm_here}",
-                    path.display()
-                )));
-            }
-            Some(_) => {}
-        }
-        runs += num("runs")?;
-        events += num("events")?;
-        sim_ms += num("sim_ms")?;
-        wall_ms = wall_ms.max(num("wall_ms")?);
-        let list = field("failures")?.as_array().ok_or_else(|| {
-            UsageError(format!(
-                "{}: at .failures: expected an array",
-                path.display()
-            ))
-        })?;
-        failures.extend(list.iter().cloned());
-        if let Some(s) = doc.get("seeds").and_then(|s| s.as_str())
-            && !seeds.iter().any(|x| x == s)
-        {
-            seeds.push(s.to_string());
+/// One `fuzz --json` result given to `merge`, as far as merging needs it.
+struct ShardResult {
+    path: PathBuf,
+    doc: serde_json::Value,
+    campaign: Campaign,
+    seeds_run: u64,
+}
+
+/// Read a `fuzz --json` result: the fields merge needs, each checked.
+fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
+    let text = crate::scenario::json::read_text(path)?;
+    let doc: serde_json::Value = crate::scenario::json::parse_object(
+        &path.display().to_string(),
+        &text,
+        "a `reconsim fuzz --json` result",
+    )?;
+    let bad = |field: &str, expected: &str| {
+        UsageError(format!(
+            "{}: at .{field}: expected {expected} (a `reconsim fuzz --json` result)",
+            path.display()
+        ))
+    };
+    let num = |field: &str| doc.get(field).and_then(|v| v.as_u64());
+    for field in ["runs", "events", "sim_ms", "wall_ms", "seeds_run"] {
+        num(field).ok_or_else(|| bad(field, "a whole number"))?;
+    }
+    doc.get("scenario")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| bad("scenario", "a string"))?;
+    let failures = doc
+        .get("failures")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| bad("failures", "an array"))?;
+    let seeds = doc
+        .get("seeds")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| bad("seeds", "the campaign's seeds `A..B`"))?;
+    let (start, end) = parse_seeds(seeds).map_err(|_| bad("seeds", "`A..B` with A < B"))?;
+    let shard = match doc.get("shard") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(
+            v.as_str()
+                .and_then(|s| parse_shard(s).ok())
+                .ok_or_else(|| bad("shard", "null or `I/N` with I < N"))?,
+        ),
+    };
+    let campaign = Campaign {
+        start,
+        end,
+        jobs: 1,
+        shard,
+        stop_on_first: false,
+        swarm: false,
+    };
+    let seeds_run = num("seeds_run").unwrap_or(0);
+    if seeds_run > campaign.len() || num("runs") != Some(seeds_run) {
+        return Err(bad(
+            "seeds_run",
+            &format!(
+                "the number of runs, at most the {} seeds of its campaign",
+                campaign.len()
+            ),
+        ));
+    }
+    // A failure belongs to the seeds that ran.
+    for (i, f) in failures.iter().enumerate() {
+        let seed = f.get("seed").and_then(|v| v.as_u64());
+        let ran = seed.is_some_and(|s| {
+            s >= start
+                && s < end
+                && shard.is_none_or(|(i, n)| s % n == i)
+                && (seeds_run == campaign.len() || s < campaign.seed(seeds_run))
+        });
+        if !ran {
+            return Err(bad(
+                &format!("failures[{i}].seed"),
+                "a seed its campaign ran",
+            ));
         }
     }
+    Ok(ShardResult {
+        path: path.to_path_buf(),
+        doc,
+        campaign,
+        seeds_run,
+    })
+}
+
+/// Combine shard results into the result of the whole campaign. Believes nothing it can
+/// check: the results must be of one scenario and one swarm setting, and must cover
+/// their seeds exactly once (no result given twice, no overlap, no missing shard, no
+/// gap between ranges), or merge refuses them (exit 2). Results whose time budget ran
+/// out merge too; `complete` is then false and `unrun_from` the smallest seed that did
+/// not run, below which `first_failure_seed` is exact.
+fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
+    let results: Vec<ShardResult> = paths
+        .iter()
+        .map(|p| read_result(p))
+        .collect::<Result<_, _>>()?;
+    let first = &results[0];
+    for r in &results[1..] {
+        for field in ["scenario", "swarm"] {
+            let (a, b) = (
+                first.doc.get(field).cloned().unwrap_or(json!(false)),
+                r.doc.get(field).cloned().unwrap_or(json!(false)),
+            );
+            if a != b {
+                return Err(UsageError(format!(
+                    "{}: at .{field}: expected {a} like {}, not {b}",
+                    r.path.display(),
+                    first.path.display()
+                )));
+            }
+        }
+    }
+    for (i, a) in results.iter().enumerate() {
+        for b in &results[..i] {
+            if same_file(&a.path, &b.path) {
+                return Err(UsageError(format!(
+                    "{}: given twice; each shard's result merges once",
+                    a.path.display()
+                )));
+            }
+        }
+    }
+    // Group by range: each range is one unsharded result, or every shard I/N of it once.
+    let mut ranges: std::collections::BTreeMap<(u64, u64), Vec<&ShardResult>> = Default::default();
+    for r in &results {
+        ranges
+            .entry((r.campaign.start, r.campaign.end))
+            .or_default()
+            .push(r);
+    }
+    for ((start, end), group) in &ranges {
+        let n = group[0].campaign.shard.map_or(1, |(_, n)| n);
+        let mut have: std::collections::BTreeMap<u64, &Path> = Default::default();
+        for r in group {
+            let (i, m) = r.campaign.shard.unwrap_or((0, 1));
+            if m != n {
+                return Err(UsageError(format!(
+                    "{}: at .shard: seeds {start}..{end} are cut into {n} shards by {}, not {m}: they overlap",
+                    r.path.display(),
+                    group[0].path.display()
+                )));
+            }
+            if let Some(other) = have.insert(i, &r.path) {
+                return Err(UsageError(format!(
+                    "{}: covers the same seeds as {} (seeds {start}..{end}{}): a shard merges once",
+                    r.path.display(),
+                    other.display(),
+                    r.campaign
+                        .shard
+                        .map(|(i, n)| format!(", shard {i}/{n}"))
+                        .unwrap_or_default()
+                )));
+            }
+        }
+        let missing: Vec<String> = (0..n)
+            .filter(|i| !have.contains_key(i))
+            .take(8)
+            .map(|i| format!("{i}/{n}"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(UsageError(format!(
+                "seeds {start}..{end}: missing the results of shard{} {}",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", ")
+            )));
+        }
+    }
+    let keys: Vec<(u64, u64)> = ranges.keys().copied().collect();
+    for w in keys.windows(2) {
+        let ((a0, a1), (b0, b1)) = (w[0], w[1]);
+        let whose = |r: (u64, u64)| ranges[&r][0].path.display().to_string();
+        if b0 < a1 {
+            return Err(UsageError(format!(
+                "{}: seeds {b0}..{b1} overlap seeds {a0}..{a1} of {}",
+                whose(w[1]),
+                whose(w[0])
+            )));
+        }
+        if b0 > a1 {
+            return Err(UsageError(format!(
+                "seeds {a1}..{b0} are missing between {} and {}",
+                whose(w[0]),
+                whose(w[1])
+            )));
+        }
+    }
+    let sum = |field: &str| {
+        results
+            .iter()
+            .map(|r| r.doc[field].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let mut failures: Vec<serde_json::Value> = results
+        .iter()
+        .flat_map(|r| r.doc["failures"].as_array().into_iter().flatten().cloned())
+        .collect();
     failures.sort_by_key(|f| f["seed"].as_u64().unwrap_or(u64::MAX));
-    failures.dedup_by_key(|f| f["seed"].as_u64());
-    let first = failures.first().and_then(|f| f["seed"].as_u64());
+    let first_seed = failures.first().and_then(|f| f["seed"].as_u64());
+    // The smallest seed some result did not run (its time budget ran out).
+    let unrun_from = results
+        .iter()
+        .filter(|r| r.seeds_run < r.campaign.len())
+        .map(|r| r.campaign.seed(r.seeds_run))
+        .min();
+    let first_file = first_seed.and_then(|seed| {
+        results
+            .iter()
+            .find(|r| {
+                r.doc["failures"]
+                    .as_array()
+                    .is_some_and(|fs| fs.iter().any(|f| f["seed"].as_u64() == Some(seed)))
+            })
+            .and_then(|r| r.doc.get("first_failure_file").cloned())
+    });
+    let save_errors: Vec<serde_json::Value> = results
+        .iter()
+        .flat_map(|r| {
+            r.doc
+                .get("save_errors")
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .cloned()
+        })
+        .collect();
+    let (lo, hi) = (keys[0].0, keys[keys.len() - 1].1);
     let doc = json!({
-        "scenario": scenario,
-        "runs": runs,
+        "scenario": first.doc["scenario"],
+        "runs": sum("runs"),
         "failures": failures,
-        "first_failure_seed": first,
-        "events": events,
-        "sim_ms": sim_ms,
-        "wall_ms": wall_ms,
-        "seeds": if seeds.len() == 1 { Some(seeds[0].clone()) } else { None },
-        "merged": paths.len(),
-        "swarm": swarm.unwrap_or(false),
+        "first_failure_seed": first_seed,
+        "events": sum("events"),
+        "sim_ms": sum("sim_ms"),
+        "wall_ms": results.iter().map(|r| r.doc["wall_ms"].as_u64().unwrap_or(0)).max(),
+        "seeds": format!("{lo}..{hi}"),
+        "merged": results.len(),
+        "swarm": first.doc.get("swarm").cloned().unwrap_or(json!(false)),
+        "complete": unrun_from.is_none(),
+        "unrun_from": unrun_from,
+        "failures_saved": sum("failures_saved"),
+        "first_failure_file": first_file,
+        "save_errors": save_errors,
+        "save_error_count": sum("save_error_count"),
     });
     println!("{doc}");
-    Ok(if failures.is_empty() {
+    Ok(if first_seed.is_none() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -1147,10 +1630,14 @@ fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
 fn replay(
     app: &App<'_>,
     path: &Path,
-    chrome: Option<&Path>,
+    out: Outputs<'_>,
     timeline: bool,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
+    if let Some(c) = out.chrome {
+        check_output(c, Some(path), out.force, "--chrome-trace")?;
+    }
+    let chrome = out.chrome;
     let f = app.load_failure(path)?;
     if timeline {
         // The timeline's own run: the judged one below stays the replay's.
@@ -1206,27 +1693,7 @@ fn replay(
             app.replay_command(path)
         );
     } else {
-        println!(
-            "NOT reproduced: expected {} with trace {}, got {} with trace {}{}{}",
-            f.invariant,
-            f.trace_hash,
-            r.invariant.as_deref().unwrap_or("no violation"),
-            r.trace_hash,
-            if r.same_violation {
-                "\n  the same invariant fails, in a different history"
-            } else {
-                ""
-            },
-            if f.reconsim_version != crate::scenario::failure::VERSION {
-                format!(
-                    " (the file was written by reconsim {}, this is {})",
-                    f.reconsim_version,
-                    crate::scenario::failure::VERSION
-                )
-            } else {
-                String::new()
-            }
-        );
+        println!("{}", not_reproduced(&f, &r));
     }
     Ok(if r.reproduced {
         ExitCode::SUCCESS

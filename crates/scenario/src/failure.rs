@@ -10,7 +10,9 @@ use crate::runner::{Outcome, run_world};
 use reconsim_family::Families;
 use reconsim_sim::TraceMode;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The version written into failure files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -45,28 +47,179 @@ impl FailureFile {
     }
 
     /// Load a failure file; its scenario's sections are parsed by `families` (replay a
-    /// failure through a binary that registers its scenario's families).
+    /// failure through a binary that registers its scenario's families). Checked as a
+    /// scenario is: one JSON object, its plan against its scenario ([`crate::plan`]),
+    /// its invariant one the scenario checks, its trace hash 16 hex digits.
     pub fn load(path: &Path, families: &Families) -> Result<FailureFile, LoadError> {
-        let file = path.display().to_string();
-        let raw: RawFailureFile = crate::format::read_json(path)?;
-        Ok(FailureFile {
+        let text = crate::json::read_text(path)?;
+        Self::parse(&path.display().to_string(), &text, families)
+    }
+
+    /// [`FailureFile::load`] of the text of a file named `file`.
+    pub fn parse(file: &str, text: &str, families: &Families) -> Result<FailureFile, LoadError> {
+        let raw: RawFailureFile = crate::json::parse_object(file, text, "a failure file")?;
+        let input: serde_json::Value = crate::json::parse(file, text)?;
+        let at = |(path, message): (String, String)| LoadError {
+            file: file.to_string(),
+            path,
+            message,
+        };
+        let scenario = Scenario::from_value(file, ".scenario", &raw.scenario, families)?;
+        crate::plan::check(&scenario, &raw.plan, ".plan").map_err(at)?;
+        let judged = [
+            crate::runner::CONVERGENCE,
+            crate::runner::EVENT_BUDGET,
+            crate::search::DIFFERENTIAL,
+        ];
+        if !scenario.invariants.contains(&raw.invariant)
+            && !judged.contains(&raw.invariant.as_str())
+        {
+            return Err(at((
+                ".invariant".into(),
+                format!(
+                    "an invariant the scenario checks ({}, or {}), not `{}`",
+                    scenario.invariants.join(", "),
+                    judged.join(", "),
+                    raw.invariant
+                ),
+            )));
+        }
+        if raw.trace_hash.len() != 16 || !raw.trace_hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(at((
+                ".trace_hash".into(),
+                format!("16 hex digits, not `{}`", raw.trace_hash),
+            )));
+        }
+        let f = FailureFile {
             reconsim_version: raw.reconsim_version,
-            scenario: Scenario::from_value(&file, ".scenario", &raw.scenario, families)?,
+            scenario,
             seed: raw.seed,
             plan: raw.plan,
             trace_hash: raw.trace_hash,
             invariant: raw.invariant,
             time_ms: raw.time_ms,
             message: raw.message,
+        };
+        let canonical = serde_json::to_value(&f).expect("failure files serialize");
+        crate::json::check_objects(&input, &canonical, "").map_err(at)?;
+        Ok(f)
+    }
+
+    /// `Err` at the first process the plan names that exists at no point of its own run
+    /// nor of its reference run (the plan without its anchored faults): a fault that can
+    /// only be a no-op ([`crate::plan`]). Costs a run, two if a name is missing from the
+    /// first. `file` names the file in the error.
+    pub fn check_targets(&self, file: &str) -> Result<(), LoadError> {
+        let names = crate::plan::process_names(&self.plan, ".plan");
+        if names.is_empty() {
+            return Ok(());
+        }
+        let seen = |plan: Plan| {
+            let (_, world) = run_world(&self.scenario, self.seed, plan, TraceMode::Hash);
+            (0..world.sim.proc_count())
+                .map(|i| {
+                    world
+                        .sim
+                        .proc_name(reconsim_sim::ProcId(i as u32))
+                        .to_string()
+                })
+                .collect::<Vec<String>>()
+        };
+        let own = seen(self.plan.clone());
+        if names.iter().all(|(_, n)| own.iter().any(|p| p == n)) {
+            return Ok(());
+        }
+        let reference = seen(Plan::new(
+            self.plan
+                .faults
+                .iter()
+                .filter(|f| f.on.is_none())
+                .cloned()
+                .collect(),
+        ));
+        for (path, name) in names {
+            if !own.iter().chain(&reference).any(|p| p == name) {
+                let mut known: Vec<&str> = own.iter().map(String::as_str).collect();
+                known.sort_unstable();
+                known.dedup();
+                const SHOWN: usize = 16;
+                let more = known.len().saturating_sub(SHOWN);
+                known.truncate(SHOWN);
+                return Err(LoadError {
+                    file: file.to_string(),
+                    path,
+                    message: format!(
+                        "a process that exists in this run ({}{}), not `{name}`",
+                        known.join(", "),
+                        if more > 0 {
+                            format!(", and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The file's text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("failure files serialize") + "\n"
+    }
+
+    /// Write atomically, replacing whatever `path` held: a temporary file of a name no
+    /// other process uses, in the same directory, then a rename. For an output a user
+    /// asked to replace (`shrink --force`); saves of found failures use
+    /// [`FailureFile::save_new`].
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = write_temporary(path, &self.to_json())?;
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
         })
     }
 
-    /// Write atomically: a temporary file in the same directory, then a rename.
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let json = serde_json::to_string_pretty(self).expect("failure files serialize");
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, json + "\n")?;
-        std::fs::rename(&tmp, path)
+    /// Write atomically unless `path` exists: `Ok(true)` if it now holds this failure
+    /// (written now, or already there byte for byte), `Ok(false)` if it holds anything
+    /// else, left as it was.
+    pub fn save_if_absent(&self, path: &Path) -> std::io::Result<bool> {
+        create_new(path, &self.to_json())
+    }
+
+    /// Write atomically without ever replacing a different failure: if `path` already
+    /// holds this failure byte for byte, nothing is written; if it holds anything else,
+    /// the failure goes to `<stem>-<trace hash>.json` beside it (the same rule again, then
+    /// `<stem>-<trace hash>-2.json` and on).
+    /// Returns where the failure now is. A temporary file is linked into place, so two
+    /// campaigns saving into one directory at once never see each other's half files,
+    /// and the one that comes second keeps its failure too.
+    pub fn save_new(&self, path: &Path) -> std::io::Result<PathBuf> {
+        const ALTERNATIVES: usize = crate::limits::ALTERNATIVE_NAMES_MAX;
+        let text = self.to_json();
+        if create_new(path, &text)? {
+            return Ok(path.to_path_buf());
+        }
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for k in 1..=ALTERNATIVES {
+            let name = match k {
+                1 => format!("{stem}-{}.json", self.trace_hash),
+                k => format!("{stem}-{}-{k}.json", self.trace_hash),
+            };
+            let candidate = path.with_file_name(name);
+            if create_new(&candidate, &text)? {
+                return Ok(candidate);
+            }
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} and {ALTERNATIVES} alternative names beside it hold other failures; nothing was replaced",
+                path.display()
+            ),
+        ))
     }
 
     /// Re-run the failure.
@@ -84,6 +237,61 @@ impl FailureFile {
     /// The command that replays this file, for people.
     pub fn replay_command(path: &Path) -> String {
         format!("reconsim replay {}", path.display())
+    }
+}
+
+/// Write `text` to a temporary file beside `path` whose name no other process or thread
+/// uses (pid and a counter), and return its path.
+fn write_temporary(path: &Path, text: &str) -> std::io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    let written = f.write_all(text.as_bytes());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(tmp)
+}
+
+/// Put `text` at `path` unless something is there: `Ok(true)` if it now holds `text`
+/// (written now, or already there byte for byte), `Ok(false)` if it holds other bytes.
+fn create_new(path: &Path, text: &str) -> std::io::Result<bool> {
+    let same = |path: &Path| std::fs::read(path).map(|b| b == text.as_bytes());
+    if path.exists() {
+        return same(path);
+    }
+    let tmp = write_temporary(path, text)?;
+    // A hard link fails if the name exists: no check-then-write race with another
+    // process. A file system without links falls back to an exclusive create.
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => same(path),
+        Err(_) => match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(mut f) => {
+                f.write_all(text.as_bytes())?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => same(path),
+            Err(e) => Err(e),
+        },
     }
 }
 

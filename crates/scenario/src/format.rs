@@ -434,43 +434,30 @@ pub type Plan = reconsim_sim::FaultPlan<WorldFault>;
 /// Hosts every world has besides its nodes.
 pub const FIXED_HOSTS: [&str; 4] = ["api", "controller-manager", "cloud", "user"];
 
-/// Read a JSON file into `T`; errors name the file and the JSON path.
+/// Read a JSON file into `T` (at most [`crate::limits::FILE_BYTES_MAX`] bytes, one
+/// document); errors name the file and the JSON path.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-        file: file.clone(),
-        path: ".".into(),
-        message: format!("cannot read: {e}"),
-    })?;
-    parse_json(&file, &text)
+    let text = crate::json::read_text(path)?;
+    parse_json(&path.display().to_string(), &text)
 }
 
-/// Parse JSON into `T`; errors name `file` and the JSON path.
+/// Parse one JSON document into `T`; errors name `file` and the JSON path.
 pub fn parse_json<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| LoadError {
-        file: file.to_string(),
-        path: json_path(&e.path().to_string()),
-        message: e.inner().to_string(),
-    })
+    crate::json::parse(file, text)
 }
 
 impl Scenario {
     /// Read and validate a scenario file whose sections `families` parse.
     pub fn load(path: &Path, families: &Families) -> Result<Scenario, LoadError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-            file: file.clone(),
-            path: ".".into(),
-            message: format!("cannot read: {e}"),
-        })?;
-        Self::parse(&file, &text, families)
+        let text = crate::json::read_text(path)?;
+        Self::parse(&path.display().to_string(), &text, families)
     }
 
     /// Parse and validate scenario JSON; `file` names it in errors.
     pub fn parse(file: &str, text: &str, families: &Families) -> Result<Scenario, LoadError> {
-        let raw: ScenarioFile = parse_json(file, text)?;
-        Self::from_file(raw, families).map_err(|e| LoadError::new(file, e))
+        let raw: ScenarioFile = crate::json::parse_object(file, text, "a scenario")?;
+        let input: Value = parse_json(file, text)?;
+        Self::from_file(raw, &input, families).map_err(|e| LoadError::new(file, e))
     }
 
     /// A scenario embedded at `at` of a document `file` (a failure file's `.scenario`).
@@ -480,6 +467,13 @@ impl Scenario {
         value: &Value,
         families: &Families,
     ) -> Result<Scenario, LoadError> {
+        if !value.is_object() {
+            return Err(LoadError {
+                file: file.to_string(),
+                path: at.to_string(),
+                message: "a JSON object (a scenario)".into(),
+            });
+        }
         let raw: ScenarioFile = serde_path_to_error::deserialize(value).map_err(|e| {
             let inner = e.path().to_string();
             LoadError {
@@ -491,14 +485,21 @@ impl Scenario {
                 message: e.inner().to_string(),
             }
         })?;
-        Self::from_file(raw, families).map_err(|e| LoadError::new(file, e.under(at)))
+        Self::from_file(raw, value, families).map_err(|e| LoadError::new(file, e.under(at)))
     }
 
-    fn from_file(raw: ScenarioFile, families: &Families) -> Result<Scenario, ParamError> {
+    /// `input` is the document `raw` was read from: a struct given as an array there is
+    /// refused (serde's sequence form, [`crate::json::check_objects`]).
+    fn from_file(
+        raw: ScenarioFile,
+        input: &Value,
+        families: &Families,
+    ) -> Result<Scenario, ParamError> {
         let scenario = raw.into_scenario(families)?;
-        scenario
-            .validate()
-            .map_err(|(path, message)| ParamError::at(path, message))?;
+        let at = |(path, message): (String, String)| ParamError::at(path, message);
+        scenario.validate().map_err(at)?;
+        let canonical = serde_json::to_value(&scenario).expect("scenarios serialize");
+        crate::json::check_objects(input, &canonical, "").map_err(at)?;
         Ok(scenario)
     }
 
@@ -637,14 +638,69 @@ impl Scenario {
     pub fn validate(&self) -> Result<(), (String, String)> {
         let err = |path: &str, msg: String| Err((path.to_string(), msg));
         let param = |e: ParamError| (e.path, e.message);
-        if self.name.is_empty() {
-            return err(".name", "a non-empty name".into());
+        use crate::limits;
+        limits::check_name(&self.name).or_else(|m| err(".name", m))?;
+        if self.seeds == 0 || self.seeds > limits::SEED_BUDGET_MAX {
+            return err(
+                ".seeds",
+                format!(
+                    "a seed budget from 1 to {} (SEED_BUDGET_MAX), not {}",
+                    limits::SEED_BUDGET_MAX,
+                    self.seeds
+                ),
+            );
         }
-        if self.seeds == 0 {
-            return err(".seeds", "a seed budget of at least 1".into());
+        if self.duration_ms == 0 || self.duration_ms > limits::DURATION_MS_MAX {
+            return err(
+                ".duration_ms",
+                format!(
+                    "a duration from 1 to {} ms (DURATION_MS_MAX, 7 days), not {}",
+                    limits::DURATION_MS_MAX,
+                    self.duration_ms
+                ),
+            );
         }
-        if self.duration_ms == 0 {
-            return err(".duration_ms", "a positive duration".into());
+        // Every other number, by the unit its field's name ends in, before any
+        // arithmetic below or in a run sees it.
+        limits::check_numbers(&serde_json::to_value(self).expect("scenarios serialize"))?;
+        let node_count = self.topology.control_plane_nodes.len() + self.topology.worker_nodes.len();
+        if node_count > limits::NODES_MAX {
+            return err(
+                ".topology",
+                format!(
+                    "at most {} nodes (NODES_MAX), not {node_count}",
+                    limits::NODES_MAX
+                ),
+            );
+        }
+        for (field, names) in [
+            ("control_plane_nodes", &self.topology.control_plane_nodes),
+            ("worker_nodes", &self.topology.worker_nodes),
+        ] {
+            for (i, n) in names.iter().enumerate() {
+                limits::check_node_name(n)
+                    .or_else(|m| err(&format!(".topology.{field}[{i}]"), m))?;
+            }
+        }
+        if self.workload.len() > limits::WORKLOAD_ACTIONS_MAX {
+            return err(
+                ".workload",
+                format!(
+                    "at most {} actions (WORKLOAD_ACTIONS_MAX), not {}",
+                    limits::WORKLOAD_ACTIONS_MAX,
+                    self.workload.len()
+                ),
+            );
+        }
+        if self.faults.len() > limits::FAULT_GENERATORS_MAX {
+            return err(
+                ".faults",
+                format!(
+                    "at most {} fault generators (FAULT_GENERATORS_MAX), not {}",
+                    limits::FAULT_GENERATORS_MAX,
+                    self.faults.len()
+                ),
+            );
         }
         check_range(".net.latency_ms", self.net.latency_ms)?;
         check_range(".cloud.boot_ms", self.cloud.boot_ms)?;
@@ -729,8 +785,23 @@ impl Scenario {
             check_range(&at("count"), f.count)?;
             check_range(&at("at_ms"), f.at_ms)?;
             check_range(&at("duration_ms"), f.duration_ms)?;
-            if f.count.hi > 64 {
-                return err(&at("count"), "at most 64 faults per generator".into());
+            if f.count.hi > limits::FAULTS_PER_GENERATOR_MAX {
+                return err(
+                    &at("count"),
+                    format!(
+                        "at most {} faults per generator (FAULTS_PER_GENERATOR_MAX)",
+                        limits::FAULTS_PER_GENERATOR_MAX
+                    ),
+                );
+            }
+            if f.at_ms.hi > self.duration_ms {
+                return err(
+                    &at("at_ms"),
+                    format!(
+                        "start times within duration_ms ({} ms), not up to {}",
+                        self.duration_ms, f.at_ms.hi
+                    ),
+                );
             }
             let names_in = |field: &str, names: &[String], known: &[String]| {
                 if names.is_empty() {
@@ -819,13 +890,4 @@ impl Scenario {
 /// [`Range::check`] in validation's `(path, message)` form.
 fn check_range(path: &str, r: Range) -> Result<(), (String, String)> {
     r.check(path).map_err(|e| (e.path, e.message))
-}
-
-/// serde_path_to_error writes `a.b[0].c`; we print `.a.b[0].c`.
-fn json_path(p: &str) -> String {
-    if p == "." || p.is_empty() {
-        ".".to_string()
-    } else {
-        format!(".{p}")
-    }
 }

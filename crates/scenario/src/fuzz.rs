@@ -1,9 +1,11 @@
 //! Fuzz campaigns: run a scenario over a range of seeds, on several threads, with results
 //! that do not depend on the number of threads.
 //!
-//! Threads claim seeds in increasing order and every result is kept by seed
+//! Threads claim seeds in increasing order and results are counted in seed order
 //! ([`crate::jobs`]), so the report (sorted by seed) is the same for `--jobs 1` and
-//! `--jobs 8`. With `stop_on_first`, the campaign ends at the smallest failing seed of
+//! `--jobs 8`. Seeds are computed, never collected, and an outcome is dropped once
+//! counted: a campaign's memory is flat in its length ([`fuzz_streamed`] does not even
+//! keep the failures' summaries). With `stop_on_first`, the campaign ends at the smallest failing seed of
 //! the range: seeds above it that some thread already ran are dropped from the report,
 //! and every seed below it has run, so the report is still independent of `--jobs`.
 //! A shard `I/N` runs the seeds `s` of the range with `s % N == I`.
@@ -14,7 +16,7 @@
 //! from there. The clock is read between runs, never inside one.
 
 use crate::format::{Plan, Scenario};
-use crate::jobs::run_ordered;
+use crate::jobs::run_streamed;
 use crate::runner::{Outcome, run_generated};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,11 +36,39 @@ pub struct Campaign {
 }
 
 impl Campaign {
-    /// The seeds of this campaign, in order.
-    pub fn seeds(&self) -> Vec<u64> {
-        (self.start..self.end)
-            .filter(|s| self.shard.is_none_or(|(i, n)| s % n == i))
-            .collect()
+    /// The first seed of the range in the shard, if any.
+    fn first(&self) -> Option<u64> {
+        let first = match self.shard {
+            None => self.start,
+            // In u128: `i + n` overflows u64 for a shard count near u64::MAX.
+            Some((i, n)) => {
+                let offset =
+                    (u128::from(i) + u128::from(n) - u128::from(self.start % n)) % u128::from(n);
+                self.start.checked_add(offset as u64)?
+            }
+        };
+        (first < self.end).then_some(first)
+    }
+
+    fn step(&self) -> u64 {
+        self.shard.map_or(1, |(_, n)| n)
+    }
+
+    /// How many seeds the campaign runs (computed, never collected: a range may be
+    /// `0..u64::MAX`).
+    pub fn len(&self) -> u64 {
+        self.first()
+            .map_or(0, |first| (self.end - 1 - first) / self.step() + 1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The campaign's `k`-th seed (from 0), for `k < len()`.
+    pub fn seed(&self, k: u64) -> u64 {
+        assert!(k < self.len(), "seed {k} of a campaign of {}", self.len());
+        self.first().expect("a non-empty campaign") + k * self.step()
     }
 }
 
@@ -57,7 +87,10 @@ pub struct Report {
     /// How many of the campaign's seeds (in order) ran: all of them unless a time
     /// budget or `stop_on_first` ended the campaign early.
     pub seeds_run: u64,
+    /// Every failure, by seed, from [`fuzz`] and [`fuzz_for`]; [`fuzz_streamed`] hands
+    /// them to its caller instead and leaves this empty.
     pub failures: Vec<FailureSummary>,
+    pub failure_count: u64,
     pub first_failure_seed: Option<u64>,
     pub events: u64,
     pub sim_ms: u64,
@@ -83,13 +116,35 @@ pub fn fuzz_for(
     on_failure: &(dyn Fn(&Outcome, &Plan) + Sync),
     on_progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Report {
-    let deadline = budget.map(|b| std::time::Instant::now() + b);
-    let seeds = campaign.seeds();
+    let mut failures = Vec::new();
+    let mut report = fuzz_streamed(
+        scenario,
+        campaign,
+        budget,
+        on_failure,
+        on_progress,
+        &mut |f| failures.push(f.clone()),
+    );
+    report.failures = failures;
+    report
+}
+
+/// [`fuzz_for`] in constant memory: each failure's summary goes to `on_summary` in seed
+/// order (what the report would list) and is not kept, nor is any outcome once counted.
+pub fn fuzz_streamed(
+    scenario: &Scenario,
+    campaign: Campaign,
+    budget: Option<std::time::Duration>,
+    on_failure: &(dyn Fn(&Outcome, &Plan) + Sync),
+    on_progress: &(dyn Fn(u64, u64) + Sync),
+    on_summary: &mut (dyn FnMut(&FailureSummary) + Send),
+) -> Report {
+    let deadline = budget.and_then(|b| std::time::Instant::now().checked_add(b));
     let done = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     let claim = || deadline.is_none_or(|d| std::time::Instant::now() < d);
-    let task = |i: usize| {
-        let (outcome, plan) = run_generated(scenario, seeds[i], campaign.swarm);
+    let task = |k: u64| {
+        let (outcome, plan) = run_generated(scenario, campaign.seed(k), campaign.swarm);
         let fails = outcome.violation.is_some();
         if fails {
             failed.fetch_add(1, Ordering::SeqCst);
@@ -99,27 +154,71 @@ pub fn fuzz_for(
         on_progress(n, failed.load(Ordering::SeqCst));
         (outcome, fails)
     };
-    let results = run_ordered(
-        seeds.len(),
-        campaign.jobs,
-        campaign.stop_on_first,
-        &claim,
-        &task,
-    );
     let mut report = Report::default();
-    for (i, o) in results {
+    let mut sink = |k: u64, o: Outcome| {
         report.runs += 1;
-        report.seeds_run = report.seeds_run.max(i as u64 + 1);
+        report.seeds_run = k + 1;
         report.events += o.events;
         report.sim_ms += o.sim_ms;
         if let Some(v) = &o.violation {
+            report.failure_count += 1;
             report.first_failure_seed.get_or_insert(o.seed);
-            report.failures.push(FailureSummary {
+            on_summary(&FailureSummary {
                 seed: o.seed,
                 invariant: v.invariant.clone(),
                 time_ms: v.time.as_ms(),
             });
         }
-    }
+    };
+    run_streamed(
+        campaign.len(),
+        campaign.jobs,
+        campaign.stop_on_first,
+        &claim,
+        &task,
+        &mut sink,
+    );
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Campaign;
+
+    fn campaign(start: u64, end: u64, shard: Option<(u64, u64)>) -> Campaign {
+        Campaign {
+            start,
+            end,
+            jobs: 1,
+            shard,
+            stop_on_first: false,
+            swarm: false,
+        }
+    }
+
+    #[test]
+    fn seeds_are_computed_as_a_filter_would_collect_them() {
+        for (start, end) in [(0, 45), (7, 8), (3, 100), (10, 11)] {
+            for shard in [None, Some((0, 1)), Some((1, 3)), Some((2, 3)), Some((4, 7))] {
+                let c = campaign(start, end, shard);
+                let want: Vec<u64> = (start..end)
+                    .filter(|s| shard.is_none_or(|(i, n)| s % n == i))
+                    .collect();
+                let got: Vec<u64> = (0..c.len()).map(|k| c.seed(k)).collect();
+                assert_eq!(got, want, "{start}..{end} {shard:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn extreme_ranges_and_shards_do_not_overflow() {
+        let c = campaign(0, u64::MAX, None);
+        assert_eq!(c.len(), u64::MAX);
+        assert_eq!(c.seed(u64::MAX - 1), u64::MAX - 1);
+        let c = campaign(0, u64::MAX, Some((u64::MAX - 2, u64::MAX - 1)));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.seed(0), u64::MAX - 2);
+        let c = campaign(u64::MAX - 1, u64::MAX, Some((3, 5)));
+        assert!(c.is_empty());
+    }
 }

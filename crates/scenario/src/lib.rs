@@ -10,6 +10,7 @@
 //! - [`extension`]: users' controllers and invariants as closures, a family built by
 //!   registration (`controllers.custom`).
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
+//! - [`plan`]: a failure file's fault plan checked against its scenario.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`jobs`]: runs spread over threads, results independent of how many.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
@@ -19,6 +20,8 @@
 //! - [`strategies`]: proptest strategies: fault plans and parameter perturbations.
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
 //! - [`chrome`]: Chrome Trace Event JSON of a run, for Perfetto and chrome://tracing.
+//! - [`json`]: strict JSON input: bounded files, one object, no struct as an array.
+//! - [`limits`]: the named maximum of every quantity a user gives, and the safe-name rule.
 //! - [`library`]: the shipped scenarios/ directory, by name.
 //! - [`oracle`]: differential oracles: a run's masked end state against a reference
 //!   run's (faults healed) or another seed's (divergence), with no invariant written.
@@ -34,8 +37,11 @@ pub mod faults;
 pub mod format;
 pub mod fuzz;
 pub mod jobs;
+pub mod json;
 pub mod library;
+pub mod limits;
 pub mod oracle;
+pub mod plan;
 pub mod runner;
 pub mod search;
 pub mod shrink;
