@@ -494,6 +494,15 @@ fn numbers_and_resources_beyond_their_limits_are_usage_errors() {
             with(m, |s| s["seeds"] = json!(u64::MAX)),
             "at .seeds: a seed budget from 1 to",
         ),
+        (
+            with(m, |s| {
+                let sets: Vec<Value> = (0..5_000)
+                    .map(|i| json!({"name": format!("ms-{i}"), "replicas": 1}))
+                    .collect();
+                s["controllers"]["machine_api"]["machine_sets"] = json!(sets);
+            }),
+            "machine_sets: at most 1024 items (LIST_ITEMS_MAX)",
+        ),
     ];
     for (text, needle) in cases {
         let file = sb.input("s.json", &text);

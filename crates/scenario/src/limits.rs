@@ -22,6 +22,10 @@ pub const REPLICAS_MAX: u64 = 64;
 pub const NUMBER_MAX: u64 = 1_000_000_000;
 /// A scenario's seed budget (`seeds`).
 pub const SEED_BUDGET_MAX: u64 = 1_000_000_000;
+/// Items of any list in a scenario (a family's machines, MachineSets, sources): with
+/// [`NODES_MAX`], [`WORKLOAD_ACTIONS_MAX`] and the like, no list makes a world too large
+/// to build.
+pub const LIST_ITEMS_MAX: usize = 1_024;
 /// Nodes in a topology, control plane and workers together.
 pub const NODES_MAX: usize = 64;
 /// Timed user actions in a workload.
@@ -48,12 +52,13 @@ pub const SEARCH_PLANS_MAX: usize = 1_000_000;
 pub const SEARCH_SEEDS_MAX: u64 = 100_000;
 
 /// Every limit by name, for docs/scenario-format.md's table (a test keeps them equal).
-pub const ALL: [(&str, u64); 20] = [
+pub const ALL: [(&str, u64); 21] = [
     ("DURATION_MS_MAX", DURATION_MS_MAX),
     ("TIME_MS_MAX", TIME_MS_MAX),
     ("TIME_SECONDS_MAX", TIME_SECONDS_MAX),
     ("REPLICAS_MAX", REPLICAS_MAX),
     ("NUMBER_MAX", NUMBER_MAX),
+    ("LIST_ITEMS_MAX", LIST_ITEMS_MAX as u64),
     ("SEED_BUDGET_MAX", SEED_BUDGET_MAX),
     ("NODES_MAX", NODES_MAX as u64),
     ("WORKLOAD_ACTIONS_MAX", WORKLOAD_ACTIONS_MAX as u64),
@@ -144,11 +149,22 @@ fn max_for(key: &str) -> (u64, &'static str) {
     }
 }
 
-/// `Err((json path, expected))` at the first whole number of `doc` (a scenario as it
-/// serializes, every family's section included) above the maximum its field's name
-/// implies. The top-level `seeds` is the caller's to bound.
+/// `Err((json path, expected))` at the first whole number of `doc` (a scenario or a plan
+/// as it serializes, every family's section included) above the maximum its field's
+/// name implies, or the first list longer than [`LIST_ITEMS_MAX`]. The top-level
+/// `seeds` is the caller's to bound, and so is a plan's length ([`PLAN_FAULTS_MAX`]).
 pub fn check_numbers(doc: &Value) -> Result<(), (String, String)> {
-    fn walk(v: &Value, path: &mut String, key: &str) -> Result<(), (String, String)> {
+    check_values(doc, LIST_ITEMS_MAX)
+}
+
+/// [`check_numbers`] with lists of at most `list_max` items.
+pub fn check_values(doc: &Value, list_max: usize) -> Result<(), (String, String)> {
+    fn walk(
+        v: &Value,
+        path: &mut String,
+        key: &str,
+        list_max: usize,
+    ) -> Result<(), (String, String)> {
         match v {
             Value::Number(n) => {
                 let (max, name) = max_for(key);
@@ -171,10 +187,23 @@ pub fn check_numbers(doc: &Value) -> Result<(), (String, String)> {
                 Ok(())
             }
             Value::Array(items) => {
+                if items.len() > list_max {
+                    return Err((
+                        if path.is_empty() {
+                            ".".into()
+                        } else {
+                            path.clone()
+                        },
+                        format!(
+                            "at most {list_max} items (LIST_ITEMS_MAX), not {}",
+                            items.len()
+                        ),
+                    ));
+                }
                 for (i, item) in items.iter().enumerate() {
                     let len = path.len();
                     path.push_str(&format!("[{i}]"));
-                    walk(item, path, key)?;
+                    walk(item, path, key, list_max)?;
                     path.truncate(len);
                 }
                 Ok(())
@@ -187,7 +216,7 @@ pub fn check_numbers(doc: &Value) -> Result<(), (String, String)> {
                     let len = path.len();
                     path.push('.');
                     path.push_str(k);
-                    walk(item, path, k)?;
+                    walk(item, path, k, list_max)?;
                     path.truncate(len);
                 }
                 Ok(())
@@ -195,7 +224,7 @@ pub fn check_numbers(doc: &Value) -> Result<(), (String, String)> {
             _ => Ok(()),
         }
     }
-    walk(doc, &mut String::new(), "")
+    walk(doc, &mut String::new(), "", list_max)
 }
 
 #[cfg(test)]
@@ -256,5 +285,7 @@ mod tests {
         assert!(check_numbers(&bad).is_err());
         let bad = json!({"offset_ms": -(TIME_MS_MAX as i64) - 1});
         assert!(check_numbers(&bad).is_err());
+        let long = json!({"machines": vec![json!({}); LIST_ITEMS_MAX + 1]});
+        assert_eq!(check_numbers(&long).unwrap_err().0, ".machines");
     }
 }

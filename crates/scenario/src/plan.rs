@@ -52,7 +52,8 @@ pub fn check(scenario: &Scenario, plan: &Plan, at: &str) -> Result<(), (String, 
         );
     }
     let doc = serde_json::to_value(plan).expect("plans serialize");
-    limits::check_numbers(&doc).map_err(|(p, m)| (format!("{at}{p}"), m))?;
+    limits::check_values(&doc, limits::PLAN_FAULTS_MAX)
+        .map_err(|(p, m)| (format!("{at}{}", p.trim_start_matches('.')), m))?;
     let hosts = scenario.hosts();
     let nodes: Vec<String> = scenario.nodes().cloned().collect();
     for (i, f) in plan.faults.iter().enumerate() {
