@@ -1418,14 +1418,7 @@ fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
                 .ok_or_else(|| bad("shard", "null or `I/N` with I < N"))?,
         ),
     };
-    let campaign = Campaign {
-        start,
-        end,
-        jobs: 1,
-        shard,
-        stop_on_first: false,
-        swarm: false,
-    };
+    let campaign = Campaign::of_seeds(start, end, shard);
     let seeds_run = num("seeds_run").unwrap_or(0);
     if seeds_run > campaign.len() || num("runs") != Some(seeds_run) {
         return Err(bad(

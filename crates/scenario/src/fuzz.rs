@@ -36,6 +36,19 @@ pub struct Campaign {
 }
 
 impl Campaign {
+    /// The seeds `start..end` of `shard`, on one thread, without stopping or swarm: a
+    /// campaign as far as its seeds go (what `merge` checks results against).
+    pub fn of_seeds(start: u64, end: u64, shard: Option<(u64, u64)>) -> Campaign {
+        Campaign {
+            start,
+            end,
+            jobs: 1,
+            shard,
+            stop_on_first: false,
+            swarm: false,
+        }
+    }
+
     /// The first seed of the range in the shard, if any.
     fn first(&self) -> Option<u64> {
         let first = match self.shard {
@@ -186,14 +199,7 @@ mod tests {
     use super::Campaign;
 
     fn campaign(start: u64, end: u64, shard: Option<(u64, u64)>) -> Campaign {
-        Campaign {
-            start,
-            end,
-            jobs: 1,
-            shard,
-            stop_on_first: false,
-            swarm: false,
-        }
+        Campaign::of_seeds(start, end, shard)
     }
 
     #[test]
