@@ -21,7 +21,8 @@
 use crate::scenario::Families;
 use crate::scenario::failure::FailureFile;
 use crate::scenario::fuzz::Campaign;
-use crate::scenario::{Scenario, library, limits, runner};
+use crate::scenario::library::{Library, Source};
+use crate::scenario::{Scenario, limits, runner};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -157,6 +158,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hold each scenario to its expectation over its seed budget (what a CI job calls).
+    Check {
+        /// Scenario files or names of shipped scenarios; none: every scenario `list`
+        /// shows.
+        #[arg(value_name = "SCENARIO")]
+        scenarios: Vec<String>,
+        /// Threads (default: the number of cores); verdicts are the same for any.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Save the failure that breaks a clean scenario's expectation in this directory.
+        #[arg(long, value_name = "DIR")]
+        failures_dir: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Combine the `fuzz --json` results of shards into one result.
     Merge {
         #[arg(required = true, value_name = "RESULT.json")]
@@ -227,23 +243,19 @@ pub fn main_with(families: Families) -> ExitCode {
     run_cli(&families, program)
 }
 
-/// What every command needs: the registry and the program name for replay lines.
+/// What every command needs: the registry, the scenarios it finds by name and the
+/// program name for replay lines.
 struct App<'a> {
     families: &'a Families,
+    library: Library,
     program: &'a str,
 }
 
 impl App<'_> {
     /// A SCENARIO argument (a path or a shipped scenario's name), loaded with the
     /// registry.
-    fn load(&self, arg: &str) -> Result<(PathBuf, Scenario), UsageError> {
-        let path = library::resolve(arg);
-        if !path.exists() {
-            // The library's own error: the file, and where names are looked up.
-            library::load(arg, self.families)?;
-        }
-        let s = Scenario::load(&path, self.families)?;
-        Ok((path, s))
+    fn load(&self, arg: &str) -> Result<(Source, Scenario), UsageError> {
+        Ok(self.library.load(arg, self.families)?)
     }
 
     /// A failure file, checked as a scenario is, and its plan's processes by a run.
@@ -286,6 +298,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
     };
     let app = App {
         families,
+        library: crate::shipped::library(),
         program: program.as_deref().unwrap_or("reconsim"),
     };
     let app = &app;
@@ -395,6 +408,13 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             },
             json,
         ),
+        Command::Check {
+            scenarios,
+            jobs,
+            failures_dir,
+            json,
+        } => jobs_or_cores(jobs)
+            .and_then(|jobs| check(app, &scenarios, jobs, failures_dir.as_deref(), json)),
         Command::Merge { results } => merge(&results),
         Command::Replay {
             failure,
@@ -433,29 +453,80 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
 
 fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
     let mut rows = Vec::new();
-    for path in library::files()? {
-        let s = Scenario::load(&path, app.families)?;
-        rows.push((path, s));
+    for source in app.library.entries()? {
+        let s = app.library.load_source(&source, app.families)?;
+        rows.push((source, s));
     }
     if json {
         let doc: Vec<_> = rows
             .iter()
-            .map(|(p, s)| {
-                json!({"name": s.name, "path": p.display().to_string(), "expect": s.expect.to_string(), "description": s.description})
+            .map(|(source, s)| {
+                let path = match source {
+                    Source::File(p) => p.display().to_string(),
+                    Source::Builtin(name) => format!("scenarios/{name}.json"),
+                };
+                json!({
+                    "name": s.name,
+                    "path": path,
+                    "expect": s.expect.to_string(),
+                    "description": s.description,
+                    "seeds": s.seeds,
+                    "builtin": matches!(source, Source::Builtin(_)),
+                })
             })
             .collect();
         println!("{}", serde_json::to_string(&doc)?);
     } else {
+        let width = rows
+            .iter()
+            .map(|(_, s)| s.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        println!(
+            "{:<width$}  {:<9}  {:>6}  DESCRIPTION",
+            "NAME", "EXPECT", "SEEDS"
+        );
         for (_, s) in &rows {
             println!(
-                "{:<40} expect {:<9} seeds {}",
+                "{:<width$}  {:<9}  {:>6}  {}",
                 s.name,
                 s.expect.to_string(),
-                s.seeds
+                s.seeds,
+                summary(&s.description)
             );
+        }
+        match std::env::var_os(crate::scenario::library::ENV) {
+            Some(d) => println!(
+                "({} scenarios of ${} = {})",
+                rows.len(),
+                crate::scenario::library::ENV,
+                Path::new(&d).display()
+            ),
+            None => println!(
+                "({} scenarios built into this binary; ${} points it at a directory of others)",
+                rows.len(),
+                crate::scenario::library::ENV
+            ),
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A description's first sentence, cut to fit a line.
+fn summary(description: &str) -> String {
+    const WIDTH: usize = 90;
+    let first = description
+        .split(". ")
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('.');
+    if first.chars().count() <= WIDTH {
+        first.to_string()
+    } else {
+        let cut: String = first.chars().take(WIDTH - 3).collect();
+        format!("{cut}...")
+    }
 }
 
 /// The files a run or replay writes besides its report, and whether an existing one
@@ -538,14 +609,15 @@ fn run(
     timeline: bool,
     json: bool,
 ) -> Result<ExitCode, UsageError> {
-    let (path, scenario) = app.load(arg)?;
+    let (source, scenario) = app.load(arg)?;
+    let input = source.path();
     if let Some(c) = out.chrome {
-        check_output(c, Some(&path), out.force, "--chrome-trace")?;
+        check_output(c, input, out.force, "--chrome-trace")?;
     }
-    if let Some(f) = out.save {
+    if let (Some(f), Some(input)) = (out.save, input) {
         // An existing file holding this very failure is fine: checked after the run.
-        if same_file(f, &path) {
-            check_output(f, Some(&path), out.force, "--save-failure")?;
+        if same_file(f, input) {
+            check_output(f, Some(input), out.force, "--save-failure")?;
         }
     }
     let save = out.save;
@@ -1077,6 +1149,186 @@ fn shrink(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One scenario's verdict under `check`.
+struct Verdict {
+    scenario: Scenario,
+    runs: u64,
+    /// The smallest failing seed, and its invariant.
+    failure: Option<(u64, String)>,
+    file: Option<PathBuf>,
+}
+
+impl Verdict {
+    /// Whether the scenario met its expectation.
+    fn holds(&self) -> bool {
+        match self.scenario.expect {
+            crate::scenario::Expect::Violation => self.failure.is_some(),
+            crate::scenario::Expect::Clean => self.failure.is_none(),
+        }
+    }
+}
+
+/// `check`: each scenario's seed budget `0..seeds`, stopping at the first failure (a
+/// buggy variant is caught, or a fixed one is broken), and a verdict per scenario; exit
+/// 0 exactly when every expectation holds.
+fn check(
+    app: &App<'_>,
+    args: &[String],
+    jobs: usize,
+    failures_dir: Option<&Path>,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    // Every scenario is loaded before any runs: a typo fails in a second, not after an
+    // hour of others.
+    let mut scenarios = Vec::new();
+    if args.is_empty() {
+        for source in app.library.entries()? {
+            scenarios.push((
+                source.display(),
+                app.library.load_source(&source, app.families)?,
+            ));
+        }
+    } else {
+        for arg in args {
+            let (_, s) = app.load(arg)?;
+            scenarios.push((arg.clone(), s));
+        }
+    }
+    create_failures_dir(failures_dir)?;
+    let mut verdicts = Vec::new();
+    let mut save_failed = false;
+    for (arg, scenario) in scenarios {
+        let campaign = Campaign {
+            start: 0,
+            end: scenario.seeds,
+            jobs,
+            shard: None,
+            stop_on_first: true,
+            swarm: false,
+        };
+        let saves = std::sync::Mutex::new(Saves::default());
+        let on_failure = |outcome: &runner::Outcome, plan: &crate::scenario::Plan| {
+            // A violation a clean scenario must not have is worth a file; a buggy
+            // variant's expected one is not.
+            let (Some(dir), crate::scenario::Expect::Clean, Some(f)) = (
+                failures_dir,
+                scenario.expect,
+                FailureFile::new(&scenario, plan, outcome),
+            ) else {
+                return;
+            };
+            let path = dir.join(format!("{}-seed-{}.json", scenario.name, outcome.seed));
+            let result = f.save_new(&path);
+            saves
+                .lock()
+                .expect("not poisoned")
+                .record(outcome.seed, &path, result);
+        };
+        let mut failure = None;
+        let report = crate::scenario::fuzz::fuzz_streamed(
+            &scenario,
+            campaign,
+            None,
+            &on_failure,
+            &|_, _| {},
+            &mut |f| {
+                failure.get_or_insert((f.seed, f.invariant.clone()));
+            },
+        );
+        let saves = saves.into_inner().expect("not poisoned");
+        save_failed |= saves.report_errors(app.program);
+        let file = failure
+            .as_ref()
+            .and_then(|(seed, _)| saves.path_of(*seed))
+            .map(Path::to_path_buf);
+        let v = Verdict {
+            scenario,
+            runs: report.runs,
+            failure,
+            file,
+        };
+        if !json {
+            println!("{}", verdict_line(app, &arg, &v));
+        }
+        verdicts.push(v);
+    }
+    let holds = verdicts.iter().filter(|v| v.holds()).count();
+    if json {
+        let rows: Vec<serde_json::Value> = verdicts
+            .iter()
+            .map(|v| {
+                json!({
+                    "scenario": v.scenario.name,
+                    "expect": v.scenario.expect.to_string(),
+                    "holds": v.holds(),
+                    "seeds": format!("0..{}", v.scenario.seeds),
+                    "runs": v.runs,
+                    "first_failure_seed": v.failure.as_ref().map(|(s, _)| s),
+                    "invariant": v.failure.as_ref().map(|(_, i)| i),
+                    "file": v.file.as_ref().map(|p| p.display().to_string()),
+                })
+            })
+            .collect();
+        let doc = json!({
+            "scenarios": rows,
+            "holds": holds == verdicts.len(),
+            "checked": verdicts.len(),
+            "failed": verdicts.len() - holds,
+        });
+        println!("{doc}");
+    } else {
+        println!(
+            "{holds} of {} scenarios hold their expectation{}",
+            verdicts.len(),
+            if holds == verdicts.len() {
+                ""
+            } else {
+                "; see FAIL above"
+            }
+        );
+    }
+    Ok(if save_failed {
+        ExitCode::from(2)
+    } else if holds == verdicts.len() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `ok   NAME  expect ...: what was found` or `FAIL NAME ...` with how to see it.
+fn verdict_line(app: &App<'_>, arg: &str, v: &Verdict) -> String {
+    let s = &v.scenario;
+    let runs = match v.runs {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
+    };
+    let what = match (&s.expect, &v.failure) {
+        (crate::scenario::Expect::Violation, Some((seed, inv))) => {
+            format!("caught: {inv} at seed {seed} ({runs})")
+        }
+        (crate::scenario::Expect::Violation, None) => {
+            format!("NOT caught: no violation in seeds 0..{} ({runs})", s.seeds)
+        }
+        (crate::scenario::Expect::Clean, None) => {
+            format!("held over seeds 0..{} ({runs})", s.seeds)
+        }
+        (crate::scenario::Expect::Clean, Some((seed, inv))) => {
+            let replay = match &v.file {
+                Some(p) => app.replay_command(p),
+                None => format!("{} run {arg} --seed {seed}", app.program),
+            };
+            format!("BROKEN: seed {seed} violates {inv}; replay: {replay}")
+        }
+    };
+    format!(
+        "{} {}  expect {}: {what}",
+        if v.holds() { "ok  " } else { "FAIL" },
+        s.name,
+        s.expect
+    )
 }
 
 /// A progress bar on stderr (runs/s, failures, ETA), only for a person at a terminal:

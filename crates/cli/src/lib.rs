@@ -12,10 +12,26 @@
 //! - [`scenario`]: scenario files, the runner, fuzzing, replay and shrinking; users'
 //!   controllers and invariants as closures register in
 //!   [`scenario::extension::Extensions`], itself a family.
+//! - [`shipped`]: the shipped scenarios, built into the binary.
 //! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
 //!   user's binary with its own controllers ([`cli::main_with`]).
 
 pub mod cli;
+
+/// The shipped scenarios, built into the binary (crates/cli/build.rs), so a copied
+/// `reconsim` lists and runs them anywhere.
+pub mod shipped {
+    use reconsim_scenario::library::Library;
+
+    /// Every `scenarios/*.json` of the workspace as `(name, text)`, sorted by name.
+    pub const SCENARIOS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
+
+    /// The library a binary finds scenario names in: these, unless
+    /// `$RECONSIM_SCENARIOS` names a directory.
+    pub const fn library() -> Library {
+        Library::new(SCENARIOS)
+    }
+}
 
 pub use reconsim_check as check;
 pub use reconsim_family as family;

@@ -1,25 +1,147 @@
-//! The shipped scenarios: `scenarios/*.json` of the workspace, found by name.
+//! Scenarios by name.
 //!
-//! A SCENARIO argument is a path to a file, or the name of a shipped scenario (its file
-//! name without `.json`), looked up in `$RECONSIM_SCENARIOS` if set, else in the
-//! `scenarios/` directory of the source tree reconsim was built from.
+//! A SCENARIO argument is a path to a file (it exists, ends in `.json` or holds a `/`),
+//! or the name of a scenario of a [`Library`]: `$RECONSIM_SCENARIOS/<name>.json` if that
+//! variable is set, else one built into the binary. The `reconsim` binary builds in the
+//! workspace's `scenarios/` (`reconsim::shipped`), so a copied binary lists and runs them
+//! with no source tree beside it; the variable points a binary at other files.
+//!
+//! [`dir`], [`files`] and [`load`] read the source tree's `scenarios/` directly: what the
+//! workspace's own tests and benches hold every shipped scenario to.
 
 use crate::format::{LoadError, Scenario};
 use reconsim_family::Families;
 use std::path::{Path, PathBuf};
 
-/// The directory of shipped scenarios.
+/// The variable that points a binary at a directory of scenarios instead of its own.
+pub const ENV: &str = "RECONSIM_SCENARIOS";
+
+/// Where a scenario's text comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    /// Built into the binary, by name.
+    Builtin(&'static str),
+}
+
+impl Source {
+    /// The file, if it is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Source::File(p) => Some(p),
+            Source::Builtin(_) => None,
+        }
+    }
+
+    /// How errors and `list` name it.
+    pub fn display(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Builtin(name) => format!("scenarios/{name}.json (built in)"),
+        }
+    }
+}
+
+/// The scenarios a binary finds by name: its built-in ones, unless `$RECONSIM_SCENARIOS`
+/// names a directory.
+#[derive(Clone, Copy, Debug)]
+pub struct Library {
+    builtin: &'static [(&'static str, &'static str)],
+}
+
+impl Library {
+    /// A library of these built-in `(name, text)` pairs, sorted by name.
+    pub const fn new(builtin: &'static [(&'static str, &'static str)]) -> Library {
+        Library { builtin }
+    }
+
+    /// The directory `$RECONSIM_SCENARIOS` names, if set.
+    fn env_dir() -> Option<PathBuf> {
+        std::env::var_os(ENV).map(PathBuf::from)
+    }
+
+    /// Where `arg` is; `Err` names what was looked at.
+    pub fn resolve(&self, arg: &str) -> Result<Source, LoadError> {
+        let p = Path::new(arg);
+        if p.exists() || arg.ends_with(".json") || arg.contains('/') {
+            return Ok(Source::File(p.to_path_buf()));
+        }
+        let missing = |looked: String| LoadError {
+            file: arg.to_string(),
+            path: ".".into(),
+            message: format!("no such scenario: `{arg}` is neither a file nor {looked}"),
+        };
+        if let Some(dir) = Self::env_dir() {
+            let file = dir.join(format!("{arg}.json"));
+            if file.exists() {
+                return Ok(Source::File(file));
+            }
+            return Err(missing(format!(
+                "a name in ${ENV} ({}); `reconsim list` shows the names",
+                dir.display()
+            )));
+        }
+        match self.builtin.iter().find(|(name, _)| *name == arg) {
+            Some((name, _)) => Ok(Source::Builtin(name)),
+            None => Err(missing(
+                "the name of a built-in scenario; `reconsim list` shows the names".into(),
+            )),
+        }
+    }
+
+    /// The text of `source`, with the name errors give its file.
+    pub fn text(&self, source: &Source) -> Result<(String, String), LoadError> {
+        match source {
+            Source::File(p) => Ok((p.display().to_string(), crate::json::read_text(p)?)),
+            Source::Builtin(name) => {
+                let (_, text) = self
+                    .builtin
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .expect("a built-in source names a built-in scenario");
+                Ok((source.display(), text.to_string()))
+            }
+        }
+    }
+
+    /// Every scenario `list` shows: the `*.json` of `$RECONSIM_SCENARIOS` if set, sorted,
+    /// else the built-in ones.
+    pub fn entries(&self) -> Result<Vec<Source>, LoadError> {
+        match Self::env_dir() {
+            Some(d) => Ok(json_files(&d)?.into_iter().map(Source::File).collect()),
+            None => Ok(self
+                .builtin
+                .iter()
+                .map(|(name, _)| Source::Builtin(name))
+                .collect()),
+        }
+    }
+
+    /// Load a scenario by path or name; `families` parse its sections.
+    pub fn load(&self, arg: &str, families: &Families) -> Result<(Source, Scenario), LoadError> {
+        let source = self.resolve(arg)?;
+        let s = self.load_source(&source, families)?;
+        Ok((source, s))
+    }
+
+    /// Load the scenario at `source`.
+    pub fn load_source(&self, source: &Source, families: &Families) -> Result<Scenario, LoadError> {
+        let (file, text) = self.text(source)?;
+        Scenario::parse(&file, &text, families)
+    }
+}
+
+/// The source tree's `scenarios/` (or `$RECONSIM_SCENARIOS`).
 pub fn dir() -> PathBuf {
-    match std::env::var_os("RECONSIM_SCENARIOS") {
-        Some(d) => PathBuf::from(d),
+    match Library::env_dir() {
+        Some(d) => d,
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
     }
 }
 
-/// Every shipped scenario file, sorted by name.
-pub fn files() -> Result<Vec<PathBuf>, LoadError> {
-    let d = dir();
-    let entries = std::fs::read_dir(&d).map_err(|e| LoadError {
+/// Every `*.json` of `d`, sorted by name.
+fn json_files(d: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let entries = std::fs::read_dir(d).map_err(|e| LoadError {
         file: d.display().to_string(),
         path: ".".into(),
         message: format!("cannot list the scenarios directory: {e}"),
@@ -32,7 +154,12 @@ pub fn files() -> Result<Vec<PathBuf>, LoadError> {
     Ok(files)
 }
 
-/// Resolve a SCENARIO argument to a file.
+/// Every scenario file of [`dir`], sorted by name.
+pub fn files() -> Result<Vec<PathBuf>, LoadError> {
+    json_files(&dir())
+}
+
+/// Resolve a SCENARIO argument to a file of [`dir`].
 pub fn resolve(arg: &str) -> PathBuf {
     let p = Path::new(arg);
     if p.exists() || arg.ends_with(".json") || arg.contains('/') {
@@ -41,7 +168,7 @@ pub fn resolve(arg: &str) -> PathBuf {
     dir().join(format!("{arg}.json"))
 }
 
-/// Load a scenario by path or name; `families` parse its sections.
+/// Load a scenario by path or by name in [`dir`]; `families` parse its sections.
 pub fn load(arg: &str, families: &Families) -> Result<(PathBuf, Scenario), LoadError> {
     let path = resolve(arg);
     if !path.exists() {

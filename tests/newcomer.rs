@@ -1,0 +1,218 @@
+//! The newcomer's path (issue 17): a copied binary works alone, `check` is what a CI
+//! job calls, and the documented Kubernetes Job runs as written.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_reconsim");
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An empty directory holding `bin/reconsim`, a copy of the binary, and nothing else.
+struct Alone {
+    dir: PathBuf,
+}
+
+impl Alone {
+    fn new(tag: &str) -> Alone {
+        let dir =
+            std::env::temp_dir().join(format!("reconsim-newcomer-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::copy(BIN, dir.join("bin/reconsim")).unwrap();
+        Alone { dir }
+    }
+
+    fn work(&self) -> PathBuf {
+        self.dir.join("work")
+    }
+
+    /// A shell command in `work/`, with the copy first on PATH and no other environment
+    /// than `env`.
+    fn sh(&self, script: &str, env: &[(&str, &str)]) -> Output {
+        let path = format!("{}:/usr/bin:/bin", self.dir.join("bin").display());
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg(script)
+            .current_dir(self.work())
+            .env_clear()
+            .env("PATH", path);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("sh runs")
+    }
+
+    fn reconsim(&self, args: &[&str]) -> Output {
+        Command::new(self.dir.join("bin/reconsim"))
+            .args(args)
+            .current_dir(self.work())
+            .env_remove("RECONSIM_SCENARIOS")
+            .output()
+            .expect("the copy runs")
+    }
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn a_copied_binary_lists_and_runs_the_shipped_scenarios_anywhere() {
+    let a = Alone::new("copy");
+    let out = a.reconsim(&["list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shipped = std::fs::read_dir(root().join("scenarios")).unwrap().count();
+    assert_eq!(
+        rows.as_array().unwrap().len(),
+        shipped,
+        "every shipped scenario"
+    );
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["builtin"] == true)
+    );
+    let out = a.reconsim(&["list"]);
+    let text = stdout(&out);
+    assert!(text.starts_with("NAME "), "a table: {text}");
+    assert!(text.contains("machineapi-no-leader-election"));
+    let out = a.reconsim(&["run", "machineapi-no-leader-election", "--seed", "0"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    // The built-in scenario is the file: the same run through the source tree's file.
+    let json =
+        |args: &[&str]| -> Value { serde_json::from_slice(&a.reconsim(args).stdout).unwrap() };
+    let file = root().join("scenarios/machineapi-no-leader-election.json");
+    assert_eq!(
+        json(&["run", "machineapi-no-leader-election", "--json"])["trace_hash"],
+        json(&["run", file.to_str().unwrap(), "--json"])["trace_hash"]
+    );
+}
+
+#[test]
+fn check_holds_each_scenario_to_its_expectation() {
+    let a = Alone::new("check");
+    let out = a.reconsim(&[
+        "check",
+        "machineapi-no-leader-election",
+        "mco-gc-in-use-and-in-flight",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("ok   machineapi-no-leader-election  expect violation: caught"),
+        "{text}"
+    );
+    assert!(text.contains("2 of 2 scenarios hold"), "{text}");
+    // A buggy variant written down as clean: its expectation breaks, exit 1, and the
+    // failure is saved with the line that replays it.
+    let mut wrong: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("scenarios/machineapi-lease-expiry-pause.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    wrong["expect"] = "clean".into();
+    std::fs::write(a.work().join("wrong.json"), wrong.to_string()).unwrap();
+    let out = a.reconsim(&["check", "wrong.json", "--failures-dir", "f", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["holds"], false);
+    let row = &doc["scenarios"][0];
+    assert_eq!(row["first_failure_seed"], 5);
+    let file = row["file"].as_str().unwrap();
+    assert_eq!(a.reconsim(&["replay", file]).status.code(), Some(0));
+    // A typo in any argument fails before anything runs.
+    let out = a.reconsim(&["check", "machineapi-leader-election", "no-such-scenario"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).is_empty());
+}
+
+/// The lines of the fenced block of `lang` that follows `after` in `doc`.
+fn block<'a>(doc: &'a str, after: &str, lang: &str) -> Vec<&'a str> {
+    let start = doc
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in the doc"));
+    let fence = format!("```{lang}\n");
+    let open = start + doc[start..].find(&fence).unwrap() + fence.len();
+    let close = open + doc[open..].find("```").unwrap();
+    doc[open..close].lines().collect()
+}
+
+#[test]
+fn the_documented_kubernetes_job_runs_as_written() {
+    let doc = std::fs::read_to_string(root().join("docs/campaigns.md")).unwrap();
+    let yaml = block(&doc, "## A Kubernetes Indexed Job", "yaml");
+    // The container's script: the lines under `args: - |`, up to volumeMounts.
+    let from = yaml.iter().position(|l| l.trim() == "- |").unwrap() + 1;
+    let to = yaml
+        .iter()
+        .position(|l| l.trim() == "volumeMounts:")
+        .unwrap();
+    let indent = yaml[from].len() - yaml[from].trim_start().len();
+    let script: String = yaml[from..to]
+        .iter()
+        .map(|l| format!("{}\n", l.get(indent..).unwrap_or("")))
+        .collect();
+    // Its environment, from the spec; SEEDS smaller, to run in a test.
+    let var = |name: &str| -> String {
+        let line = yaml
+            .iter()
+            .find(|l| l.contains(&format!("{{name: {name}, value: ")))
+            .unwrap_or_else(|| panic!("env {name} in the Job"));
+        line.split('"').nth(1).unwrap().to_string()
+    };
+    assert_eq!(var("SEEDS"), "0..1000000");
+    let shards = var("SHARDS");
+    assert!(
+        yaml.iter()
+            .any(|l| l.trim() == format!("completions: {shards}          # N shards"))
+    );
+    let a = Alone::new("job");
+    for index in 0..shards.parse::<u64>().unwrap() {
+        let out = a.sh(
+            &script,
+            &[
+                ("JOB_COMPLETION_INDEX", &index.to_string()),
+                ("SEEDS", "0..48"),
+                ("SHARDS", &shards),
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "shard {index}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let merge = block(&doc, "When every index has succeeded", "sh");
+    assert_eq!(merge.len(), 1);
+    let out = a.sh(merge[0], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(a.work().join("merged.json")).unwrap())
+            .unwrap();
+    assert_eq!(merged["runs"], 48);
+    assert_eq!(merged["complete"], true);
+    assert_eq!(merged["merged"], shards.parse::<u64>().unwrap());
+    // A missing shard is refused.
+    std::fs::remove_file(a.work().join("shard-3.json")).unwrap();
+    let out = a.sh(merge[0], &[]);
+    assert_eq!(out.status.code(), Some(2));
+}
