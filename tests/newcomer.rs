@@ -216,3 +216,70 @@ fn the_documented_kubernetes_job_runs_as_written() {
     let out = a.sh(merge[0], &[]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn variants_extend_a_scenario_and_set_one_field() {
+    let a = Alone::new("variants");
+    let w = a.work();
+    std::fs::write(
+        w.join("slow.json"),
+        r#"{"extends": "machineapi-leader-election", "name": "ml-slow", "net": {"latency_ms": [10, 80]}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        w.join("slow-nle.json"),
+        r#"{"extends": "slow.json", "name": "ml-slow-nle", "expect": "violation", "controllers": {"machine_api": {"variant": "no-leader-election"}}}"#,
+    )
+    .unwrap();
+    // The variant's own fields over its base's, validated as a whole.
+    let out = a.reconsim(&["check", "slow-nle.json", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["scenarios"][0]["scenario"], "ml-slow-nle");
+    // --set gives the same run as the file that says it.
+    let json =
+        |args: &[&str]| -> Value { serde_json::from_slice(&a.reconsim(args).stdout).unwrap() };
+    let by_file = json(&["run", "slow.json", "--json"]);
+    let by_set = json(&[
+        "run",
+        "machineapi-leader-election",
+        "--set",
+        "net.latency_ms=[10,80]",
+        "--json",
+    ]);
+    assert_eq!(by_file["trace_hash"], by_set["trace_hash"]);
+    // The replay line a run prints repeats its --set, and runs as printed.
+    let out = a.reconsim(&[
+        "run",
+        "machineapi-leader-election",
+        "--set",
+        "controllers.machine_api.variant=no-leader-election",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .last()
+        .unwrap()
+        .trim_start()
+        .strip_prefix("replay: ")
+        .unwrap();
+    let out = a.sh(line, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("VIOLATION of no_duplicate_machines"));
+    // Errors name the field.
+    let out = a.reconsim(&["run", "machineapi-leader-election", "--set", "net.bogus=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at .net.bogus: unknown field"));
+    std::fs::write(w.join("anon.json"), r#"{"extends": "slow.json"}"#).unwrap();
+    let out = a.reconsim(&["run", "anon.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("anon.json: at .name: a name of its own")
+    );
+}

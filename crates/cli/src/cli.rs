@@ -22,6 +22,7 @@ use crate::scenario::Families;
 use crate::scenario::failure::FailureFile;
 use crate::scenario::fuzz::Campaign;
 use crate::scenario::library::{Library, Source};
+use crate::scenario::variants::Set;
 use crate::scenario::{Scenario, limits, runner};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::json;
@@ -67,6 +68,10 @@ enum Command {
         /// Replace existing output files.
         #[arg(long)]
         force: bool,
+        /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
+        /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -96,6 +101,10 @@ enum Command {
         /// generators (at least one), so one mix of faults cannot mask another's bugs.
         #[arg(long)]
         swarm: bool,
+        /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
+        /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -155,6 +164,10 @@ enum Command {
         /// seen is not explored again. `--max-plans` bounds the whole tree.
         #[arg(long, value_name = "DEPTH", value_parser = clap::value_parser!(u64).range(1..=8))]
         exhaustive: Option<u64>,
+        /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
+        /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -170,6 +183,10 @@ enum Command {
         /// Save the failure that breaks a clean scenario's expectation in this directory.
         #[arg(long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
+        /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
+        /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -214,6 +231,33 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The command's `--set`s, parsed.
+    fn sets(&self) -> Result<Vec<Set>, String> {
+        let raw = match self {
+            Command::Run { sets, .. }
+            | Command::Fuzz { sets, .. }
+            | Command::Search { sets, .. }
+            | Command::Check { sets, .. } => sets.as_slice(),
+            _ => &[],
+        };
+        raw.iter()
+            .map(|s| crate::scenario::variants::parse_set(s))
+            .collect()
+    }
+}
+
+/// `word` as a POSIX shell reads it back: as it is when it holds only safe characters,
+/// else in single quotes.
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// A user error: printed on one line, exit code 2.
 struct UsageError(String);
 
@@ -249,13 +293,15 @@ struct App<'a> {
     families: &'a Families,
     library: Library,
     program: &'a str,
+    /// The command's `--set`s, applied to every scenario it loads.
+    sets: Vec<Set>,
 }
 
 impl App<'_> {
     /// A SCENARIO argument (a path or a shipped scenario's name), loaded with the
     /// registry.
     fn load(&self, arg: &str) -> Result<(Source, Scenario), UsageError> {
-        Ok(self.library.load(arg, self.families)?)
+        Ok(self.library.load_with(arg, self.families, &self.sets)?)
     }
 
     /// A failure file, checked as a scenario is, and its plan's processes by a run.
@@ -263,6 +309,17 @@ impl App<'_> {
         let f = FailureFile::load(path, self.families)?;
         f.check_targets(&path.display().to_string())?;
         Ok(f)
+    }
+
+    /// The command that runs `seed` of the scenario `arg` again, with this command's
+    /// `--set`s, for people.
+    fn run_command(&self, arg: &str, seed: u64) -> String {
+        let mut line = format!("{} run {} --seed {seed}", self.program, shell_word(arg));
+        for set in &self.sets {
+            let spec = format!("{}={}", set.path.trim_start_matches('.'), set.value);
+            line.push_str(&format!(" --set {}", shell_word(&spec)));
+        }
+        line
     }
 
     /// The command that replays a failure file, for people.
@@ -296,10 +353,18 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
         }
     };
+    let sets = match cli.command.sets() {
+        Ok(sets) => sets,
+        Err(msg) => {
+            eprintln!("{}: error: {msg}", program.as_deref().unwrap_or("reconsim"));
+            return ExitCode::from(2);
+        }
+    };
     let app = App {
         families,
         library: crate::shipped::library(),
         program: program.as_deref().unwrap_or("reconsim"),
+        sets,
     };
     let app = &app;
     let result = match cli.command {
@@ -312,6 +377,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             chrome_trace,
             force,
             json,
+            sets: _,
         } => run(
             app,
             &scenario,
@@ -339,6 +405,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             coverage,
             exhaustive,
             json,
+            sets: _,
         } => jobs_or_cores(jobs).and_then(|jobs| {
             let (start, end) = parse_seeds(&seeds)?;
             if end - start > limits::SEARCH_SEEDS_MAX {
@@ -394,6 +461,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             time_budget,
             swarm,
             json,
+            sets: _,
         } => fuzz_cmd(
             app,
             &scenario,
@@ -413,6 +481,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             jobs,
             failures_dir,
             json,
+            sets: _,
         } => jobs_or_cores(jobs)
             .and_then(|jobs| check(app, &scenarios, jobs, failures_dir.as_deref(), json)),
         Command::Merge { results } => merge(&results),
@@ -655,9 +724,9 @@ fn run(
         };
         if !written.map_err(cannot)? {
             return Err(UsageError(format!(
-                "{}: --save-failure: the file exists and holds another failure; choose another path, or add --force to replace it (replay this one with `{} run {arg} --seed {seed}`)",
+                "{}: --save-failure: the file exists and holds another failure; choose another path, or add --force to replace it (replay this one with `{}`)",
                 path.display(),
-                app.program
+                app.run_command(arg, seed)
             )));
         }
     }
@@ -702,7 +771,7 @@ fn run(
                         p.display(),
                         app.replay_command(p)
                     ),
-                    None => println!("  replay: {} run {arg} --seed {seed}", app.program),
+                    None => println!("  replay: {}", app.run_command(arg, seed)),
                 }
             }
         }
@@ -994,7 +1063,7 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
             // A replay line only for a file that is there; else the run that finds it.
             match &first_file {
                 Some(p) => println!("  replay: {}", app.replay_command(Path::new(p))),
-                None => println!("  replay: {} run {arg} --seed {seed}", app.program),
+                None => println!("  replay: {}", app.run_command(arg, seed)),
             }
         }
     }
@@ -1318,7 +1387,7 @@ fn verdict_line(app: &App<'_>, arg: &str, v: &Verdict) -> String {
         (crate::scenario::Expect::Clean, Some((seed, inv))) => {
             let replay = match &v.file {
                 Some(p) => app.replay_command(p),
-                None => format!("{} run {arg} --seed {seed}", app.program),
+                None => app.run_command(arg, *seed),
             };
             format!("BROKEN: seed {seed} violates {inv}; replay: {replay}")
         }

@@ -447,10 +447,45 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
 }
 
 impl Scenario {
-    /// Read and validate a scenario file whose sections `families` parse.
+    /// Read and validate a scenario file whose sections `families` parse; a base it
+    /// `extends` is a path relative to it or a name in [`crate::library::dir`].
     pub fn load(path: &Path, families: &Families) -> Result<Scenario, LoadError> {
         let text = crate::json::read_text(path)?;
-        Self::parse(&path.display().to_string(), &text, families)
+        let resolve = |name: &str, from: Option<&Path>| crate::library::base_in_dir(name, from);
+        Self::parse_with(
+            &path.display().to_string(),
+            &text,
+            Some(path),
+            families,
+            &resolve,
+            &[],
+        )
+    }
+
+    /// [`Scenario::parse`] of a file that may extend another (found by `resolve`), with
+    /// `sets` applied ([`crate::variants`]); `path` is where the file is, if it is one.
+    pub fn parse_with(
+        file: &str,
+        text: &str,
+        path: Option<&Path>,
+        families: &Families,
+        resolve: &crate::variants::Resolve<'_>,
+        sets: &[crate::variants::Set],
+    ) -> Result<Scenario, LoadError> {
+        let input: Value = crate::json::parse_object(file, text, "a scenario")?;
+        if !crate::variants::extends(&input) && sets.is_empty() {
+            // The plain route keeps serde's line and column in its errors.
+            return Self::parse(file, text, families);
+        }
+        let mut doc = crate::variants::expand(file, input, path, resolve)?;
+        for set in sets {
+            crate::variants::apply_set(&mut doc, set).map_err(|message| LoadError {
+                file: file.to_string(),
+                path: set.path.clone(),
+                message,
+            })?;
+        }
+        Self::from_value(file, "", &doc, families)
     }
 
     /// Parse and validate scenario JSON; `file` names it in errors.
@@ -470,7 +505,7 @@ impl Scenario {
         if !value.is_object() {
             return Err(LoadError {
                 file: file.to_string(),
-                path: at.to_string(),
+                path: if at.is_empty() { "." } else { at }.to_string(),
                 message: "a JSON object (a scenario)".into(),
             });
         }
@@ -479,6 +514,7 @@ impl Scenario {
             LoadError {
                 file: file.to_string(),
                 path: match inner.as_str() {
+                    "" | "." if at.is_empty() => ".".to_string(),
                     "" | "." => at.to_string(),
                     p => format!("{at}.{p}"),
                 },

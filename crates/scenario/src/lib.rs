@@ -25,6 +25,7 @@
 //! - [`library`]: the shipped scenarios/ directory, by name.
 //! - [`oracle`]: differential oracles: a run's masked end state against a reference
 //!   run's (faults healed) or another seed's (divergence), with no invariant written.
+//! - [`variants`]: a scenario that `extends` another, and `--set` of one field.
 //! - [`timeline`]: a readable timeline of a run, from its full trace.
 
 pub mod build;
@@ -47,6 +48,7 @@ pub mod search;
 pub mod shrink;
 pub mod strategies;
 pub mod timeline;
+pub mod variants;
 
 pub use extension::Extensions;
 pub use format::{Expect, LoadError, Plan, Scenario};

@@ -10,6 +10,7 @@
 //! workspace's own tests and benches hold every shipped scenario to.
 
 use crate::format::{LoadError, Scenario};
+use crate::variants::{Base, Set};
 use reconsim_family::Families;
 use std::path::{Path, PathBuf};
 
@@ -119,16 +120,74 @@ impl Library {
 
     /// Load a scenario by path or name; `families` parse its sections.
     pub fn load(&self, arg: &str, families: &Families) -> Result<(Source, Scenario), LoadError> {
+        self.load_with(arg, families, &[])
+    }
+
+    /// [`Library::load`] with `--set`s applied ([`crate::variants`]).
+    pub fn load_with(
+        &self,
+        arg: &str,
+        families: &Families,
+        sets: &[Set],
+    ) -> Result<(Source, Scenario), LoadError> {
         let source = self.resolve(arg)?;
-        let s = self.load_source(&source, families)?;
+        let s = self.load_source_with(&source, families, sets)?;
         Ok((source, s))
     }
 
     /// Load the scenario at `source`.
     pub fn load_source(&self, source: &Source, families: &Families) -> Result<Scenario, LoadError> {
-        let (file, text) = self.text(source)?;
-        Scenario::parse(&file, &text, families)
+        self.load_source_with(source, families, &[])
     }
+
+    fn load_source_with(
+        &self,
+        source: &Source,
+        families: &Families,
+        sets: &[Set],
+    ) -> Result<Scenario, LoadError> {
+        let (file, text) = self.text(source)?;
+        let resolve = |name: &str, from: Option<&Path>| self.base(name, from);
+        Scenario::parse_with(&file, &text, source.path(), families, &resolve, sets)
+    }
+
+    /// The base a scenario `extends`: a path (relative to the extending file), or a name
+    /// of this library.
+    pub fn base(&self, name: &str, from: Option<&Path>) -> Result<Base, LoadError> {
+        let source = match relative_path(name, from) {
+            Some(p) => Source::File(p),
+            None => self.resolve(name)?,
+        };
+        let (file, text) = self.text(&source)?;
+        Ok(Base {
+            file,
+            text,
+            path: source.path().map(Path::to_path_buf),
+        })
+    }
+}
+
+/// `name` as a path relative to the directory of `from`, if it is written as a path.
+fn relative_path(name: &str, from: Option<&Path>) -> Option<PathBuf> {
+    if !(name.ends_with(".json") || name.contains('/')) {
+        return None;
+    }
+    let p = Path::new(name);
+    Some(match from.and_then(Path::parent) {
+        Some(dir) if p.is_relative() => dir.join(p),
+        _ => p.to_path_buf(),
+    })
+}
+
+/// The base a scenario file `extends` when no library is at hand ([`Scenario::load`]): a
+/// path relative to the file, or a name in [`dir`].
+pub fn base_in_dir(name: &str, from: Option<&Path>) -> Result<Base, LoadError> {
+    let path = relative_path(name, from).unwrap_or_else(|| resolve(name));
+    Ok(Base {
+        file: path.display().to_string(),
+        text: crate::json::read_text(&path)?,
+        path: Some(path),
+    })
 }
 
 /// The source tree's `scenarios/` (or `$RECONSIM_SCENARIOS`).

@@ -52,7 +52,7 @@ pub const SEARCH_PLANS_MAX: usize = 1_000_000;
 pub const SEARCH_SEEDS_MAX: u64 = 100_000;
 
 /// Every limit by name, for docs/scenario-format.md's table (a test keeps them equal).
-pub const ALL: [(&str, u64); 21] = [
+pub const ALL: [(&str, u64); 22] = [
     ("DURATION_MS_MAX", DURATION_MS_MAX),
     ("TIME_MS_MAX", TIME_MS_MAX),
     ("TIME_SECONDS_MAX", TIME_SECONDS_MAX),
@@ -74,7 +74,11 @@ pub const ALL: [(&str, u64); 21] = [
     ("SEARCH_SEEDS_MAX", SEARCH_SEEDS_MAX),
     ("EVENTS_PER_RUN_MAX", EVENTS_PER_RUN_MAX),
     ("ALTERNATIVE_NAMES_MAX", ALTERNATIVE_NAMES_MAX as u64),
+    ("EXTENDS_DEPTH_MAX", EXTENDS_DEPTH_MAX as u64),
 ];
+
+/// Scenarios extending one another in one chain (`extends`, crate::variants).
+pub const EXTENDS_DEPTH_MAX: usize = 8;
 
 /// Events one run handles before it stops as a livelock (the kernel's `max_events`;
 /// the run reports the invariant `event_budget`).
