@@ -34,7 +34,9 @@ use std::time::Instant;
 #[command(
     name = "reconsim",
     version,
-    about = "Deterministic simulation of Kubernetes reconciler races"
+    about = "Deterministic simulation of Kubernetes reconciler races",
+    long_about = "Deterministic simulation of Kubernetes reconciler races: controllers run against a simulated API server, cloud and kubelets on a seeded scheduler that injects partitions, lease expiry, pauses and crashes. One seed is one exact history, so every failure replays.\n\nA SCENARIO is a scenario file (a path) or the name of a shipped scenario (`reconsim list`); shipped scenarios are built into the binary, and $RECONSIM_SCENARIOS points it at a directory of others. A FAILURE is a failure file written by run --save-failure, fuzz/search --failures-dir or shrink. Every command takes --json and then prints exactly one JSON document on stdout.",
+    after_help = "Examples:\n  reconsim fuzz machineapi-no-leader-election --failures-dir failures\n  reconsim replay failures/machineapi-no-leader-election-seed-0.json --timeline\n  reconsim check machineapi-no-leader-election machineapi-leader-election\n\nExit codes: 0 every invariant held; 1 a violation was found (or a replay did not reproduce, or an expectation broke); 2 bad usage or bad input."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -43,15 +45,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the shipped scenarios.
+    /// List the shipped scenarios: name, expectation, seed budget, description.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim list\n  RECONSIM_SCENARIOS=my-scenarios reconsim list --json\n\n",
+        "Exit codes: 0 listed; 2 a scenario does not load."
+    ))]
     List {
+        /// Print `[{"name","path","expect","description","seeds","builtin"}]`.
         #[arg(long)]
         json: bool,
     },
-    /// Run one seed of a scenario.
+    /// Run one seed of a scenario and check its invariants after every event.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim run machineapi-no-leader-election --seed 1 --timeline\n  reconsim run my-scenario.json --seed 7 --save-failure seed-7.json --set net.latency_ms=[1,50]\n\n",
+        "Exit codes: 0 every invariant held; 1 a violation was found; 2 bad usage or bad input."
+    ))]
     Run {
-        /// A scenario file, or the name of a shipped scenario.
+        /// A scenario file, or the name of a shipped scenario (`reconsim list`).
         scenario: String,
+        /// The seed: it draws the fault plan and every latency and delay of the run.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Write a failure file here if an invariant is violated (an existing file
@@ -72,25 +84,34 @@ enum Command {
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        /// Print `{"scenario","seed","outcome","invariant","time_ms","events","sim_ms","wall_ms","trace_hash",...}`.
         #[arg(long)]
         json: bool,
     },
-    /// Run a scenario over a range of seeds.
+    /// Run a scenario over a range of seeds, on every core; results do not depend on
+    /// --jobs.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim fuzz machineapi-no-leader-election --failures-dir failures\n  reconsim fuzz machineapi-leader-election --seeds 0..1000000 --shard 3/16 --time-budget 30m --json > shard-3.json\n\n",
+        "Exit codes: 0 every seed held; 1 some seed violated an invariant; 2 bad usage or bad input, or a failure file that could not be written."
+    ))]
     Fuzz {
+        /// A scenario file, or the name of a shipped scenario (`reconsim list`).
         scenario: String,
         /// Seeds `A..B` (B excluded); default: the scenario's seed budget `0..seeds`.
         #[arg(long, value_name = "A..B")]
         seeds: Option<String>,
-        /// Threads (default: the number of cores).
+        /// Threads (default: the number of cores; at most 256).
         #[arg(long)]
         jobs: Option<usize>,
-        /// Run only the seeds `s` with `s % N == I`.
+        /// Run only the seeds `s` with `s % N == I` (one shard of a campaign; `merge`
+        /// combines the shards' --json results).
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
         /// Stop at the smallest failing seed.
         #[arg(long)]
         stop_on_first: bool,
-        /// Save a failure file per failing seed in this directory.
+        /// Save a failure file per failing seed in this directory (never over a
+        /// different failure: that one goes beside it, named with its trace hash).
         #[arg(long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
         /// Stop claiming seeds after this much wall time (e.g. 60s, 5m, 1h); the seeds
@@ -105,6 +126,7 @@ enum Command {
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        /// Print `{"scenario","runs","failures":[{"seed","invariant","time_ms"}],"first_failure_seed","events","sim_ms","wall_ms",...}`, the failures streamed as found.
         #[arg(long)]
         json: bool,
     },
@@ -112,7 +134,12 @@ enum Command {
     /// its decision points (crash right after a write, lose an answer, pause before a
     /// renewal, delay or drop a watch event, the scenario's own faults at an event),
     /// then pairs of them. Every failure is an ordinary failure file.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim search machineapi-leader-election --stop-on-first --failures-dir failures\n  reconsim search kcp-upgrade-waits-for-deletion-1 --exhaustive 2 --max-plans 700 --json\n\n",
+        "Exit codes: 0 no plan found a failure; 1 a plan (or a reference run) violated an invariant; 2 bad usage or bad input, or a failure file that could not be written."
+    ))]
     Search {
+        /// A scenario file, or the name of a shipped scenario (`reconsim list`).
         scenario: String,
         /// Reference seeds `A..B` (B excluded): a reference run per seed, and its plans
         /// (each runs with its reference's seed).
@@ -168,10 +195,17 @@ enum Command {
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        /// Print `{"scenario","seeds","references":[...],"failures":[{"seed","plan","description","invariant","time_ms","file"}],"first_failure",...}`.
         #[arg(long)]
         json: bool,
     },
-    /// Hold each scenario to its expectation over its seed budget (what a CI job calls).
+    /// Hold each scenario to its expectation over its seed budget (what a CI job calls):
+    /// a `violation` scenario must fail on some seed of `0..seeds`, a `clean` one on
+    /// none.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim check my-buggy.json my-fixed.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n\n",
+        "Exit codes: 0 every expectation held; 1 some expectation broke (its line says FAIL); 2 bad usage or bad input."
+    ))]
     Check {
         /// Scenario files or names of shipped scenarios; none: every scenario `list`
         /// shows.
@@ -187,16 +221,34 @@ enum Command {
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        /// Print `{"scenarios":[{"scenario","expect","holds","seeds","runs","first_failure_seed","invariant","file"}],"holds","checked","failed"}`.
         #[arg(long)]
         json: bool,
     },
-    /// Combine the `fuzz --json` results of shards into one result.
+    /// Combine the `fuzz --json` results of shards into the result of the whole
+    /// campaign, refusing duplicate, overlapping or missing shards.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim merge shard-*.json > merged.json\n  reconsim merge a.json b.json --json\n\n",
+        "Exit codes: 0 no shard found a violation; 1 some did; 2 bad input (a shard missing, given twice or overlapping, another scenario)."
+    ))]
     Merge {
+        /// `reconsim fuzz --json` results: the shards I/N of one range, or ranges that
+        /// follow one another.
         #[arg(required = true, value_name = "RESULT.json")]
         results: Vec<PathBuf>,
+        /// The merged result is JSON either way (the flag is accepted like every
+        /// command's).
+        #[arg(long)]
+        json: bool,
     },
-    /// Minimise a failure's fault plan while the same invariant still fails.
+    /// Minimise a failure's fault plan while the same invariant still fails; the input
+    /// must replay first, and the output is replayed before it is written.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim shrink failures/machineapi-lease-expiry-pause-seed-5.json -o small.json\n  reconsim shrink big.json -o small.json --max-runs 200 --force --json\n\n",
+        "Exit codes: 0 shrunk and saved; 1 the input does not reproduce (nothing written); 2 bad usage or bad input (the output exists, or is the input)."
+    ))]
     Shrink {
+        /// A failure file (run --save-failure, fuzz or search --failures-dir).
         failure: PathBuf,
         /// Where to write the smaller failure file.
         #[arg(short = 'o', long = "output", value_name = "SMALLER.json")]
@@ -207,13 +259,31 @@ enum Command {
         /// Replace the output file if it exists (never the input).
         #[arg(long)]
         force: bool,
+        /// Print `{"reproduced","verified","faults_before","faults_after","runs","budget_exhausted","invariant","trace_hash","output"}`.
         #[arg(long)]
         json: bool,
     },
     /// Explain a failure: the faults, and what led to the violation, object by object.
-    Explain { failure: PathBuf },
-    /// Re-run a failure file and check it fails the same way.
+    /// It replays first: a failure that no longer happens is not explained.
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim explain small.json\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-21.json --json\n\n",
+        "Exit codes: 0 explained; 1 the failure does not reproduce; 2 bad usage or bad input."
+    ))]
+    Explain {
+        /// A failure file (run --save-failure, fuzz or search --failures-dir, shrink).
+        failure: PathBuf,
+        /// Print `{"reproduced","headline","faults","objects","lines"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-run a failure file and check it fails the same way (the same invariant and
+    /// the same trace hash).
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim replay small.json --timeline\n  reconsim replay small.json --chrome-trace trace.json   # open in ui.perfetto.dev\n\n",
+        "Exit codes: 0 reproduced; 1 not reproduced; 2 bad usage or bad input (a plan naming a host or process the world lacks)."
+    ))]
     Replay {
+        /// A failure file (run --save-failure, fuzz or search --failures-dir, shrink).
         failure: PathBuf,
         /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here (a new
         /// file, unless --force).
@@ -226,6 +296,7 @@ enum Command {
         /// Replace an existing Chrome trace file.
         #[arg(long)]
         force: bool,
+        /// Print `{"reproduced","same_violation","trace_hash","invariant","expected_trace_hash","expected_invariant","time_ms"}`.
         #[arg(long)]
         json: bool,
     },
@@ -484,7 +555,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             sets: _,
         } => jobs_or_cores(jobs)
             .and_then(|jobs| check(app, &scenarios, jobs, failures_dir.as_deref(), json)),
-        Command::Merge { results } => merge(&results),
+        Command::Merge { results, json: _ } => merge(&results),
         Command::Replay {
             failure,
             chrome_trace,
@@ -502,7 +573,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             timeline && !json,
             json,
         ),
-        Command::Explain { failure } => explain(app, &failure),
+        Command::Explain { failure, json } => explain(app, &failure, json),
         Command::Shrink {
             failure,
             output,
@@ -1076,23 +1147,43 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
     })
 }
 
-fn explain(app: &App<'_>, path: &Path) -> Result<ExitCode, UsageError> {
+fn explain(app: &App<'_>, path: &Path, json: bool) -> Result<ExitCode, UsageError> {
     let f = app.load_failure(path)?;
     // Explain first replays: a file whose scenario or invariant was edited since must
     // not be explained by some other failure.
     let r = f.replay(crate::sim::TraceMode::Hash);
-    if !r.reproduced {
-        println!("{}", not_reproduced(&f, &r));
-        println!("  nothing to explain: the file's failure does not happen any more");
-        return Ok(ExitCode::from(1));
-    }
-    let Some(e) = crate::scenario::explain::explain(&f) else {
-        println!(
-            "NOT reproduced: {} seed {} no longer violates {}; nothing to explain",
-            f.scenario.name, f.seed, f.invariant
-        );
+    let e = if r.reproduced {
+        crate::scenario::explain::explain(&f)
+    } else {
+        None
+    };
+    let Some(e) = e else {
+        if json {
+            let doc = json!({
+                "reproduced": false,
+                "invariant": r.invariant,
+                "trace_hash": r.trace_hash,
+                "expected_invariant": f.invariant,
+                "expected_trace_hash": f.trace_hash,
+            });
+            println!("{doc}");
+        } else {
+            println!("{}", not_reproduced(&f, &r));
+            println!("  nothing to explain: the file's failure does not happen any more");
+        }
         return Ok(ExitCode::from(1));
     };
+    if json {
+        let doc = json!({
+            "reproduced": true,
+            "headline": e.headline,
+            "faults": e.faults,
+            "objects": e.objects,
+            "lines": e.lines,
+        });
+        println!("{doc}");
+        return Ok(ExitCode::SUCCESS);
+    }
     println!("{}", e.headline);
     println!("faults: {}", e.faults);
     println!("what led to it ({}):", e.objects.join(", "));
@@ -2014,4 +2105,57 @@ fn replay(
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// Help that teaches: every argument described, two examples and the exit codes on
+    /// every command, `--json` on every command.
+    #[test]
+    fn every_command_describes_every_argument_and_shows_examples() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            let name = sub.get_name();
+            for arg in sub.get_arguments() {
+                assert!(
+                    arg.get_help().is_some() || arg.get_long_help().is_some(),
+                    "{name} {} has no help text",
+                    arg.get_id()
+                );
+            }
+            assert!(
+                sub.get_arguments().any(|a| a.get_id() == "json"),
+                "{name} takes no --json"
+            );
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let examples = after
+                .lines()
+                .filter(|l| l.starts_with("  reconsim ") || l.starts_with("  RECONSIM_"))
+                .count();
+            assert!(examples >= 2, "{name} shows {examples} examples: {after}");
+            assert!(after.contains("Exit codes: 0 "), "{name}: {after}");
+        }
+    }
+
+    #[test]
+    fn shell_words_read_back_as_written() {
+        assert_eq!(
+            super::shell_word("net.latency_ms=[1,50]"),
+            "'net.latency_ms=[1,50]'"
+        );
+        assert_eq!(super::shell_word("a-b_c.json"), "a-b_c.json");
+        assert_eq!(super::shell_word("it's"), "'it'\\''s'");
+        assert_eq!(super::shell_word(""), "''");
+    }
 }
