@@ -109,8 +109,12 @@ fn a_saved_failure_replays_to_the_same_hash() {
     assert_eq!(human.status.code(), Some(0));
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
-        text.trim_end()
-            .ends_with(&format!("replay: reconsim replay {}", file.display()))
+        text.trim_end().ends_with(&format!(
+            "replay: {} replay {}",
+            env!("CARGO_BIN_EXE_reconsim"),
+            file.display()
+        )),
+        "replay lines start the binary as it was started: {text}"
     );
     let out = reconsim(&["replay", file.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0));
@@ -202,7 +206,8 @@ fn fuzz_saves_a_failure_file_per_failing_seed() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let last = text.trim_end().lines().last().unwrap();
-    assert!(last.starts_with("  replay: reconsim replay "), "{text}");
+    let start = format!("  replay: {} replay ", env!("CARGO_BIN_EXE_reconsim"));
+    assert!(last.starts_with(&start), "{text}");
     let files = std::fs::read_dir(&dir).unwrap().count();
     assert!(files >= 1);
 }

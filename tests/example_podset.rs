@@ -288,7 +288,10 @@ fn the_example_binary_fuzzes_and_replays_its_own_failures() {
     let text = stdout(&out);
     assert!(text.contains("podset_max_pods"), "{text}");
     let last = text.lines().last().unwrap_or_default();
-    assert!(last.starts_with("  replay: podset run "), "{text}");
+    assert!(
+        last.starts_with("  replay: ") && last.contains("podset run "),
+        "{text}"
+    );
     let first: u64 = last
         .rsplit_once(" --seed ")
         .and_then(|(_, s)| s.parse().ok())

@@ -225,14 +225,16 @@ fn a_failure_that_cannot_be_saved_is_an_error_with_no_replay_line_for_it() {
     ]));
     expect_usage_error(&r, "cannot write the failure file");
     assert!(
-        !r.stdout
-            .contains("replay: reconsim replay out/machineapi-lease-expiry-pause-seed-5"),
+        !r.stdout.contains(&format!(
+            "replay: {BIN} replay out/machineapi-lease-expiry-pause-seed-5"
+        )),
         "{}",
         r.stdout
     );
     assert!(
-        r.stdout
-            .contains("replay: reconsim run machineapi-lease-expiry-pause --seed 5"),
+        r.stdout.contains(&format!(
+            "replay: {BIN} run machineapi-lease-expiry-pause --seed 5"
+        )),
         "{}",
         r.stdout
     );

@@ -283,3 +283,37 @@ fn variants_extend_a_scenario_and_set_one_field() {
         String::from_utf8_lossy(&out.stderr).contains("anon.json: at .name: a name of its own")
     );
 }
+
+/// The README's commands, as printed, with `reconsim` on PATH as its install step puts
+/// it there: each exits 0 or 1 (1 is a found violation), in order, in an empty directory.
+#[test]
+fn the_readme_commands_run_as_printed() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let a = Alone::new("readme");
+    let mut ran = 0;
+    for after in ["To have `reconsim` on your PATH", "Then:"] {
+        let lines = block(&readme, after, "sh");
+        for line in lines {
+            if line.starts_with('#') || line.trim().is_empty() || line.starts_with("cargo ") {
+                continue;
+            }
+            let out = a.sh(line, &[]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0 | 1)) && !err.contains("error"),
+                "`{line}` exited {:?}: {err}",
+                out.status.code()
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 10, "{ran} commands");
+    // What they wrote went where they said: failures/ and out/, which .gitignore covers.
+    for dir in ["failures", "out"] {
+        assert!(a.work().join(dir).is_dir(), "{dir}/");
+    }
+    let ignore = std::fs::read_to_string(root().join(".gitignore")).unwrap();
+    for dir in ["/failures", "/out"] {
+        assert!(ignore.lines().any(|l| l == dir), ".gitignore lacks {dir}");
+    }
+}

@@ -250,9 +250,10 @@ enum Command {
     Shrink {
         /// A failure file (run --save-failure, fuzz or search --failures-dir).
         failure: PathBuf,
-        /// Where to write the smaller failure file.
+        /// Where to write the smaller failure file (default: `out/<input's name>-small.json`,
+        /// in the folder .gitignore covers).
         #[arg(short = 'o', long = "output", value_name = "SMALLER.json")]
-        output: PathBuf,
+        output: Option<PathBuf>,
         /// At most this many simulation runs.
         #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=reconsim_scenario::limits::SHRINK_RUNS_MAX))]
         max_runs: u64,
@@ -318,6 +319,15 @@ impl Command {
     }
 }
 
+/// How to start this binary again from where it was started: the path or name it was
+/// started by (`target/release/reconsim` under `cargo run`, `reconsim` from PATH).
+fn invocation(name: &str) -> String {
+    match std::env::args_os().next() {
+        Some(a) if !a.is_empty() => shell_word(&a.to_string_lossy()),
+        _ => name.to_string(),
+    }
+}
+
 /// `word` as a POSIX shell reads it back: as it is when it holds only safe characters,
 /// else in single quotes.
 fn shell_word(word: &str) -> String {
@@ -344,8 +354,8 @@ pub fn main() -> ExitCode {
 }
 
 /// The command line with the families of `families` (a user's binary:
-/// `reconsim::families::builtin().with(mine)`). Commands print this binary's file name
-/// in the replay lines they show.
+/// `reconsim::families::builtin().with(mine)`). Its file name names it in errors and
+/// help; replay lines start it the way it was started.
 pub fn main_with(families: Families) -> ExitCode {
     let program = std::env::args_os()
         .next()
@@ -363,7 +373,11 @@ pub fn main_with(families: Families) -> ExitCode {
 struct App<'a> {
     families: &'a Families,
     library: Library,
+    /// The binary's name, for errors.
     program: &'a str,
+    /// How this binary was started (`target/release/reconsim` under `cargo run`, or
+    /// `reconsim` from PATH), so a replay line runs as printed.
+    invocation: String,
     /// The command's `--set`s, applied to every scenario it loads.
     sets: Vec<Set>,
 }
@@ -385,7 +399,7 @@ impl App<'_> {
     /// The command that runs `seed` of the scenario `arg` again, with this command's
     /// `--set`s, for people.
     fn run_command(&self, arg: &str, seed: u64) -> String {
-        let mut line = format!("{} run {} --seed {seed}", self.program, shell_word(arg));
+        let mut line = format!("{} run {} --seed {seed}", self.invocation, shell_word(arg));
         for set in &self.sets {
             let spec = format!("{}={}", set.path.trim_start_matches('.'), set.value);
             line.push_str(&format!(" --set {}", shell_word(&spec)));
@@ -395,7 +409,11 @@ impl App<'_> {
 
     /// The command that replays a failure file, for people.
     fn replay_command(&self, path: &Path) -> String {
-        format!("{} replay {}", self.program, path.display())
+        format!(
+            "{} replay {}",
+            self.invocation,
+            shell_word(&path.display().to_string())
+        )
     }
 }
 
@@ -431,10 +449,12 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let name = program.as_deref().unwrap_or("reconsim");
     let app = App {
         families,
         library: crate::shipped::library(),
-        program: program.as_deref().unwrap_or("reconsim"),
+        program: name,
+        invocation: invocation(name),
         sets,
     };
     let app = &app;
@@ -580,7 +600,10 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             max_runs,
             force,
             json,
-        } => shrink(app, &failure, &output, max_runs, force, json),
+        } => {
+            let output = output.unwrap_or_else(|| default_output(&failure, "small"));
+            shrink(app, &failure, &output, max_runs, force, json)
+        }
     };
     match result {
         Ok(code) => code,
@@ -701,7 +724,29 @@ fn check_output(
             output.display()
         )));
     }
-    Ok(())
+    create_parent(output)
+}
+
+/// `out/<input's file stem>-<suffix>.json`: where an output goes when none is named.
+fn default_output(input: &Path, suffix: &str) -> PathBuf {
+    let stem = input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "failure".into());
+    Path::new("out").join(format!("{stem}-{suffix}.json"))
+}
+
+/// Create the directory an output goes in, if it is missing.
+fn create_parent(output: &Path) -> Result<(), UsageError> {
+    match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => std::fs::create_dir_all(d).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot create its directory: {e}",
+                output.display()
+            ))
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Whether two paths name one file (the output side need not exist yet).
@@ -788,6 +833,7 @@ fn run(
                 path.display()
             ))
         };
+        create_parent(path)?;
         let written = if out.force {
             f.save(path).map(|()| true)
         } else {
