@@ -16,7 +16,7 @@ fn failure(name: &str, seed: u64) -> FailureFile {
 fn two_machineset_controllers_and_the_stale_cache_are_named() {
     let e = explain(&failure("machineapi-no-leader-election", 0)).expect("reproduces");
     assert!(e.headline.contains("no_duplicate_machines"));
-    assert!(e.faults.contains("KubeletStop on kubelet/master-0") && e.faults.contains("(active)"));
+    assert!(e.faults.contains("stop the kubelet of master-0") && e.faults.contains("(active)"));
     let text = e.lines.join("\n");
     // Both MachineSet controllers reconcile and create; one did so on a stale cache.
     assert!(
@@ -34,7 +34,7 @@ fn two_machineset_controllers_and_the_stale_cache_are_named() {
     assert!(
         text.lines()
             .any(|l| l.contains("machineset-controller-0@master-0")
-                && l.contains("has not seen the latest writes to Machine")),
+                && l.contains("has not yet seen the latest writes to Machine")),
         "{text}"
     );
     // Only the objects involved: no line about the node leases or kubelets.

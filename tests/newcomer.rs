@@ -1,67 +1,11 @@
 //! The newcomer's path (issue 17): a copied binary works alone, `check` is what a CI
 //! job calls, and the documented Kubernetes Job runs as written.
 
+mod common;
+
+use common::{Alone, block, root};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_reconsim");
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// An empty directory holding `bin/reconsim`, a copy of the binary, and nothing else.
-struct Alone {
-    dir: PathBuf,
-}
-
-impl Alone {
-    fn new(tag: &str) -> Alone {
-        let dir =
-            std::env::temp_dir().join(format!("reconsim-newcomer-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("bin")).unwrap();
-        std::fs::create_dir_all(dir.join("work")).unwrap();
-        std::fs::copy(BIN, dir.join("bin/reconsim")).unwrap();
-        Alone { dir }
-    }
-
-    fn work(&self) -> PathBuf {
-        self.dir.join("work")
-    }
-
-    /// A shell command in `work/`, with the copy first on PATH and no other environment
-    /// than `env`.
-    fn sh(&self, script: &str, env: &[(&str, &str)]) -> Output {
-        let path = format!("{}:/usr/bin:/bin", self.dir.join("bin").display());
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c")
-            .arg(script)
-            .current_dir(self.work())
-            .env_clear()
-            .env("PATH", path);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.output().expect("sh runs")
-    }
-
-    fn reconsim(&self, args: &[&str]) -> Output {
-        Command::new(self.dir.join("bin/reconsim"))
-            .args(args)
-            .current_dir(self.work())
-            .env_remove("RECONSIM_SCENARIOS")
-            .output()
-            .expect("the copy runs")
-    }
-}
-
-impl Drop for Alone {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -137,17 +81,6 @@ fn check_holds_each_scenario_to_its_expectation() {
     let out = a.reconsim(&["check", "machineapi-leader-election", "no-such-scenario"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stdout(&out).is_empty());
-}
-
-/// The lines of the fenced block of `lang` that follows `after` in `doc`.
-fn block<'a>(doc: &'a str, after: &str, lang: &str) -> Vec<&'a str> {
-    let start = doc
-        .find(after)
-        .unwrap_or_else(|| panic!("{after:?} in the doc"));
-    let fence = format!("```{lang}\n");
-    let open = start + doc[start..].find(&fence).unwrap() + fence.len();
-    let close = open + doc[open..].find("```").unwrap();
-    doc[open..close].lines().collect()
 }
 
 #[test]

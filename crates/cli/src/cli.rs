@@ -1136,9 +1136,12 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
     } else {
         let secs = wall_ms.max(1) as f64 / 1000.0;
         println!(
-            "{}: {} runs over seeds {start}..{end}{} in {secs:.2} s ({:.0} runs/s, {:.0}x faster than simulated time), {} failing",
+            "{}: {} over seeds {start}..{end}{} in {secs:.2} s ({:.0} runs/s, {:.0}x faster than simulated time), {} failing",
             scenario.name,
-            report.runs,
+            match report.runs {
+                1 => "1 run".to_string(),
+                n => format!("{n} runs"),
+            },
             shard
                 .map(|(i, n)| format!(" (shard {i}/{n})"))
                 .unwrap_or_default(),
@@ -1236,6 +1239,9 @@ fn explain(app: &App<'_>, path: &Path, json: bool) -> Result<ExitCode, UsageErro
     for line in &e.lines {
         println!("{line}");
     }
+    println!(
+        "(rv N: the object's resourceVersion, the API server's count of writes when it was written last; a cache that holds a smaller one than the server is behind)"
+    );
     println!("replay: {}", app.replay_command(path));
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@
 use crate::failure::FailureFile;
 use crate::runner::run_world;
 use crate::timeline;
-use reconsim_sim::{Fault, RecordKind, SimTime, TraceMode};
+use reconsim_sim::{RecordKind, SimTime, TraceMode};
 use std::collections::BTreeMap;
 
 /// An explanation, ready to print.
@@ -65,8 +65,8 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                 Some(_) => world.sim.fired_at(i),
             };
             let what = match &f.on {
-                None => fault_summary(&f.fault),
-                Some(anchor) => format!("{} {anchor}", fault_summary(&f.fault)),
+                None => timeline::fault_words(&f.fault),
+                Some(anchor) => format!("{} {anchor}", timeline::fault_words(&f.fault)),
             };
             let Some(start) = start else {
                 return format!("{what}: its event never came");
@@ -127,9 +127,15 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                 let cache = cache.trim_end_matches(')');
                 let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
                 let cached_rv = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
+                // A resourceVersion is the API server's counter of writes: an object's
+                // is the count at its last write, so a smaller one in a cache is older.
                 let mut verdict = match (cached_rv, server.get(key).copied()) {
-                    (Some(c), Some(s)) if c < s => format!("; the server has it at rv {s}: STALE"),
-                    (None, Some(s)) => format!("; the server has it at rv {s}: MISSING"),
+                    (Some(c), Some(s)) if c < s => format!(
+                        "; its cache is STALE: it holds this object as of write {c}, the API server as of write {s}"
+                    ),
+                    (None, Some(_)) => {
+                        "; its cache is MISSING this object, which the API server has".to_string()
+                    }
                     _ => String::new(),
                 };
                 // Writes the server made to watched kinds that the cache has not seen.
@@ -149,14 +155,19 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
                 if !missed.is_empty() {
                     missed.reverse();
                     verdict.push_str(&format!(
-                        "; the cache has not seen the latest writes to {}",
+                        "; its cache has not yet seen the latest writes to {}",
                         missed.join(", ")
                     ));
                 } else if verdict.is_empty() {
-                    verdict.push_str("; the cache is up to date");
+                    verdict.push_str("; its cache is up to date");
                 }
+                // The reconcile itself, without the cache's raw versions: the verdict
+                // says what they mean.
+                let head = text
+                    .split_once(" (cache: ")
+                    .map_or(text.as_str(), |(h, _)| h);
                 lines.push(format!(
-                    "{:>11}  {}: {text}{verdict}",
+                    "{:>11}  {}: {head}{verdict}",
                     r.time.to_string(),
                     timeline::who(&world, *proc)
                 ));
@@ -251,38 +262,4 @@ fn names_in<'m>(message: &'m str, known: &std::collections::BTreeSet<String>) ->
         .collect();
     names.dedup();
     names
-}
-
-fn fault_summary<F: std::fmt::Debug>(f: &Fault<F>) -> String {
-    match f {
-        Fault::Partition {
-            hosts_a,
-            hosts_b,
-            mode,
-            one_way,
-        } => format!(
-            "partition {} {} {} ({mode:?})",
-            hosts_a.join(","),
-            if *one_way { "->" } else { "|" },
-            hosts_b.join(",")
-        ),
-        Fault::SlowLink {
-            hosts_a,
-            hosts_b,
-            extra_latency_ms,
-            ..
-        } => format!(
-            "slow link {} | {} +{extra_latency_ms} ms",
-            hosts_a.join(","),
-            hosts_b.join(",")
-        ),
-        Fault::Pause { process } => format!("pause {process}"),
-        Fault::PauseHost { host } => format!("freeze host {host}"),
-        Fault::Crash { process } => format!("crash {process}"),
-        Fault::ClockSkew { process, offset_ms } => format!("clock skew {process} {offset_ms:+} ms"),
-        Fault::Inject { process, fault } => format!("{fault:?} on {process}"),
-        Fault::DropMessage => "drop the message".into(),
-        Fault::DelayMessage { extra_ms } => format!("delay the message +{extra_ms} ms"),
-        Fault::LoseAnswer => "lose the answer".into(),
-    }
 }

@@ -11,8 +11,9 @@
 
 use crate::build::World;
 use reconsim_cloud::{CloudOp, CloudResult};
-use reconsim_sim::{ProcId, Record, RecordKind, SimTime};
+use reconsim_sim::{Fault, ProcId, Record, RecordKind, SimTime};
 use reconsim_world::Msg;
+use reconsim_world::WorldFault;
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::object::Kind;
 use reconsim_world::object::{Deployment, Lease, Node, Resource};
@@ -108,6 +109,74 @@ pub fn who(world: &World, p: ProcId) -> String {
     format!("{}@{}", sim.proc_name(p), sim.host_name(sim.proc_host(p)))
 }
 
+/// A fault in words, the same in explain's fault list, the timeline and its start and
+/// end lines (`freeze host master-0`, `stop the kubelet of master-0`).
+pub fn fault_words(f: &Fault<WorldFault>) -> String {
+    match f {
+        Fault::Partition {
+            hosts_a,
+            hosts_b,
+            mode,
+            one_way,
+        } => format!(
+            "partition {} {} {} ({})",
+            hosts_a.join(","),
+            if *one_way { "->" } else { "|" },
+            hosts_b.join(","),
+            match mode {
+                reconsim_sim::PartitionMode::Drop => "messages dropped",
+                reconsim_sim::PartitionMode::Hold => "messages held",
+            }
+        ),
+        Fault::SlowLink {
+            hosts_a,
+            hosts_b,
+            extra_latency_ms,
+            ..
+        } => format!(
+            "slow link {} | {} +{}",
+            hosts_a.join(","),
+            hosts_b.join(","),
+            SimTime(*extra_latency_ms)
+        ),
+        Fault::Pause { process } => format!("pause {process}"),
+        Fault::PauseHost { host } => format!("freeze host {host}"),
+        Fault::Crash { process } => format!("crash {process}"),
+        Fault::ClockSkew { process, offset_ms } => {
+            format!("clock of {process} off by {offset_ms:+} ms")
+        }
+        Fault::Inject { process, fault } => match fault {
+            WorldFault::KubeletStop => format!(
+                "stop the kubelet of {}",
+                process.strip_prefix("kubelet/").unwrap_or(process)
+            ),
+            WorldFault::CloudDescribeLag { lag_ms } => format!(
+                "new instances invisible to DescribeInstances {} longer",
+                SimTime(*lag_ms)
+            ),
+            WorldFault::NodeJoinDelay { extra_ms } => {
+                format!("booted instances join {} later", SimTime(*extra_ms))
+            }
+            WorldFault::WatchLag { lag_ms } => {
+                format!(
+                    "watch events leave the API server {} late",
+                    SimTime(*lag_ms)
+                )
+            }
+            WorldFault::WatchStall { lag_ms } => {
+                format!("watch events reach {process} {} late", SimTime(*lag_ms))
+            }
+            WorldFault::Resync => format!("resync every cache of {process}"),
+            WorldFault::Failpoint { name, hit, action } => {
+                format!("failpoint {name} in {process}: hit #{hit} does {action}")
+            }
+        },
+        Fault::DropMessage => "drop the message".into(),
+        Fault::DelayMessage { extra_ms } => format!("delay the message {}", SimTime(*extra_ms)),
+        Fault::LoseAnswer => "lose the answer".into(),
+    }
+}
+
 /// The timeline line of one record, if the timeline keeps it.
 pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<String> {
     let sim = &world.sim;
@@ -119,10 +188,10 @@ pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<Strin
             applied,
         } => {
             let f = &sim.plan().faults[*index];
-            let what = serde_json::to_string(&f.fault).unwrap_or_default();
+            let what = fault_words(&f.fault);
             Some(format!(
-                "{t:>11}  fault {} {what}{}",
-                if *active { "starts" } else { "ends  " },
+                "{t:>11}  fault {}: {what}{}",
+                if *active { "starts" } else { "ends" },
                 if *applied { "" } else { " (no such target)" }
             ))
         }

@@ -1,0 +1,76 @@
+//! What the tests that run the binary as a user would share: a copy of it alone in an
+//! empty directory, and the fenced blocks of a doc.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_reconsim");
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An empty directory holding `bin/reconsim`, a copy of the binary, and nothing else.
+pub struct Alone {
+    pub dir: PathBuf,
+}
+
+impl Alone {
+    pub fn new(tag: &str) -> Alone {
+        let dir =
+            std::env::temp_dir().join(format!("reconsim-newcomer-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::create_dir_all(dir.join("work")).unwrap();
+        std::fs::copy(BIN, dir.join("bin/reconsim")).unwrap();
+        Alone { dir }
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.join("work")
+    }
+
+    /// A shell command in `work/`, with the copy first on PATH and no other environment
+    /// than `env`.
+    pub fn sh(&self, script: &str, env: &[(&str, &str)]) -> Output {
+        let path = format!("{}:/usr/bin:/bin", self.dir.join("bin").display());
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg(script)
+            .current_dir(self.work())
+            .env_clear()
+            .env("PATH", path);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("sh runs")
+    }
+
+    pub fn reconsim(&self, args: &[&str]) -> Output {
+        Command::new(self.dir.join("bin/reconsim"))
+            .args(args)
+            .current_dir(self.work())
+            .env_remove("RECONSIM_SCENARIOS")
+            .output()
+            .expect("the copy runs")
+    }
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The lines of the fenced block of `lang` that follows `after` in `doc`.
+pub fn block<'a>(doc: &'a str, after: &str, lang: &str) -> Vec<&'a str> {
+    let start = doc
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in the doc"));
+    let fence = format!("```{lang}\n");
+    let open = start + doc[start..].find(&fence).unwrap() + fence.len();
+    let close = open + doc[open..].find("```").unwrap();
+    doc[open..close].lines().collect()
+}
