@@ -1797,6 +1797,14 @@ fn search_cmd(
                     report.failures.len(),
                     wall_ms as f64 / 1000.0
                 );
+                if let (Some(dir), false) = (failures_dir, saved.is_empty()) {
+                    let files = if saved.len() == 1 { "file" } else { "files" };
+                    println!(
+                        "  saved {} failure {files} in {}",
+                        saved.len(),
+                        dir.display()
+                    );
+                }
                 match saved.get(&(seed, plan)) {
                     Some(path) => println!("  replay: {}", app.replay_command(Path::new(path))),
                     None if failures_dir.is_none() => {
