@@ -6,6 +6,15 @@
 //! - fanout-N: one process, on a 1 ms timer, sends each message to N receivers on other
 //!   hosts (a kernel-level stand-in for watch fan-out); the receivers only count.
 //!
+//! And the workloads of the peers in ../shared/peers/kernel-baseline (a bare loop of a
+//! BinaryHeap and ChaCha8, and turmoil), for a like-for-like ratio: every message's
+//! latency uniform in 1..=50 ms, every process on a host of its own (links are FIFO, as
+//! TCP; the bare loop has no links, so no message waits behind another):
+//! - peer-pingpong: two processes bounce one message;
+//! - peer-fanout32: process 0 sends each round to 32 receivers, each replies, and the
+//!   next round starts when all 32 replies are in (64 deliveries a round);
+//! - peer-pairs1024: 1,024 independent ping-pong pairs (a queue of 1,024).
+//!
 //! The wall clock is read here, between slices of simulated time, never inside a run.
 
 use reconsim_sim::{Actor, Ctx, FaultPlan, ProcId, Sim, SimConfig, SimTime, TimerId, TraceMode};
@@ -21,9 +30,25 @@ enum Msg {
 
 #[derive(Debug)]
 enum Bench {
-    Player { peer: Option<ProcId>, hits: u64 },
-    Source { to: Vec<ProcId>, sent: u64 },
-    Sink { got: u64 },
+    Player {
+        peer: Option<ProcId>,
+        hits: u64,
+    },
+    Source {
+        to: Vec<ProcId>,
+        sent: u64,
+    },
+    Sink {
+        got: u64,
+    },
+    /// peer-fanout32's process 0: a round to every receiver, the next when all replied.
+    Hub {
+        to: Vec<ProcId>,
+        waiting: usize,
+        round: u64,
+    },
+    /// peer-fanout32's receivers: reply to every event.
+    Echo,
 }
 
 impl Actor for Bench {
@@ -38,6 +63,12 @@ impl Actor for Bench {
             Bench::Source { .. } => {
                 ctx.set_timer(1, Msg::Tick);
             }
+            Bench::Hub { to, waiting, round } => {
+                *waiting = to.len();
+                for t in to.iter() {
+                    ctx.send(*t, Msg::Event(*round));
+                }
+            }
             _ => {}
         }
     }
@@ -49,6 +80,17 @@ impl Actor for Bench {
                 ctx.send(from, Msg::Ball(n + 1));
             }
             (Bench::Sink { got }, Msg::Event(_)) => *got += 1,
+            (Bench::Echo, Msg::Event(n)) => ctx.send(from, Msg::Event(n)),
+            (Bench::Hub { to, waiting, round }, Msg::Event(_)) => {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    *round += 1;
+                    *waiting = to.len();
+                    for t in to.iter() {
+                        ctx.send(*t, Msg::Event(*round));
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -69,6 +111,64 @@ fn config() -> SimConfig {
     c.trace = TraceMode::Hash;
     c.max_events = u64::MAX;
     c
+}
+
+/// The peers' network: latency uniform in 1..=50 ms.
+fn peer_config() -> SimConfig {
+    let mut c = config();
+    c.net.latency_ms_min = 1;
+    c.net.latency_ms_max = 50;
+    c
+}
+
+/// `pairs` ping-pong pairs, every process on a host of its own.
+fn peer_pairs(pairs: u32) -> Sim<Bench> {
+    let mut sim = Sim::new(peer_config(), FaultPlan::default());
+    for i in 0..pairs {
+        let (a, b) = (
+            sim.add_host(&format!("a{i}")),
+            sim.add_host(&format!("b{i}")),
+        );
+        let pong = sim.spawn(
+            b,
+            &format!("pong{i}"),
+            Bench::Player {
+                peer: None,
+                hits: 0,
+            },
+        );
+        sim.spawn(
+            a,
+            &format!("ping{i}"),
+            Bench::Player {
+                peer: Some(pong),
+                hits: 0,
+            },
+        );
+    }
+    sim
+}
+
+/// A hub and 32 echoes, every process on a host of its own.
+fn peer_fanout32() -> Sim<Bench> {
+    let mut sim = Sim::new(peer_config(), FaultPlan::default());
+    let to = (0..32)
+        .map(|i| {
+            let h = sim.add_host(&format!("e{i}"));
+            sim.spawn(h, &format!("echo{i}"), Bench::Echo)
+        })
+        .collect();
+    let hub = sim.add_host("hub");
+    sim.spawn(
+        hub,
+        "hub",
+        Bench::Hub {
+            to,
+            waiting: 0,
+            round: 0,
+        },
+    );
+    sim
 }
 
 fn pingpong() -> Sim<Bench> {
@@ -152,5 +252,14 @@ fn main() {
     }
     if wanted("fanout-100") {
         measure("fanout-100", fanout(100), 1_000, min);
+    }
+    if wanted("peer-pingpong") {
+        measure("peer-pingpong", peer_pairs(1), 1_000_000, min);
+    }
+    if wanted("peer-fanout32") {
+        measure("peer-fanout32", peer_fanout32(), 100_000, min);
+    }
+    if wanted("peer-pairs1024") {
+        measure("peer-pairs1024", peer_pairs(1024), 1_000, min);
     }
 }
