@@ -2,10 +2,11 @@
 //! change what they read, and check convergence once faults have healed.
 //!
 //! Checkers read the API server's store, the cloud's ground truth and a few components'
-//! own state (see `observed`), which only those processes change, so a step none of them
-//! handled (and no fault) skips the checks, and so does an API server step that wrote
-//! nothing (a get, a list, a watch): the hot loop pays for checking only when there is
-//! something new to check. A check that depends on elapsed time alone (a grace period
+//! own state, which only those processes change, so a step none of them handled (and no
+//! fault) skips the checks, and so does an API server step that wrote nothing (a get, a
+//! list, a watch) and a component's step that left its change count where it was (a
+//! poll answered, a DescribeInstances served: `Component::changes`): the hot loop pays
+//! for checking only when there is something new to check. A check that depends on elapsed time alone (a grace period
 //! running out) is judged at the next change.
 
 use crate::build::{World, build_recording};
@@ -48,13 +49,6 @@ pub fn view<'a>(world: &'a World) -> View<'a> {
         api,
         sim: &world.sim,
     }
-}
-
-/// Families' components, whose own state checkers read besides the API server's (etcd
-/// membership, the config server's hand-outs, a booting machine's progress): an event
-/// they handle is checked too.
-fn observed(p: &Proc) -> bool {
-    matches!(p, Proc::Component(_))
 }
 
 /// The desired state of every controller family the scenario runs; `Err` says what
@@ -138,8 +132,10 @@ fn run_inner(
         .collect();
     let end = SimTime(scenario.duration_ms);
     let (api, cloud) = (world.apiserver, world.cloud);
-    // The API server's write count at the last check: its reads change nothing.
+    // The API server's write count at the last check: its reads change nothing. And each
+    // component's change count (`Component::changes`), by process index.
     let mut api_writes = u64::MAX;
+    let mut changes: Vec<u64> = Vec::new();
     let mut violation = None;
     let mut pending_convergence = deadline;
     let mut fired = 0;
@@ -166,7 +162,20 @@ fn run_inner(
                     };
                     std::mem::replace(&mut api_writes, a.writes()) != a.writes()
                 }
-                StepKind::Handled(p) => p == cloud || observed(world.sim.actor(p)),
+                StepKind::Handled(p) => match world.sim.actor(p) {
+                    // A component that counts its changes is checked only after one.
+                    Proc::Component(c) => match c.changes() {
+                        Some(v) => {
+                            let i = p.index();
+                            if changes.len() <= i {
+                                changes.resize(i + 1, u64::MAX);
+                            }
+                            std::mem::replace(&mut changes[i], v) != v
+                        }
+                        None => true,
+                    },
+                    _ => p == cloud,
+                },
                 StepKind::Lost(_) => false,
                 StepKind::Fault { .. } => true,
             };

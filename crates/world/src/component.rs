@@ -150,6 +150,12 @@ pub trait Component: fmt::Debug + 'static {
     /// The process lost its memory (its restart calls `on_start` again).
     fn on_crash(&mut self) {}
     fn on_fault(&mut self, _fault: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    /// A count that grows whenever state a checker may read changes, and only then: a
+    /// step after which it stands still (a poll answered, a read served) needs no check.
+    /// `None` (the default): unknown, so checkers run after every step of the component.
+    fn changes(&self) -> Option<u64> {
+        None
+    }
     /// For tests and checkers that read a component's state: `proc.component::<T>()`.
     fn as_any(&self) -> &dyn Any;
 }

@@ -205,6 +205,10 @@ pub struct Etcd {
     nodes_in_flight: Option<u64>,
     log: Vec<(SimTime, EtcdEvent)>,
     quorum_lost: Option<SimTime>,
+    /// Grows with every change of what checkers read (members and whether they are up,
+    /// the leader, the ClusterStatus, the log); polls and reads leave it
+    /// ([`Component::changes`]).
+    version: u64,
 }
 
 impl Etcd {
@@ -224,6 +228,7 @@ impl Etcd {
             nodes_in_flight: None,
             log: Vec::new(),
             quorum_lost: None,
+            version: 0,
         }
     }
 
@@ -345,7 +350,7 @@ impl Etcd {
             Timer::Mark { name } => {
                 // A member removed during its wait: kubeadm join fails.
                 if self.members.contains_key(&name) {
-                    self.cluster_status.insert(name.clone());
+                    self.version += u64::from(self.cluster_status.insert(name.clone()));
                     ctx.note(|| format!("kubeadm: {name} joined the ClusterStatus"));
                     self.to_label.insert(name);
                 }
@@ -366,7 +371,9 @@ impl Etcd {
             .collect();
         // Members whose instance stopped running are down.
         for m in self.members.values_mut() {
-            m.up = running.contains_key(m.instance.as_str());
+            let up = running.contains_key(m.instance.as_str());
+            self.version += u64::from(m.up != up);
+            m.up = up;
         }
         self.after_change(now);
         // Booted instances join (static etcd pod first), in launch order.
@@ -375,6 +382,7 @@ impl Etcd {
                 continue;
             }
             self.joined.insert(id.to_string());
+            self.version += 1;
             self.next_id += 1;
             self.members.insert(
                 node.to_string(),
@@ -424,11 +432,13 @@ impl Etcd {
             {
                 self.log.push((now, EtcdEvent::LeaderMoved { to }));
             }
+            self.version += u64::from(next != self.leader);
             self.leader = next;
         }
         if !self.members.is_empty() && !self.has_quorum() && self.quorum_lost.is_none() {
             let up = self.members.values().filter(|m| m.up).count();
             self.quorum_lost = Some(now);
+            self.version += 1;
             self.log.push((
                 now,
                 EtcdEvent::QuorumLost {
@@ -467,6 +477,7 @@ impl Etcd {
                     ctx.note(|| format!("etcd: leadership forward from {leaving} to a candidate without a NodeRef (upstream panics)"));
                     self.log
                         .push((now, EtcdEvent::NilLeaderCandidate { leaving }));
+                    self.version += 1;
                     return Err(EtcdError::NilCandidate);
                 };
                 if !self.members.get(&to).is_some_and(|m| m.up) {
@@ -475,6 +486,7 @@ impl Etcd {
                 if to != leaving {
                     self.leader = Some(to.clone());
                     self.log.push((now, EtcdEvent::LeaderMoved { to }));
+                    self.version += 1;
                 }
                 Ok(EtcdOk::Done)
             }
@@ -485,6 +497,7 @@ impl Etcd {
                 if self.members.contains_key(&name) {
                     let members = self.members.len();
                     self.members.remove(&name);
+                    self.version += 1;
                     ctx.note(|| format!("etcd: member {name} removed ({} left)", members - 1));
                     self.log.push((now, EtcdEvent::Removed { name, members }));
                     self.after_change(now);
@@ -492,7 +505,7 @@ impl Etcd {
                 Ok(EtcdOk::Done)
             }
             EtcdOp::RemoveEndpoint { name } => {
-                self.cluster_status.remove(&name);
+                self.version += u64::from(self.cluster_status.remove(&name));
                 Ok(EtcdOk::Done)
             }
         }
@@ -512,6 +525,9 @@ impl Component for Etcd {
         {
             Etcd::on_timer(self, t, ctx)
         }
+    }
+    fn changes(&self) -> Option<u64> {
+        Some(self.version)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

@@ -269,6 +269,10 @@ pub struct Cloud {
     describe_lag_extra_ms: u64,
     /// Sum of active `NodeJoinDelay` faults.
     join_extra_ms: u64,
+    /// Grows with every step that may change an instance: a launch or termination call,
+    /// a timer (boot, join, shutdown, vanish, forget), a fault; DescribeInstances leaves
+    /// it ([`Component::changes`]).
+    version: u64,
 }
 
 impl Cloud {
@@ -282,6 +286,7 @@ impl Cloud {
             launched: 0,
             describe_lag_extra_ms: 0,
             join_extra_ms: 0,
+            version: 0,
         }
     }
 
@@ -363,6 +368,9 @@ impl Cloud {
         let Ok(op) = body.take::<CloudOp>() else {
             return;
         };
+        if !matches!(op, CloudOp::DescribeInstances { .. }) {
+            self.version += 1;
+        }
         let result = match op {
             CloudOp::RunInstances { tags, client_token } => {
                 self.run_instances(tags, client_token, ctx)
@@ -755,21 +763,28 @@ impl CloudClient {
 
 impl Component for Cloud {
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.version += 1;
         Cloud::on_start(self, ctx)
     }
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         Cloud::on_msg(self, from, msg, ctx)
     }
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        self.version += 1;
         if let Some(t) = own_timer(t) {
             Cloud::on_timer(self, t, ctx)
         }
     }
     fn on_crash(&mut self) {
+        self.version += 1;
         Cloud::on_crash(self)
     }
     fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        self.version += 1;
         Cloud::on_fault(self, f, active, ctx)
+    }
+    fn changes(&self) -> Option<u64> {
+        Some(self.version)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
