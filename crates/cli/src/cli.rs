@@ -973,6 +973,26 @@ struct Saves {
 impl Saves {
     const ERRORS_SHOWN: usize = 5;
 
+    /// Save the failure of `outcome` in `dir` as `<scenario>-seed-<N>.json` (never over
+    /// a different one) and record how it went.
+    fn save(
+        saves: &std::sync::Mutex<Saves>,
+        dir: &Path,
+        scenario: &Scenario,
+        plan: &crate::scenario::Plan,
+        outcome: &runner::Outcome,
+    ) {
+        let Some(f) = FailureFile::new(scenario, plan, outcome) else {
+            return;
+        };
+        let path = dir.join(format!("{}-seed-{}.json", scenario.name, outcome.seed));
+        let result = f.save_new(&path);
+        saves
+            .lock()
+            .expect("no thread panics holding it")
+            .record(outcome.seed, &path, result);
+    }
+
     fn record(&mut self, seed: u64, path: &Path, result: std::io::Result<PathBuf>) {
         let result = result.map_err(|e| format!("{}: {e}", path.display()));
         match &result {
@@ -1042,16 +1062,9 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
     };
     let saves = std::sync::Mutex::new(Saves::default());
     let on_failure = |outcome: &runner::Outcome, plan: &crate::scenario::Plan| {
-        let (Some(dir), Some(f)) = (failures_dir, FailureFile::new(&scenario, plan, outcome))
-        else {
-            return;
-        };
-        let path = dir.join(format!("{}-seed-{}.json", scenario.name, outcome.seed));
-        let result = f.save_new(&path);
-        saves
-            .lock()
-            .expect("not poisoned")
-            .record(outcome.seed, &path, result);
+        if let Some(dir) = failures_dir {
+            Saves::save(&saves, dir, &scenario, plan, outcome);
+        }
     };
     let bar = progress_bar(campaign.len(), json);
     let on_progress = |done: u64, failures: u64| {
@@ -1424,19 +1437,9 @@ fn check(
         let on_failure = |outcome: &runner::Outcome, plan: &crate::scenario::Plan| {
             // A violation a clean scenario must not have is worth a file; a buggy
             // variant's expected one is not.
-            let (Some(dir), crate::scenario::Expect::Clean, Some(f)) = (
-                failures_dir,
-                scenario.expect,
-                FailureFile::new(&scenario, plan, outcome),
-            ) else {
-                return;
-            };
-            let path = dir.join(format!("{}-seed-{}.json", scenario.name, outcome.seed));
-            let result = f.save_new(&path);
-            saves
-                .lock()
-                .expect("not poisoned")
-                .record(outcome.seed, &path, result);
+            if let (Some(dir), crate::scenario::Expect::Clean) = (failures_dir, scenario.expect) {
+                Saves::save(&saves, dir, &scenario, plan, outcome);
+            }
         };
         let mut failure = None;
         let report = crate::scenario::fuzz::fuzz_streamed(
