@@ -1112,3 +1112,39 @@ fn the_format_reference_states_every_limit() {
     }
     assert!(doc.contains("Safe names"), "the safe-name rule");
 }
+
+// What a campaign reports of its saves is the same for any --jobs: a seed that another
+// thread ran past a --stop-on-first cut may leave a file, but is not counted.
+#[test]
+fn saves_are_reported_the_same_whatever_the_jobs() {
+    let sb = Sandbox::new("jobs");
+    let doc = |jobs: &str| {
+        let dir = format!("out/j{jobs}");
+        let r = sb.run(&args(&[
+            "fuzz",
+            "machineapi-no-leader-election",
+            "--seeds",
+            "0..40",
+            "--stop-on-first",
+            "--jobs",
+            jobs,
+            "--failures-dir",
+            &dir,
+            "--json",
+        ]));
+        assert_eq!(r.code, Some(1), "{}", r.stderr);
+        let mut d: Value = serde_json::from_str(&r.stdout).unwrap();
+        let file = d["first_failure_file"].as_str().unwrap().to_string();
+        assert_eq!(
+            file,
+            format!("{dir}/machineapi-no-leader-election-seed-0.json")
+        );
+        for f in ["wall_ms", "jobs", "first_failure_file"] {
+            d.as_object_mut().unwrap().remove(f);
+        }
+        d
+    };
+    let one = doc("1");
+    assert_eq!(one["failures_saved"], 1);
+    assert_eq!(one, doc("2"));
+}

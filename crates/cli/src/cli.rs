@@ -959,14 +959,19 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, UsageError> {
     }
 }
 
-/// What a campaign or search saved: counts, the first few errors, and where the
-/// smallest failing seed went (its replay line). Bounded, whatever the campaign's size.
+/// What a campaign saved, counted in seed order so that what it reports is the same for
+/// any `--jobs`: a save is recorded as it happens (on the thread that found the failure)
+/// and settled when the campaign hands that seed's failure on in order ([`Saves::settle`]);
+/// a save of a seed past a `--stop-on-first` cut is never settled nor reported. Bounded:
+/// at most a window of saves waits to be settled.
 #[derive(Default)]
 struct Saves {
+    /// Saves of seeds not handed on yet.
+    pending: std::collections::BTreeMap<u64, Result<PathBuf, String>>,
     saved: u64,
     errors: u64,
     first_errors: Vec<String>,
-    /// The smallest seed whose save was tried, and how it went.
+    /// The first settled seed (the smallest failing one), and how its save went.
     first: Option<(u64, Result<PathBuf, String>)>,
 }
 
@@ -986,15 +991,21 @@ impl Saves {
             return;
         };
         let path = dir.join(format!("{}-seed-{}.json", scenario.name, outcome.seed));
-        let result = f.save_new(&path);
+        let result = f
+            .save_new(&path)
+            .map_err(|e| format!("{}: {e}", path.display()));
         saves
             .lock()
             .expect("no thread panics holding it")
-            .record(outcome.seed, &path, result);
+            .pending
+            .insert(outcome.seed, result);
     }
 
-    fn record(&mut self, seed: u64, path: &Path, result: std::io::Result<PathBuf>) {
-        let result = result.map_err(|e| format!("{}: {e}", path.display()));
+    /// Count the save of `seed`, whose failure the campaign now reports (in seed order).
+    fn settle(&mut self, seed: u64) {
+        let Some(result) = self.pending.remove(&seed) else {
+            return;
+        };
         match &result {
             Ok(_) => self.saved += 1,
             Err(e) => {
@@ -1004,7 +1015,7 @@ impl Saves {
                 }
             }
         }
-        if self.first.as_ref().is_none_or(|(s, _)| seed < *s) {
+        if self.first.is_none() {
             self.first = Some((seed, result));
         }
     }
@@ -1085,6 +1096,10 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
     }
     let mut listed = 0u64;
     let mut on_summary = |f: &crate::scenario::fuzz::FailureSummary| {
+        saves
+            .lock()
+            .expect("no thread panics holding it")
+            .settle(f.seed);
         if json {
             if written.is_ok() {
                 let sep = if listed == 0 { "" } else { "," };
@@ -1211,29 +1226,26 @@ fn fuzz_cmd(app: &App<'_>, arg: &str, a: FuzzArgs<'_>, json: bool) -> Result<Exi
 
 fn explain(app: &App<'_>, path: &Path, json: bool) -> Result<ExitCode, UsageError> {
     let f = app.load_failure(path)?;
-    // Explain first replays: a file whose scenario or invariant was edited since must
-    // not be explained by some other failure.
-    let r = f.replay(crate::sim::TraceMode::Hash);
-    let e = if r.reproduced {
-        crate::scenario::explain::explain(&f)
-    } else {
-        None
-    };
-    let Some(e) = e else {
-        if json {
-            let doc = json!({
-                "reproduced": false,
-                "invariant": r.invariant,
-                "trace_hash": r.trace_hash,
-                "expected_invariant": f.invariant,
-                "expected_trace_hash": f.trace_hash,
-            });
-            println!("{doc}");
-        } else {
-            println!("{}", not_reproduced(&f, &r));
-            println!("  nothing to explain: the file's failure does not happen any more");
+    // Explain's own run is the replay: a file whose scenario or invariant was edited
+    // since is not explained by some other failure.
+    let e = match crate::scenario::explain::explain(&f) {
+        Ok(e) => e,
+        Err(r) => {
+            if json {
+                let doc = json!({
+                    "reproduced": false,
+                    "invariant": r.invariant,
+                    "trace_hash": r.trace_hash,
+                    "expected_invariant": f.invariant,
+                    "expected_trace_hash": f.trace_hash,
+                });
+                println!("{doc}");
+            } else {
+                println!("{}", not_reproduced(&f, &r));
+                println!("  nothing to explain: the file's failure does not happen any more");
+            }
+            return Ok(ExitCode::from(1));
         }
-        return Ok(ExitCode::from(1));
     };
     if json {
         let doc = json!({
@@ -1449,6 +1461,10 @@ fn check(
             &on_failure,
             &|_, _| {},
             &mut |f| {
+                saves
+                    .lock()
+                    .expect("no thread panics holding it")
+                    .settle(f.seed);
                 failure.get_or_insert((f.seed, f.invariant.clone()));
             },
         );
@@ -1688,7 +1704,9 @@ fn search_cmd(
             &s.reference,
         );
     }
-    let save_errors = save_errors.into_inner().expect("not poisoned");
+    // Threads save in any order; errors print in the order of their files' names.
+    let mut save_errors = save_errors.into_inner().expect("not poisoned");
+    save_errors.sort();
     for e in &save_errors {
         eprintln!("{}: error: cannot write the failure file {e}", app.program);
     }

@@ -6,7 +6,7 @@
 //! Each reconcile start shows what the controller's cache held against what the API
 //! server held at that moment, so a decision taken on a stale view says so.
 
-use crate::failure::FailureFile;
+use crate::failure::{FailureFile, Replay};
 use crate::runner::run_world;
 use crate::timeline;
 use reconsim_sim::{RecordKind, SimTime, TraceMode};
@@ -34,15 +34,24 @@ fn mentions(line: &str, name: &str) -> bool {
     })
 }
 
-/// Explain `failure`; `None` if the replay no longer violates anything.
-pub fn explain(failure: &FailureFile) -> Option<Explanation> {
+/// Explain `failure`, from one run with a full trace that is also its replay: `Err`
+/// with the replay's verdict if the file's failure does not happen (the same invariant
+/// and trace hash), so an edited file is never explained by some other failure.
+pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
     let (outcome, world) = run_world(
         &failure.scenario,
         failure.seed,
         failure.plan.clone(),
         TraceMode::Full,
     );
-    let v = outcome.violation?;
+    let judged = Replay::judge(failure, outcome);
+    if !judged.reproduced {
+        return Err(Box::new(judged));
+    }
+    let v = judged
+        .outcome
+        .violation
+        .expect("a reproduced failure violates its invariant");
     let mut names: Vec<&str> = v
         .objects
         .iter()
@@ -210,7 +219,7 @@ pub fn explain(failure: &FailureFile) -> Option<Explanation> {
             lines.push(line);
         }
     }
-    Some(Explanation {
+    Ok(Explanation {
         headline: format!(
             "{} seed {}: {} at t={}\n  {}",
             failure.scenario.name, failure.seed, v.invariant, v.time, v.message

@@ -63,9 +63,8 @@ impl Library {
 
     /// Where `arg` is; `Err` names what was looked at.
     pub fn resolve(&self, arg: &str) -> Result<Source, LoadError> {
-        let p = Path::new(arg);
-        if p.exists() || arg.ends_with(".json") || arg.contains('/') {
-            return Ok(Source::File(p.to_path_buf()));
+        if is_path(arg) {
+            return Ok(Source::File(PathBuf::from(arg)));
         }
         let missing = |looked: String| LoadError {
             file: arg.to_string(),
@@ -167,6 +166,12 @@ impl Library {
     }
 }
 
+/// Whether a SCENARIO argument names a file rather than a scenario: it exists as one,
+/// ends in `.json` or holds a `/`.
+fn is_path(arg: &str) -> bool {
+    Path::new(arg).exists() || arg.ends_with(".json") || arg.contains('/')
+}
+
 /// `name` as a path relative to the directory of `from`, if it is written as a path.
 fn relative_path(name: &str, from: Option<&Path>) -> Option<PathBuf> {
     if !(name.ends_with(".json") || name.contains('/')) {
@@ -220,9 +225,8 @@ pub fn files() -> Result<Vec<PathBuf>, LoadError> {
 
 /// Resolve a SCENARIO argument to a file of [`dir`].
 pub fn resolve(arg: &str) -> PathBuf {
-    let p = Path::new(arg);
-    if p.exists() || arg.ends_with(".json") || arg.contains('/') {
-        return p.to_path_buf();
+    if is_path(arg) {
+        return PathBuf::from(arg);
     }
     dir().join(format!("{arg}.json"))
 }
