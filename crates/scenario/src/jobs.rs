@@ -124,7 +124,8 @@ pub fn run_ordered<T: Send>(
     claim: &(dyn Fn() -> bool + Sync),
     task: &(dyn Fn(usize) -> (T, bool) + Sync),
 ) -> Vec<(usize, T)> {
-    let mut results = Vec::with_capacity(n);
+    // Grown as results come: `n` may be a large bound that a stop cuts short.
+    let mut results = Vec::new();
     run_streamed(
         n as u64,
         jobs,
