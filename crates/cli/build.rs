@@ -2,10 +2,17 @@
 //! the workspace, by name, as text (`reconsim::shipped::SCENARIOS`). A copied binary then
 //! lists and runs them anywhere, with no source tree beside it. Cargo re-runs this when
 //! the directory changes, so an edited scenario is in the next build.
+//!
+//! It also exports reconsim-kube's libc overrides from the package's binaries, examples
+//! and tests (`reconsim_kube::intercept::LINK_ARGS`), so that the getrandom crate's
+//! run-time look-up finds them in the real-code example (docs/kube.md).
 
 use std::path::Path;
 
 fn main() {
+    for symbol in ["getrandom", "getentropy", "clock_gettime", "gettimeofday"] {
+        println!("cargo:rustc-link-arg=-Wl,--export-dynamic-symbol={symbol}");
+    }
     let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it");
     let dir = Path::new(&root).join("scenarios");
     println!("cargo:rerun-if-changed={}", dir.display());

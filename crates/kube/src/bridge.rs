@@ -6,16 +6,23 @@
 //! answer is a stream: the server's watch events arrive as messages, and each becomes
 //! a line of it. So the program's requests meet the network's latency, partitions and
 //! faults, and its awaits resolve in virtual time, in the same order on every run.
+//!
+//! Time: every handler runs the program inside the process's [`Scope`] (its clocks at
+//! the handler's instant, its entropy), and when the runtime parks on a timer the
+//! bridge sets a timer of the simulation for that instant ([`crate::driver`]). All the
+//! requests a step made go out at once, each its own message, so a `try_join!` of two
+//! requests is two requests in flight together.
 
 use crate::driver::Driver;
+use crate::intercept::{Park, Scope};
 use crate::kinds::Kinds;
 use crate::rest::{self, Routed, Selector, Shape};
 use crate::transport::{Exchange, Queue, SimService, WireBody};
 use bytes::Bytes;
-use reconsim_sim::ProcId;
+use reconsim_sim::{ProcId, SimTime, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse};
 use reconsim_world::component::Component;
-use reconsim_world::msg::Msg;
+use reconsim_world::msg::{Msg, Timer};
 use reconsim_world::proc::WorldCtx;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -40,9 +47,19 @@ struct Subscription {
     lines: tokio::sync::mpsc::UnboundedSender<Bytes>,
 }
 
+/// The simulation's timer for the runtime's next timer, due at `at_ms` (true time).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+struct RuntimeTimer {
+    at_ms: u64,
+}
+
 /// What the bridge is running.
 struct Running {
+    /// The process's clocks and entropy; a restart makes a new one.
+    scope: Scope,
     driver: Driver,
+    /// The simulation timer set for the runtime's next timer, if any.
+    wake: Option<(SimTime, TimerId)>,
     queue: Queue,
     done: Arc<Mutex<Option<String>>>,
     /// Requests at the API server: request id -> (answer, how to write it, the watch
@@ -103,18 +120,15 @@ impl KubeBridge {
     }
 
     /// Step the program, and send or answer what it asked, until it waits on the
-    /// simulation alone.
+    /// simulation alone; then set the simulation's timer for its next timer.
     fn pump(&mut self, ctx: &mut WorldCtx<'_>) {
         let Some(run) = &mut self.running else {
             return;
         };
+        run.scope.set_time(ctx.true_now(), ctx.now());
+        let mut park = Park::Idle;
         for _ in 0..ROUNDS_PER_HANDLER_MAX {
-            let progress = || {
-                let q = run.queue.lock().expect("the queue's lock").len() as u64;
-                let d = u64::from(run.done.lock().expect("the result's lock").is_some());
-                q * 2 + d
-            };
-            run.driver.step(progress);
+            park = run.driver.step(&mut run.scope);
             if let Some(r) = run.done.lock().expect("the result's lock").take() {
                 ctx.note(|| format!("kube program: {r}"));
                 self.results.push(r);
@@ -145,7 +159,7 @@ impl KubeBridge {
                 .drain(..)
                 .collect();
             if taken.is_empty() {
-                return;
+                break;
             }
             let mut answered_at_once = false;
             for x in taken {
@@ -176,7 +190,25 @@ impl KubeBridge {
                 }
             }
             if !answered_at_once {
-                return;
+                break;
+            }
+        }
+        let due = match park {
+            Park::Timer { after_ms } => Some(ctx.true_now().plus_ms(after_ms)),
+            // A task that never waits takes time all the same: a millisecond a round.
+            Park::Busy => Some(ctx.true_now().plus_ms(1)),
+            Park::Idle => None,
+        };
+        if run.wake.map(|(at, _)| at) != due {
+            if let Some((_, id)) = run.wake.take() {
+                ctx.cancel_timer(id);
+            }
+            if let Some(at) = due {
+                let id = ctx.set_timer(
+                    at.since(ctx.true_now()),
+                    Msg::family_timer(RuntimeTimer { at_ms: at.as_ms() }),
+                );
+                run.wake = Some((at, id));
             }
         }
     }
@@ -222,25 +254,29 @@ impl KubeBridge {
 
 impl Component for KubeBridge {
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
-        let driver = Driver::new();
+        let mut scope = Scope::seeded_by(ctx.rng());
+        scope.set_time(ctx.true_now(), ctx.now());
+        let driver = Driver::new(&mut scope);
         let queue: Queue = Arc::default();
         let done: Arc<Mutex<Option<String>>> = Arc::default();
-        let client = driver.enter(|| {
-            kube::Client::new(
+        let program = driver.enter(&mut scope, || {
+            let client = kube::Client::new(
                 SimService {
                     queue: queue.clone(),
                 },
                 "default",
-            )
+            );
+            (self.program)(client)
         });
-        let program = (self.program)(client);
         let result = done.clone();
-        driver.spawn(async move {
+        driver.spawn(&mut scope, async move {
             let r = program.await;
             *result.lock().expect("the result's lock") = Some(r);
         });
         self.running = Some(Running {
+            scope,
             driver,
+            wake: None,
             queue,
             done,
             pending: BTreeMap::new(),
@@ -276,6 +312,22 @@ impl Component for KubeBridge {
                 }
             }
             _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, ctx: &mut WorldCtx<'_>) {
+        let Timer::Family(p) = timer else {
+            return;
+        };
+        let Some(t) = p.typed::<RuntimeTimer>() else {
+            return;
+        };
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        if run.wake.map(|(at, _)| at.as_ms()) == Some(t.at_ms) {
+            run.wake = None;
+            self.pump(ctx);
         }
     }
 

@@ -23,6 +23,7 @@
 //! jittered, each a source of runs that differ (docs/kube.md).
 
 use crate::driver::Driver;
+use crate::intercept::{Park, Scope};
 use crate::kinds::{self, Kinds};
 use crate::rest::{self, Routed, Shape};
 use crate::transport::{Exchange, Queue, SimService, WireBody};
@@ -101,39 +102,47 @@ where
         P: Fn(Arc<K>, &E, Arc<C>) -> Action + 'static,
         M: Fn(kube::Client) -> C + 'static,
     {
-        let live = Live::new(&context);
         Box::new(Adapter {
             relations: self,
             reconcile,
             error_policy,
             context,
-            live,
+            live: None,
             running: None,
         })
     }
 }
 
-/// The process's memory: its runtime, its client's queue, the user's context.
+/// The process's memory: its clocks and entropy, its runtime, its client's queue, the
+/// user's context.
 struct Live<C> {
+    scope: Scope,
     driver: Driver,
     queue: Queue,
     ctx: Arc<C>,
 }
 
 impl<C> Live<C> {
-    fn new(context: &impl Fn(kube::Client) -> C) -> Self {
-        let driver = Driver::new();
+    fn new(context: &impl Fn(kube::Client) -> C, rctx: &mut ReconcileCtx<'_>) -> Self {
+        let mut scope = Scope::seeded_by(rctx.rng);
+        scope.set_time(rctx.true_now, rctx.now);
+        let driver = Driver::new(&mut scope);
         let queue: Queue = Arc::default();
-        let client = driver.enter(|| {
-            kube::Client::new(
+        let ctx = driver.enter(&mut scope, || {
+            let client = kube::Client::new(
                 SimService {
                     queue: queue.clone(),
                 },
                 "default",
-            )
+            );
+            Arc::new(context(client))
         });
-        let ctx = Arc::new(context(client));
-        Live { driver, queue, ctx }
+        Live {
+            scope,
+            driver,
+            queue,
+            ctx,
+        }
     }
 }
 
@@ -154,7 +163,8 @@ struct Adapter<K, C, E, F, P, M> {
     reconcile: F,
     error_policy: P,
     context: M,
-    live: Live<C>,
+    /// Made at the first reconcile, and again after a crash.
+    live: Option<Live<C>>,
     running: Option<Running<K, E>>,
 }
 
@@ -237,7 +247,7 @@ where
     M: Fn(kube::Client) -> C + 'static,
 {
     /// Start a reconcile of the cached `object`.
-    fn start(&mut self, object: &Object) -> Result<(), Step> {
+    fn start(&mut self, object: &Object, ctx: &mut ReconcileCtx<'_>) -> Result<(), Step> {
         let decoded: K = crate::wire::to_json(object)
             .ok_or_else(|| format!("{} is not served on the wire", object.kind()))
             .and_then(|v| {
@@ -252,9 +262,15 @@ where
             .map_err(Step::Error)?;
         let object = Arc::new(decoded);
         let outcome: Outcome<E> = Arc::default();
-        let future = (self.reconcile)(object.clone(), self.live.ctx.clone());
+        let context = &self.context;
+        let live = self.live.get_or_insert_with(|| Live::new(context, ctx));
+        live.scope.set_time(ctx.true_now, ctx.now);
+        let reconcile = &mut self.reconcile;
+        let future = live.driver.enter(&mut live.scope, || {
+            reconcile(object.clone(), live.ctx.clone())
+        });
         let slot = outcome.clone();
-        self.live.driver.spawn(async move {
+        live.driver.spawn(&mut live.scope, async move {
             let r = future.await;
             *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         });
@@ -270,29 +286,42 @@ where
     /// Step the reconcile until it sends a request or ends.
     fn pump(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
         for _ in 0..ANSWERS_PER_STEP_MAX {
-            let Some(run) = &mut self.running else {
+            let (Some(run), Some(live)) = (&mut self.running, &mut self.live) else {
                 return Step::Error("no reconcile in progress".into());
             };
-            let queue = &self.live.queue;
-            let outcome = &run.outcome;
-            self.live.driver.step(|| {
-                let q = queue.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
-                let d = u64::from(outcome.lock().unwrap_or_else(|p| p.into_inner()).is_some());
-                q * 2 + d
-            });
-            run.backlog
-                .extend(queue.lock().unwrap_or_else(|p| p.into_inner()).drain(..));
-            let done = outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
+            live.scope.set_time(ctx.true_now, ctx.now);
+            let park = live.driver.step(&mut live.scope);
+            run.backlog.extend(
+                live.queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .drain(..),
+            );
+            let done = run.outcome.lock().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(result) = done {
                 let run = self.running.take().expect("checked above");
                 return self.ended(run.object, result, ctx);
             }
             let Some(x) = run.backlog.pop_front() else {
-                self.running = None;
-                return Step::Error(
-                    "the reconcile awaited something reconsim does not drive (only its client's requests are; docs/kube.md)"
-                        .into(),
-                );
+                return match park {
+                    // A tokio timer (`sleep`, `interval`, `timeout`): the reconcile
+                    // waits in virtual time, the key still in processing.
+                    Park::Timer { after_ms } => Step::Sleep { ms: after_ms },
+                    Park::Busy => {
+                        self.running = None;
+                        Step::Error(
+                            "the reconcile never waits (a task polls without an await that waits)"
+                                .into(),
+                        )
+                    }
+                    Park::Idle => {
+                        self.running = None;
+                        Step::Error(
+                            "the reconcile awaited something reconsim does not drive (only its client's requests and tokio's timers are; docs/kube.md)"
+                                .into(),
+                        )
+                    }
+                };
             };
             ctx.note(|| format!("{} {}", x.method, x.uri));
             match rest::route(
@@ -343,7 +372,13 @@ where
                 Err(e) => Step::Error(e),
             },
             Err(e) => {
-                let action = (self.error_policy)(object, &e, self.live.ctx.clone());
+                let Some(live) = &mut self.live else {
+                    return Step::Error("no reconcile in progress".into());
+                };
+                let policy = &self.error_policy;
+                let action = live
+                    .driver
+                    .enter(&mut live.scope, || policy(object, &e, live.ctx.clone()));
                 let reason = e.to_string();
                 ctx.note(|| format!("error_policy after: {reason}"));
                 match requeue_after(&action) {
@@ -395,9 +430,12 @@ where
                 let Some(object) = ctx.cache.get(ctx.key).cloned() else {
                     return Step::done();
                 };
-                if let Err(step) = self.start(&object) {
+                if let Err(step) = self.start(&object, ctx) {
                     return step;
                 }
+            }
+            Some(Reply::Woke) => {
+                // A tokio timer is due: the pump below fires it.
             }
             Some(reply) => {
                 let Some((answer, shape)) = self.running.as_mut().and_then(|r| r.pending.take())
@@ -429,7 +467,7 @@ where
     /// gone; a fresh client and context, as a restarted process builds them.
     fn reset(&mut self) {
         self.running = None;
-        self.live = Live::new(&self.context);
+        self.live = None;
     }
 }
 

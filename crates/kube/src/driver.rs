@@ -1,71 +1,92 @@
-//! The executor: a current-thread tokio runtime with neither clock nor I/O, stepped by
-//! the simulation. kube's client needs a runtime (its `Buffer` spawns a worker task);
-//! here every task runs only inside [`Driver::step`], which a process calls from its
-//! handler, so the tasks' order is a function of the messages the process handled.
+//! The executor: a current-thread tokio runtime stepped by the simulation. kube's
+//! client needs a runtime (its `Buffer` spawns a worker task), kube-runtime and user
+//! code need tokio's timers; here every task runs only inside [`Driver::step`], which a
+//! process calls from its handler, so the tasks' order is a function of the messages
+//! the process handled and of virtual time.
+//!
+//! Virtual time without tokio's paused clock: the runtime's timer reads the monotonic
+//! clock, which inside a [`Scope`] is the run's ([`crate::intercept`]). A step runs the
+//! runtime until it parks, which it does exactly when no task can run; the park's
+//! timeout is the time to its next timer ([`Park`]). The process then sets a timer of
+//! the simulation for that instant, and the next step at that instant fires tokio's
+//! timers due then: never early, never late, in order with the process's messages.
+//! (tokio's `start_paused` clock would jump to the next timer by itself whenever the
+//! runtime idles, before a message due earlier could arrive; tokio 1.54,
+//! runtime/time/mod.rs `park_thread_timeout`.)
 
+use crate::intercept::{self, Park, Scope};
 use std::future::Future;
-
-/// How many scheduler turns one step may take: a turn runs every task woken since the
-/// last. A step that is still busy after this many is a task that never waits on the
-/// simulation (a loop without an await point on it), which this bound turns from a
-/// hang into a stop.
-pub const TURNS_PER_STEP_MAX: usize = 256;
-
-/// A step ends after this many turns in a row without progress: a request travels from
-/// the user's task through kube's buffer worker to the transport in a few turns that
-/// show nothing outside.
-pub const QUIET_TURNS: usize = 8;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 #[derive(Debug)]
 pub struct Driver {
     runtime: tokio::runtime::Runtime,
 }
 
-impl Default for Driver {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Driver {
-    pub fn new() -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a current-thread runtime without I/O or time builds");
+    /// A runtime whose clock is `scope`'s. It is built inside the scope: tokio reads
+    /// its time origin from the clock when it is made.
+    pub fn new(scope: &mut Scope) -> Self {
+        #[cfg(tokio_unstable)]
+        let seed = {
+            let mut bytes = [0u8; 16];
+            scope.fill(&mut bytes);
+            bytes
+        };
+        let runtime = intercept::enter(scope, || {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            // The I/O driver is only the park: its epoll_wait is where the runtime says
+            // it has nothing to run; no socket is ever registered.
+            builder.enable_io().enable_time();
+            // `tokio::select!` starts at a branch drawn from the runtime's seed, which
+            // tokio otherwise derives from a process-wide counter (tokio 1.54,
+            // loom/std/mod.rs `seed`): it follows the run's seed only where the build
+            // sets `--cfg tokio_unstable`, which `Builder::rng_seed` needs
+            // (.cargo/config.toml; docs/kube.md).
+            #[cfg(tokio_unstable)]
+            builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed));
+            builder.build().expect("a current-thread runtime builds")
+        });
         Driver { runtime }
     }
 
-    /// Run `f` inside the runtime's context (`kube::Client::new` spawns its worker).
-    pub fn enter<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _guard = self.runtime.enter();
-        f()
+    /// Run `f` inside the runtime's context and `scope` (`kube::Client::new` spawns
+    /// its worker; a user's factory may spawn tasks or read the clock).
+    pub fn enter<T>(&self, scope: &mut Scope, f: impl FnOnce() -> T) -> T {
+        intercept::enter(scope, || {
+            let _guard = self.runtime.enter();
+            f()
+        })
     }
 
-    pub fn spawn<F>(&self, future: F)
+    pub fn spawn<F>(&self, scope: &mut Scope, future: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        self.runtime.spawn(future);
+        self.enter(scope, || {
+            self.runtime.spawn(future);
+        });
     }
 
-    /// Run the woken tasks until [`QUIET_TURNS`] turns in a row leave `progress`
-    /// unchanged (what the outside sees: requests made, the program done), or for
-    /// [`TURNS_PER_STEP_MAX`] turns.
-    pub fn step(&self, mut progress: impl FnMut() -> u64) {
-        let mut last = progress();
-        let mut quiet = 0;
-        for _ in 0..TURNS_PER_STEP_MAX {
-            self.runtime.block_on(tokio::task::yield_now());
-            let now = progress();
-            if now == last {
-                quiet += 1;
-                if quiet >= QUIET_TURNS {
-                    return;
-                }
-            } else {
-                quiet = 0;
-                last = now;
-            }
+    /// Run every task that can run at `scope`'s time, and the timers due by then,
+    /// until the runtime parks: how it parked says when it next needs to run.
+    pub fn step(&self, scope: &mut Scope) -> Park {
+        scope.take_park();
+        intercept::enter(scope, || self.runtime.block_on(UntilParked))
+    }
+}
+
+/// The future a step blocks on: ready once the runtime has parked.
+struct UntilParked;
+
+impl Future for UntilParked {
+    type Output = Park;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Park> {
+        match intercept::parked_or_wait(cx.waker()) {
+            Some(park) => Poll::Ready(park),
+            None => Poll::Pending,
         }
     }
 }

@@ -6,7 +6,10 @@
 //! - [`transport`]: the tower `Service` the client is built on; each request it is
 //!   handed waits in a queue for the simulation to take it;
 //! - [`driver`]: a current-thread tokio runtime stepped by the simulation, so every
-//!   task runs inside a process's handler, in the same order on every run;
+//!   task runs inside a process's handler, in the same order on every run, its timers
+//!   in virtual time;
+//! - [`intercept`]: the process's clocks and entropy inside a run (libc's
+//!   `clock_gettime`, `getrandom` and kin, overridden), real outside one;
 //! - [`kinds`]: the kinds a world serves on the wire, any kube-rs type registered by
 //!   type (k8s-openapi's, or a `#[derive(CustomResource)]` one);
 //! - [`doc`]: a served object's body as the API server stores it: canonical JSON;
@@ -25,6 +28,7 @@ pub mod bridge;
 pub mod controller;
 pub mod doc;
 pub mod driver;
+pub mod intercept;
 pub mod kinds;
 pub mod rest;
 pub mod selfcheck;

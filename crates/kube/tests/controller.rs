@@ -31,6 +31,9 @@ struct BundleSpec {
     count: u32,
     /// Name them in a std HashMap's order (seeded at random per map): the hazard.
     hash_map_names: bool,
+    /// Sleep this long on tokio's clock before each create.
+    #[serde(default)]
+    sleep_ms: u64,
 }
 
 /// What the test keeps across crashes (outside the process): each context made, and
@@ -61,16 +64,25 @@ async fn reconcile(b: Arc<Bundle>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         let set: std::collections::HashMap<String, ()> = names.drain(..).map(|n| (n, ())).collect();
         names = set.into_keys().collect();
     }
+    let started = std::time::Instant::now();
     for name in names {
         if cms.get_opt(&name).await?.is_some() {
             continue;
+        }
+        if b.spec.sleep_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(b.spec.sleep_ms)).await;
         }
         let mut cm = ConfigMap::default();
         cm.metadata.name = Some(name);
         cm.metadata.owner_references = b.controller_owner_ref(&()).map(|r| vec![r]);
         cms.create(&PostParams::default(), &cm).await?;
     }
-    ctx.log.outcomes.lock().unwrap().push("ok".into());
+    let outcome = if b.spec.sleep_ms > 0 {
+        format!("ok after {} ms", started.elapsed().as_millis())
+    } else {
+        "ok".into()
+    };
+    ctx.log.outcomes.lock().unwrap().push(outcome);
     Ok(Action::await_change())
 }
 
@@ -150,6 +162,7 @@ fn spec(count: u32) -> BundleSpec {
     BundleSpec {
         count,
         hash_map_names: false,
+        sleep_ms: 0,
     }
 }
 
@@ -229,6 +242,7 @@ fn the_self_check_names_the_request_where_a_nondeterministic_reconcile_parts() {
         let spec = BundleSpec {
             count: 12,
             hash_map_names: true,
+            sleep_ms: 0,
         };
         world(1, trace, spec, vec![], &Arc::new(Log::default()))
     };
@@ -238,4 +252,52 @@ fn the_self_check_names_the_request_where_a_nondeterministic_reconcile_parts() {
     // A deterministic one agrees with itself.
     let same = |trace| world(1, trace, spec(12), vec![], &Arc::new(Log::default()));
     reconsim_kube::selfcheck::twice(same, SimTime::from_secs(30)).unwrap_or_else(|d| panic!("{d}"));
+}
+
+#[test]
+fn on_a_thread_of_its_own_a_runs_hash_maps_follow_the_seed() {
+    // The same hazard as above, each run on a thread of its own whose std hash keys
+    // come from the seed (reconsim_kube::intercept::on_own_thread): the runs agree.
+    let run = || {
+        reconsim_kube::intercept::on_own_thread(1, || {
+            let spec = BundleSpec {
+                count: 12,
+                hash_map_names: true,
+                sleep_ms: 0,
+            };
+            let mut sim = world(1, TraceMode::Hash, spec, vec![], &Arc::new(Log::default()));
+            sim.run_until(SimTime::from_secs(30));
+            sim.trace().hash()
+        })
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn a_reconcile_that_sleeps_on_tokios_clock_waits_in_virtual_time() {
+    // Three creates, each after a 2 s tokio sleep: the reconcile takes 6 s of virtual
+    // time and nothing of the wall clock's, and the key stays in processing meanwhile.
+    let log = Arc::new(Log::default());
+    let spec = BundleSpec {
+        count: 3,
+        hash_map_names: false,
+        sleep_ms: 2_000,
+    };
+    let wall = std::time::Instant::now();
+    let sim = twice(
+        || world(4, TraceMode::Hash, spec.clone(), vec![], &log),
+        SimTime::from_secs(30),
+    );
+    assert!(wall.elapsed() < Duration::from_secs(5));
+    assert_eq!(config_maps(&sim), ["b-0", "b-1", "b-2"]);
+    let outcomes = log.outcomes.lock().unwrap();
+    // The first reconcile creates all three (6 s and three gets of a few ms each); the
+    // ones its creates wake find nothing to do.
+    let first = outcomes.first().expect("a reconcile ended");
+    let ms: u64 = first
+        .strip_prefix("ok after ")
+        .and_then(|r| r.strip_suffix(" ms"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{outcomes:?}"));
+    assert!((6_000..6_200).contains(&ms), "{outcomes:?}");
 }

@@ -137,6 +137,7 @@ enum HostRef {
 pub struct Ctx<'a, A: Actor> {
     me: ProcId,
     host: HostId,
+    true_now: SimTime,
     local_now: SimTime,
     rng: &'a mut SimRng,
     effects: &'a mut Vec<Effect<A>>,
@@ -157,6 +158,12 @@ impl<A: Actor> Ctx<'_, A> {
     /// This process's clock: true time plus its skew. Durations are never skewed.
     pub fn now(&self) -> SimTime {
         self.local_now
+    }
+
+    /// True time, which timers count in: what a monotonic clock follows (a skew moves
+    /// the wall clock, not the count of elapsed time).
+    pub fn true_now(&self) -> SimTime {
+        self.true_now
     }
 
     /// This process's own random stream.
@@ -864,6 +871,7 @@ impl<A: Actor> Sim<A> {
             let mut ctx = Ctx {
                 me: p,
                 host: slot.host,
+                true_now: self.now,
                 local_now: self.now.offset(slot.clock_offset_ms),
                 rng: &mut slot.rng,
                 effects: &mut effects,

@@ -154,6 +154,8 @@ pub struct ReconcileCtx<'a> {
     pub reply: Option<Reply>,
     /// The process's own clock.
     pub now: SimTime,
+    /// True time (a skew moves `now`, not this): what monotonic clocks follow.
+    pub true_now: SimTime,
     pub rng: &'a mut SimRng,
     /// The process's identity (its pod/process name).
     pub identity: &'a str,
@@ -181,6 +183,7 @@ impl<'a> ReconcileCtx<'a> {
             cache,
             reply,
             now,
+            true_now: now,
             rng,
             identity,
             notes_enabled: true,
@@ -841,6 +844,7 @@ impl Manager {
             return;
         };
         let now = ctx.now();
+        let true_now = ctx.true_now();
         let notes_enabled = ctx.notes_enabled();
         let (step, notes) = {
             let mut rctx = ReconcileCtx {
@@ -848,6 +852,7 @@ impl Manager {
                 cache: self.informer.cache(),
                 reply,
                 now,
+                true_now,
                 rng: ctx.rng(),
                 identity: &self.config.identity,
                 notes_enabled,
