@@ -9,16 +9,20 @@
 //!
 //! Table of contents:
 //! - [`registry`]: the [`Family`] trait and the [`Families`] registry.
+//! - [`host`]: how each run is hosted ([`RunHost`]): inline, or on a thread of its own
+//!   for real code.
 //! - [`section`]: [`FamilySection`], what a parsed section adds to one world, and the
 //!   [`Context`] and [`Services`] it sees.
 //! - [`params`]: typed parameters from JSON ([`params::parse`]) with errors that keep the
 //!   JSON path ([`ParamError`]), and the parameter types families share ([`Range`],
 //!   [`LeaseSpec`]).
 
+pub mod host;
 pub mod params;
 pub mod registry;
 pub mod section;
 
+pub use host::{RunHost, hosted};
 pub use params::{LeaseSpec, ParamError, Range};
 pub use registry::{Families, Family};
 pub use section::{Context, FamilySection, Services, WorkloadAction};

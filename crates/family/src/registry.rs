@@ -6,6 +6,7 @@
 //! processes in, so it is part of what a seed means: appending a family moves no other
 //! family's trace.
 
+use crate::host::RunHost;
 use crate::params::ParamError;
 use crate::section::FamilySection;
 use reconsim_check::NamedCheck;
@@ -28,6 +29,11 @@ pub trait Family: Send + Sync {
     /// registered invariant, whatever families it runs.
     fn invariants(&self) -> Vec<NamedCheck> {
         Vec::new()
+    }
+    /// How its runs must be hosted, if not inline ([`crate::host`]): a family that runs
+    /// real code gives reconsim-kube's host.
+    fn host(&self) -> Option<RunHost> {
+        None
     }
 }
 
@@ -92,6 +98,12 @@ impl Families {
     /// The registered invariant `name`.
     pub fn invariant(&self, name: &str) -> Option<&NamedCheck> {
         self.invariants.iter().find(|c| c.name == name)
+    }
+
+    /// The host every run of this binary's scenarios goes through: the first family's
+    /// that names one ([`Family::host`]), else none (inline).
+    pub fn host(&self) -> Option<RunHost> {
+        self.iter().find_map(|f| f.host())
     }
 
     /// Every family's section name, in order.

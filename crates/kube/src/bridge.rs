@@ -29,9 +29,26 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-/// A user's program: given a client, what it does; its result in words.
+/// A user's program: given a client, what it does; its result in words. A factory,
+/// called again on every start of its process (a restart after a crash runs it anew).
 pub type Program =
     Arc<dyn Fn(kube::Client) -> Pin<Box<dyn Future<Output = String> + Send>> + Send + Sync>;
+
+/// A [`Program`] of an async function of a client that runs until it returns, as a
+/// user's `main` does (`Controller::new(..).run(..).for_each(..).await`).
+pub fn program<F, Fut>(main: F) -> Program
+where
+    F: Fn(kube::Client) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    Arc::new(move |client| {
+        let fut = main(client);
+        Box::pin(async move {
+            fut.await;
+            "exited".to_string()
+        })
+    })
+}
 
 /// Rounds of stepping and answering at once (unsupported requests, a closed watch) in
 /// one handler: a program that keeps asking what is not served is stopped, not spun.
@@ -78,8 +95,10 @@ pub struct KubeBridge {
     next_id: u64,
     /// The program's results, one per run of it (a crash and restart runs it again).
     pub results: Vec<String>,
-    /// Every request the client made, as `METHOD path`, in order.
+    /// Every request the client made, as `METHOD path`, in order, when recording
+    /// ([`KubeBridge::recording`]; a campaign's runs do not keep them).
     pub requests: Vec<String>,
+    record_requests: bool,
 }
 
 impl std::fmt::Debug for KubeBridge {
@@ -116,7 +135,19 @@ impl KubeBridge {
             next_id: 0,
             results: Vec::new(),
             requests: Vec::new(),
+            record_requests: false,
         }
+    }
+
+    /// The bridge keeping every request in [`KubeBridge::requests`] (for tests).
+    pub fn recording(mut self) -> Self {
+        self.record_requests = true;
+        self
+    }
+
+    /// The bridge as a world component, for `Extensions::process`.
+    pub fn boxed(self) -> Box<dyn Component> {
+        Box::new(self)
     }
 
     /// Step the program, and send or answer what it asked, until it waits on the
@@ -163,7 +194,10 @@ impl KubeBridge {
             }
             let mut answered_at_once = false;
             for x in taken {
-                self.requests.push(format!("{} {}", x.method, x.uri));
+                if self.record_requests {
+                    self.requests.push(format!("{} {}", x.method, x.uri));
+                }
+                ctx.note(|| format!("{} {}", x.method, x.uri));
                 match rest::route(
                     &x.method,
                     &x.uri,

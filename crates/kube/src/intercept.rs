@@ -435,6 +435,12 @@ pub fn on_own_thread<R: Send>(seed: u64, f: impl FnOnce() -> R + Send) -> R {
     })
 }
 
+/// The run host real code needs (`reconsim_family::RunHost`; `Extensions::host`):
+/// each run on a thread of its own, seeded ([`on_own_thread`]).
+pub fn host(seed: u64, run: &mut (dyn FnMut() + Send)) {
+    on_own_thread(seed, run);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,7 +37,7 @@ pub mod wire;
 pub mod world;
 pub mod write;
 
-pub use bridge::{KubeBridge, Program};
+pub use bridge::{KubeBridge, Program, program};
 pub use controller::Controller;
 pub use kinds::Kinds;
 pub use world::KubeWorld;

@@ -34,7 +34,11 @@ impl KubeWorld {
         let program = sim.spawn(
             user_host,
             "kube-program",
-            Proc::Component(Box::new(KubeBridge::new(apiserver, kinds, program))),
+            Proc::Component(
+                KubeBridge::new(apiserver, kinds, program)
+                    .recording()
+                    .boxed(),
+            ),
         );
         KubeWorld {
             sim,

@@ -11,6 +11,11 @@
 //!   [`Extensions::action`] (what a `custom` workload action does, as one API call) and
 //!   [`Extensions::convergence`] (the controller's desired state, judged once faults
 //!   heal, like the builtin families' convergence checks);
+//! - [`Extensions::process`]: instead of reconcilers under reconsim's manager, the
+//!   entry's whole process, a world component made from its `params` (called again on
+//!   every restart of the run's world): how a user's unmodified kube-rs program runs
+//!   (reconsim-kube's `KubeBridge`, docs/kube.md), with [`Extensions::host`] to host
+//!   each run as real code needs;
 //! - [`Extensions::invariant`]: a checker ([`Check`]) by invariant name.
 //!
 //! A family of its own (a type implementing [`Family`] and [`FamilySection`], with typed
@@ -33,12 +38,14 @@ use crate::build::PAUSE_IMAGE;
 use crate::format::known;
 use reconsim_check::{Check, NamedCheck, View};
 use reconsim_family::{
-    Context, Family, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction,
+    Context, Family, FamilySection, LeaseSpec, ParamError, RunHost, Services, WorkloadAction,
 };
 use reconsim_sim::Sim;
+use reconsim_world::Endpoints;
 use reconsim_world::Proc;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::component::Component;
 use reconsim_world::informer::RelistNotify;
 use reconsim_world::kubelet::{Container, Images};
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
@@ -51,6 +58,9 @@ use std::sync::Arc;
 
 /// Makes a controller's reconcilers from its scenario entry's `params`.
 pub type ControllerFn = dyn Fn(&Value) -> Result<Vec<Box<dyn Reconciler>>, String> + Send + Sync;
+/// Makes a controller's whole process from its scenario entry's `params` and the
+/// world's services (the API server's process, the cloud's).
+pub type ProcessFn = dyn Fn(&Value, &Services) -> Result<Box<dyn Component>, String> + Send + Sync;
 /// The objects a controller's scenario entry puts in the API server at t = 0.
 pub type ObjectsFn = dyn Fn(&Value) -> Result<Vec<Object>, String> + Send + Sync;
 /// A `custom` workload action as one API call: (the entry's params, the action's params).
@@ -61,9 +71,16 @@ pub type ConvergenceFn = dyn Fn(&View<'_>) -> Result<(), String> + Send + Sync;
 /// The namespace of custom controllers' leader election Leases.
 pub const LEASE_NAMESPACE: &str = "default";
 
+/// What an entry runs: reconcilers under reconsim's manager, or a process of its own.
+#[derive(Clone)]
+enum Make {
+    Reconcilers(Arc<ControllerFn>),
+    Process(Arc<ProcessFn>),
+}
+
 #[derive(Clone)]
 struct Registered {
-    reconcilers: Arc<ControllerFn>,
+    make: Make,
     objects: Option<Arc<ObjectsFn>>,
     action: Option<Arc<ActionFn>>,
     convergence: Option<Arc<ConvergenceFn>>,
@@ -75,6 +92,7 @@ struct Registered {
 pub struct Extensions {
     controllers: BTreeMap<String, Registered>,
     invariants: Vec<NamedCheck>,
+    host: Option<RunHost>,
 }
 
 impl Extensions {
@@ -89,14 +107,42 @@ impl Extensions {
     /// # Panics
     /// If `name` is already registered.
     pub fn controller(
-        mut self,
+        self,
         name: &str,
         make: impl Fn(&Value) -> Result<Vec<Box<dyn Reconciler>>, String> + Send + Sync + 'static,
     ) -> Self {
+        self.register(name, Make::Reconcilers(Arc::new(make)))
+    }
+
+    /// Register controller `name` as a process of its own: `make` turns a scenario
+    /// entry's `params` and the world's services into the entry's component (called
+    /// for validation at load time, with placeholder services, and once per run). The
+    /// same hooks ([`Extensions::objects`], [`Extensions::action`],
+    /// [`Extensions::convergence`]) apply.
+    ///
+    /// # Panics
+    /// If `name` is already registered.
+    pub fn process(
+        self,
+        name: &str,
+        make: impl Fn(&Value, &Services) -> Result<Box<dyn Component>, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.register(name, Make::Process(Arc::new(make)))
+    }
+
+    /// Host every run of this binary's scenarios with `host` ([`reconsim_family::host`]):
+    /// real code's `reconsim_kube::intercept::host`, so a run's std `HashMap`s and
+    /// per-thread generators follow its seed.
+    pub fn host(mut self, host: RunHost) -> Self {
+        self.host = Some(host);
+        self
+    }
+
+    fn register(mut self, name: &str, make: Make) -> Self {
         let old = self.controllers.insert(
             name.to_string(),
             Registered {
-                reconcilers: Arc::new(make),
+                make,
                 objects: None,
                 action: None,
                 convergence: None,
@@ -193,9 +239,24 @@ impl Extensions {
             .unwrap_or_else(|| panic!("controller `{name}` was validated as registered"))
     }
 
-    /// The reconcilers of a custom entry.
+    /// The reconcilers of a custom entry (none for a process entry).
     pub fn reconcilers(&self, spec: &CustomSpec) -> Result<Vec<Box<dyn Reconciler>>, String> {
-        (self.registered(&spec.name).reconcilers)(&spec.params)
+        match &self.registered(&spec.name).make {
+            Make::Reconcilers(make) => make(&spec.params),
+            Make::Process(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// The process of a process entry (`None` for reconcilers).
+    pub fn process_of(
+        &self,
+        spec: &CustomSpec,
+        services: &Services,
+    ) -> Option<Result<Box<dyn Component>, String>> {
+        match &self.registered(&spec.name).make {
+            Make::Reconcilers(_) => None,
+            Make::Process(make) => Some(make(&spec.params, services)),
+        }
     }
 
     /// The objects of a custom entry (none without an `objects` hook).
@@ -243,6 +304,10 @@ impl Family for Extensions {
 
     fn invariants(&self) -> Vec<NamedCheck> {
         self.invariants.clone()
+    }
+
+    fn host(&self) -> Option<RunHost> {
+        self.host
     }
 }
 
@@ -362,12 +427,30 @@ impl FamilySection for Custom {
                 l.check(&at("leader_election"))?;
             }
             let bad = |m: String| nested(&at("params"), m);
-            match ext.reconcilers(c) {
-                Err(m) => return Err(bad(m)),
-                Ok(r) if r.is_empty() => {
-                    return Err(bad("params that make at least one reconciler".into()));
+            // Placeholder services: a process is made to validate its params, then
+            // dropped before it ever starts.
+            let placeholder = Services {
+                endpoints: Endpoints {
+                    apiserver: reconsim_sim::ProcId(0),
+                },
+                cloud: reconsim_sim::ProcId(0),
+            };
+            match ext.process_of(c, &placeholder) {
+                Some(Err(m)) => return Err(bad(m)),
+                Some(Ok(_)) if c.leader_election.is_some() => {
+                    return Err(ParamError::at(
+                        at("leader_election"),
+                        "no leader_election for a process entry (the program elects its own leader)",
+                    ));
                 }
-                Ok(_) => {}
+                Some(Ok(_)) => {}
+                None => match ext.reconcilers(c) {
+                    Err(m) => return Err(bad(m)),
+                    Ok(r) if r.is_empty() => {
+                        return Err(bad("params that make at least one reconciler".into()));
+                    }
+                    Ok(_) => {}
+                },
             }
             for o in ext.seed_objects(c).map_err(bad)? {
                 if o.meta.name.is_empty() || !keys.insert(o.key()) {
@@ -406,6 +489,11 @@ impl FamilySection for Custom {
         for c in &self.entries {
             let host = sim.host_by_name(&c.node).expect("validated node");
             let process = c.process_name();
+            if let Some(made) = self.extensions.process_of(c, services) {
+                let component = made.expect("validated params");
+                sim.spawn(host, process, Proc::Component(component));
+                continue;
+            }
             let leader = c
                 .leader_election
                 .map(|l| l.leader(LEASE_NAMESPACE, &c.name));

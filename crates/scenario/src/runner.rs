@@ -108,7 +108,22 @@ pub fn run_observed(
     run_inner(scenario, seed, plan, trace, false, observe)
 }
 
+/// A run as the binary's families host it ([`reconsim_family::host`]): inline, or on a
+/// thread of its own for real code.
 fn run_inner(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    record: bool,
+    observe: impl FnMut(&View<'_>),
+) -> (Outcome, World) {
+    reconsim_family::hosted(scenario.families().host(), seed, || {
+        run_here(scenario, seed, plan, trace, record, observe)
+    })
+}
+
+fn run_here(
     scenario: &Scenario,
     seed: u64,
     plan: Plan,
