@@ -16,13 +16,15 @@
 use crate::driver::Driver;
 use crate::intercept::{Park, Scope};
 use crate::kinds::Kinds;
+use crate::pool::{Conn, ConnId, Pool};
 use crate::rest::{self, Routed, Selector, Shape};
 use crate::transport::{Exchange, Queue, SimService, WireBody};
 use bytes::Bytes;
+use reconsim_sim::network::RETRANSMIT_OPEN_MS;
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse};
 use reconsim_world::component::Component;
-use reconsim_world::msg::{Msg, Timer};
+use reconsim_world::msg::{Lost, Msg, Timer};
 use reconsim_world::proc::WorldCtx;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -64,6 +66,20 @@ struct Subscription {
     lines: tokio::sync::mpsc::UnboundedSender<Bytes>,
 }
 
+/// A request at the API server.
+struct Pending {
+    answer: Answer,
+    /// How to write its answer.
+    shape: Shape,
+    /// The watch stream it opens, if it is a watch.
+    stream: u32,
+    /// The connection it went on, and whether it was new then.
+    conn: Conn,
+    conn_id: ConnId,
+    /// The request in words, kept only when notes are (full traces).
+    said: Option<String>,
+}
+
 /// The simulation's timer for the runtime's next timer, due at `at_ms` (true time).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 struct RuntimeTimer {
@@ -79,9 +95,10 @@ struct Running {
     wake: Option<(SimTime, TimerId)>,
     queue: Queue,
     done: Arc<Mutex<Option<String>>>,
-    /// Requests at the API server: request id -> (answer, how to write it, the watch
-    /// stream it opens).
-    pending: BTreeMap<u64, (Answer, Shape, u32)>,
+    /// Requests at the API server, by request id.
+    pending: BTreeMap<u64, Pending>,
+    /// The client's idle connections.
+    pool: Pool,
     /// Open watches, by the server's watch id.
     watches: BTreeMap<u64, Subscription>,
     next_stream: u32,
@@ -197,7 +214,12 @@ impl KubeBridge {
                 if self.record_requests {
                     self.requests.push(format!("{} {}", x.method, x.uri));
                 }
-                ctx.note(|| format!("{} {}", x.method, x.uri));
+                let said = ctx
+                    .notes_enabled()
+                    .then(|| rest::summary(&x.method, &x.uri, &x.body));
+                if let Some(said) = &said {
+                    ctx.note(|| said.clone());
+                }
                 match rest::route(
                     &x.method,
                     &x.uri,
@@ -214,7 +236,18 @@ impl KubeBridge {
                             *stream = run.next_stream;
                             opened = run.next_stream;
                         }
-                        run.pending.insert(id, (x.answer, shape, opened));
+                        let (conn, conn_id) = run.pool.checkout(ctx.true_now());
+                        run.pending.insert(
+                            id,
+                            Pending {
+                                answer: x.answer,
+                                shape,
+                                stream: opened,
+                                conn,
+                                conn_id,
+                                said,
+                            },
+                        );
                         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
                     }
                     Routed::Answer { status, body } => {
@@ -247,13 +280,52 @@ impl KubeBridge {
         }
     }
 
-    fn answered(&mut self, id: u64, result: &Result<ApiOk, ApiError>) -> bool {
+    fn answered(
+        &mut self,
+        id: u64,
+        result: &Result<ApiOk, ApiError>,
+        ctx: &mut WorldCtx<'_>,
+    ) -> bool {
+        let now = ctx.true_now();
         let Some(run) = &mut self.running else {
             return false;
         };
-        let Some((answer, shape, stream)) = run.pending.remove(&id) else {
+        let Some(Pending {
+            answer,
+            shape,
+            stream,
+            said,
+            conn_id,
+            ..
+        }) = run.pending.remove(&id)
+        else {
             return false;
         };
+        if let Some(said) = said {
+            // What a list found, or why a request failed, so a story told from the
+            // trace can count it (the kernel's own lines tell the rest).
+            let got = match (&shape, result) {
+                (Shape::List { selector, .. }, Ok(ApiOk::List { items, .. })) => {
+                    let n = items
+                        .iter()
+                        .filter(|o| selector.matches(&o.meta.labels))
+                        .count();
+                    Some(format!("{n} item{}", if n == 1 { "" } else { "s" }))
+                }
+                (_, Ok(_)) => None,
+                (_, Err(e)) => Some(format!("{e:?}")),
+            };
+            if let Some(got) = got {
+                ctx.note(|| format!("{said} => {got}"));
+            }
+        }
+        // A watch keeps its connection until it ends; any other answer is read whole and
+        // its connection goes back to the pool, unless the program dropped the request
+        // (hyper closes a connection whose response is not read).
+        let watching = matches!(result, Ok(ApiOk::Watching { .. }));
+        if !watching && !answer.is_closed() {
+            run.pool.checkin(now, conn_id);
+        }
         match (&shape, result) {
             (
                 Shape::Watch {
@@ -314,6 +386,7 @@ impl Component for KubeBridge {
             queue,
             done,
             pending: BTreeMap::new(),
+            pool: Pool::default(),
             watches: BTreeMap::new(),
             next_stream: 0,
         });
@@ -322,7 +395,33 @@ impl Component for KubeBridge {
 
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
-            Msg::ApiResp(ApiResponse { id, result }) if self.answered(id, &result) => {
+            Msg::ApiResp(ApiResponse { id, result }) if self.answered(id, &result, ctx) => {
+                self.pump(ctx);
+            }
+            Msg::ConnectionLost(lost) => {
+                let Some(run) = &mut self.running else {
+                    return;
+                };
+                match lost {
+                    // Its answer's sender dropped: the client's request fails with a
+                    // transport error, as hyper's would (a connect timeout, ETIMEDOUT).
+                    Lost::Request(id) => {
+                        run.pending.remove(&id);
+                    }
+                    // The watch's stream ends; the server hears of it when the link heals.
+                    Lost::Watch(watch_id) => {
+                        if let Some(w) = run.watches.remove(&watch_id) {
+                            self.next_id += 1;
+                            ctx.send(
+                                self.apiserver,
+                                Msg::Api(ApiRequest {
+                                    id: self.next_id,
+                                    op: ApiOp::Unwatch { stream: w.stream },
+                                }),
+                            );
+                        }
+                    }
+                }
                 self.pump(ctx);
             }
             Msg::Watch(ev) => {
@@ -340,8 +439,12 @@ impl Component for KubeBridge {
             Msg::ConnectionReset => {
                 // The connection broke: every watch stream on it ends (the watcher
                 // re-lists or re-watches, as over a real reset).
+                // HTTP/1.1: every request in flight was on a connection of its own to
+                // the dead server, and fails too; the pool's connections are gone.
                 if let Some(run) = &mut self.running {
                     run.watches.clear();
+                    run.pending.clear();
+                    run.pool.clear();
                     self.pump(ctx);
                 }
             }
@@ -362,6 +465,29 @@ impl Component for KubeBridge {
         if run.wake.map(|(at, _)| at.as_ms()) == Some(t.at_ms) {
             run.wake = None;
             self.pump(ctx);
+        }
+    }
+
+    /// kube-rs has no read timeout and no health check: under either partition mode,
+    /// TCP retransmits on an open connection until `tcp_retries2` gives up, and a new
+    /// connection tries until kube's connect timeout (crate::pool).
+    fn retransmits_ms(&self, msg: &Msg, sent: bool) -> Option<u64> {
+        if sent
+            && let Msg::Api(req) = msg
+            && let Some(run) = &self.running
+            && let Some(p) = run.pending.get(&req.id)
+        {
+            return Some(p.conn.retransmits_ms());
+        }
+        Some(RETRANSMIT_OPEN_MS)
+    }
+
+    /// HTTP/1.1: each request in flight has a connection of its own, so two sent at
+    /// once (a `try_join!`, two reconciles) may reach the server in either order.
+    fn lane(&self, msg: &Msg) -> u32 {
+        match (msg, &self.running) {
+            (Msg::Api(req), Some(run)) => run.pending.get(&req.id).map_or(0, |p| p.conn_id.0),
+            _ => 0,
         }
     }
 

@@ -323,7 +323,7 @@ where
                     }
                 };
             };
-            ctx.note(|| format!("{} {}", x.method, x.uri));
+            ctx.note(|| crate::rest::summary(&x.method, &x.uri, &x.body));
             match rest::route(
                 &x.method,
                 &x.uri,

@@ -18,6 +18,8 @@
 //!   anything not served is answered with a clear error;
 //! - [`write`]: a replace, merge patch or JSON patch, applied at the server to the
 //!   stored object;
+//! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
+//!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
 //! - [`controller`]: a kube-rs controller's `reconcile` and `error_policy` under
 //!   reconsim's manager (work queue, informer, leader election, crash and restart);
@@ -30,6 +32,7 @@ pub mod doc;
 pub mod driver;
 pub mod intercept;
 pub mod kinds;
+pub mod pool;
 pub mod rest;
 pub mod selfcheck;
 pub mod transport;

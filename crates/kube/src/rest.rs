@@ -133,6 +133,32 @@ impl Selector {
     }
 }
 
+/// A request in words, for full traces and `explain`: the method, the path and its
+/// query percent-decoded (`labelSelector=configset=db`), and for a create the name it
+/// asks for (`db-*` for a `generateName` of `db-`), so a line names its objects.
+pub fn summary(method: &http::Method, uri: &str, body: &[u8]) -> String {
+    let (path, q) = uri.split_once('?').unwrap_or((uri, ""));
+    let mut line = format!("{method} {path}");
+    let params: Vec<String> = form_urlencoded::parse(q.as_bytes())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !params.is_empty() {
+        line.push('?');
+        line.push_str(&params.join("&"));
+    }
+    if method == http::Method::POST
+        && let Ok(v) = serde_json::from_slice::<serde_json::Value>(body)
+    {
+        let meta = &v["metadata"];
+        if let Some(name) = meta["name"].as_str() {
+            line.push_str(&format!(": {name}"));
+        } else if let Some(prefix) = meta["generateName"].as_str() {
+            line.push_str(&format!(": {prefix}*"));
+        }
+    }
+    line
+}
+
 /// The value of query parameter `name`, percent-decoded.
 fn query(uri: &str, name: &str) -> Option<String> {
     let q = uri.split_once('?')?.1;
@@ -599,6 +625,27 @@ mod tests {
         assert!(!m("tier,owner"));
         assert!(m(""));
         assert!(Selector::parse("app in (web,db)").is_none());
+    }
+
+    #[test]
+    fn a_summary_decodes_the_query_and_names_what_a_create_makes() {
+        let body = br#"{"metadata":{"generateName":"db-","namespace":"default"}}"#;
+        assert_eq!(
+            summary(
+                &http::Method::POST,
+                "/api/v1/namespaces/default/configmaps?",
+                body
+            ),
+            "POST /api/v1/namespaces/default/configmaps: db-*"
+        );
+        assert_eq!(
+            summary(
+                &http::Method::GET,
+                "/api/v1/configmaps?labelSelector=configset%3Ddb&resourceVersion=0",
+                b""
+            ),
+            "GET /api/v1/configmaps?labelSelector=configset=db&resourceVersion=0"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::bridge::{KubeBridge, Program};
 use crate::kinds::Kinds;
 use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
+use reconsim_world::fault::WorldFault;
 use reconsim_world::proc::Proc;
 
 pub struct KubeWorld {
@@ -21,9 +22,29 @@ impl KubeWorld {
         kinds: Kinds,
         program: Program,
     ) -> Self {
+        Self::with_faults(
+            seed,
+            trace,
+            apiserver,
+            kinds,
+            program,
+            FaultPlan::new(Vec::new()),
+        )
+    }
+
+    /// The same world under a fault plan (hosts `api` and `user`, processes
+    /// `apiserver` and `kube-program`).
+    pub fn with_faults(
+        seed: u64,
+        trace: TraceMode,
+        apiserver: ApiServerConfig,
+        kinds: Kinds,
+        program: Program,
+        faults: FaultPlan<WorldFault>,
+    ) -> Self {
         let mut config = SimConfig::new(seed);
         config.trace = trace;
-        let mut sim = Sim::new(config, FaultPlan::new(Vec::new()));
+        let mut sim = Sim::new(config, faults);
         let api_host = sim.add_host("api");
         let user_host = sim.add_host("user");
         let apiserver = sim.spawn(

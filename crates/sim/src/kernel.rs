@@ -84,6 +84,27 @@ pub trait Actor: Sized {
     fn broken_by_drop(_msg: &Self::Msg) -> Option<Self::Msg> {
         None
     }
+    /// How long this process's transport keeps trying to carry `msg` (which it `sent`,
+    /// or is sent) across a cut link, if its connections retransmit under either
+    /// partition mode (a client whose connections no health check closes: kube-rs over
+    /// hyper's HTTP/1.1). `None`, the default, leaves the message to the partition's
+    /// mode and [`NetConfig`]'s bounds. With a bound, the message is held until the heal
+    /// or until the bound runs out, when the connection gives up and this process hears
+    /// [`Actor::gave_up`] (docs/semantics.md 4.8).
+    fn retransmits_ms(&self, _msg: &Self::Msg, _sent: bool) -> Option<u64> {
+        None
+    }
+    /// Which of this process's connections to the receiver `msg` goes on (its lane):
+    /// each lane is a FIFO link of its own, so messages on two lanes may overtake each
+    /// other. 0, the default: one connection per receiver.
+    fn lane(&self, _msg: &Self::Msg) -> u32 {
+        0
+    }
+    /// What the client end of a connection hears when its transport gives up on `msg`
+    /// (its connect timeout, or TCP's retransmissions, ran out under a partition).
+    fn gave_up(_msg: &Self::Msg) -> Option<Self::Msg> {
+        None
+    }
 }
 
 /// A process's lifecycle state.
@@ -278,14 +299,21 @@ enum Event<M> {
         proc: ProcId,
         inc: u32,
     },
+    /// The transport of `proc`, the client end of a held message's connection, gives up
+    /// on it if it is still held ([`Actor::retransmits_ms`]).
+    GiveUp {
+        proc: ProcId,
+        held: u64,
+    },
 }
 
 impl<M> Event<M> {
     fn target(&self) -> ProcId {
         match self {
-            Event::Start { proc, .. } | Event::Timer { proc, .. } | Event::Restart { proc, .. } => {
-                *proc
-            }
+            Event::Start { proc, .. }
+            | Event::Timer { proc, .. }
+            | Event::Restart { proc, .. }
+            | Event::GiveUp { proc, .. } => *proc,
             Event::Deliver { to, .. } => *to,
         }
     }
@@ -365,6 +393,9 @@ struct Held<M> {
     /// When the partition caught it, and the sender's incarnation then.
     held_at: SimTime,
     from_inc: u32,
+    /// For a message whose client retransmits ([`Actor::retransmits_ms`]): its number,
+    /// for the give-up, and when the client gives up on it.
+    retransmitted: Option<(u64, SimTime)>,
 }
 
 /// A reference run's record of its decision points.
@@ -392,6 +423,8 @@ pub struct Sim<A: Actor> {
     hosts: Vec<String>,
     net: Network,
     held: Vec<Held<A::Msg>>,
+    /// Numbers the held messages whose client gives up on them.
+    next_held: u64,
     streams: Streams,
     tiebreak_rng: SimRng,
     net_rng: SimRng,
@@ -450,6 +483,7 @@ impl<A: Actor> Sim<A> {
             hosts: Vec::new(),
             net: Network::new(config.net),
             held: Vec::new(),
+            next_held: 0,
             tiebreak_rng: streams.stream("kernel/tiebreak"),
             net_rng: streams.stream("kernel/net"),
             streams,
@@ -716,6 +750,7 @@ impl<A: Actor> Sim<A> {
                 }
                 None
             }
+            Event::GiveUp { proc, held } => self.give_up(proc, held),
             Event::Start { proc, inc: ev_inc } => {
                 if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
                     return None;
@@ -792,7 +827,36 @@ impl<A: Actor> Sim<A> {
                     return Some(StepKind::Lost(to));
                 }
                 let from_host = self.procs[from.index()].host;
-                match self.net.cut(from_host, to_host) {
+                let cut = self.net.cut(from_host, to_host);
+                if cut.is_some()
+                    && let Some((client, bound_ms)) = self.retransmitted_by(from, to, &msg)
+                {
+                    // Under either mode: its client's TCP keeps trying until the heal
+                    // or until it gives up (docs/semantics.md 4.8).
+                    self.trace.push(self.now, RecordKind::Held { from, to });
+                    self.next_held += 1;
+                    let number = self.next_held;
+                    let give_up_at = self.now.plus_ms(bound_ms);
+                    let from_inc = self.procs[from.index()].incarnation;
+                    self.held.push(Held {
+                        from,
+                        to,
+                        inc: ev_inc,
+                        msg,
+                        held_at: self.now,
+                        from_inc,
+                        retransmitted: Some((number, give_up_at)),
+                    });
+                    self.enqueue(
+                        give_up_at,
+                        Event::GiveUp {
+                            proc: client,
+                            held: number,
+                        },
+                    );
+                    return Some(StepKind::Lost(to));
+                }
+                match cut {
                     Some(PartitionMode::Drop) => {
                         self.trace.push(
                             self.now,
@@ -814,6 +878,7 @@ impl<A: Actor> Sim<A> {
                             msg,
                             held_at: self.now,
                             from_inc,
+                            retransmitted: None,
                         });
                         return Some(StepKind::Lost(to));
                     }
@@ -1173,7 +1238,8 @@ impl<A: Actor> Sim<A> {
             .plus_ms(latency + self.net.extra_latency_ms(fh, th))
             .plus_ms(extra_ms);
         let tb = self.draw_tiebreak();
-        let (at, tb) = self.net.fifo(from, to, earliest, tb);
+        let lane = self.procs[from.index()].actor.lane(&msg);
+        let (at, tb) = self.net.fifo(from, to, lane, earliest, tb);
         self.enqueue_with(at, tb, Event::Deliver { from, to, inc, msg });
     }
 
@@ -1302,7 +1368,10 @@ impl<A: Actor> Sim<A> {
             // TCP's bounds: an open socket's data for hold_open_ms, an exited sender's
             // for hold_orphan_ms after its exit (network.rs).
             let sender = &self.procs[h.from.index()];
-            let mut deadline = h.held_at.plus_ms(self.net.config.hold_open_ms);
+            let mut deadline = match h.retransmitted {
+                Some((_, give_up_at)) => give_up_at,
+                None => h.held_at.plus_ms(self.net.config.hold_open_ms),
+            };
             if sender.incarnation != h.from_inc {
                 deadline = deadline.min(sender.down_at.plus_ms(self.net.config.hold_orphan_ms));
             }
@@ -1322,6 +1391,57 @@ impl<A: Actor> Sim<A> {
             }
             self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
         }
+    }
+
+    /// Which end of the link `from -> to` retransmits `msg` under a partition, and for
+    /// how long: the sender if its transport says so, else the receiver.
+    fn retransmitted_by(&self, from: ProcId, to: ProcId, msg: &A::Msg) -> Option<(ProcId, u64)> {
+        if let Some(ms) = self.procs[from.index()].actor.retransmits_ms(msg, true) {
+            return Some((from, ms));
+        }
+        self.procs[to.index()]
+            .actor
+            .retransmits_ms(msg, false)
+            .map(|ms| (to, ms))
+    }
+
+    /// A client's transport gives up on a message still held: it is lost, and the
+    /// client hears of it (its request failed, its stream broke) at once, from itself.
+    fn give_up(&mut self, client: ProcId, number: u64) -> Option<StepKind> {
+        let at = self
+            .held
+            .iter()
+            .position(|h| h.retransmitted.is_some_and(|(n, _)| n == number))?;
+        let Held {
+            from,
+            to,
+            inc,
+            msg,
+            from_inc,
+            ..
+        } = self.held.remove(at);
+        self.trace.push(
+            self.now,
+            RecordKind::Dropped {
+                from,
+                to,
+                reason: DropReason::Expired,
+            },
+        );
+        let client_inc = if client == from { from_inc } else { inc };
+        if let Some(notice) = A::gave_up(&msg) {
+            self.enqueue_with(
+                self.now,
+                DUE_EARLIER,
+                Event::Deliver {
+                    from: client,
+                    to: client,
+                    inc: client_inc,
+                    msg: notice,
+                },
+            );
+        }
+        Some(StepKind::Lost(client))
     }
 
     /// Pause a running process. True if it changed state.

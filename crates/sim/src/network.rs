@@ -3,7 +3,10 @@
 //! Every message gets a seeded latency in `[latency_ms_min, latency_ms_max]` plus the extra
 //! latency of any slow link it crosses. Links (sender process -> receiver process) are FIFO,
 //! as a TCP connection or an HTTP/2 stream is: a message never overtakes an earlier one on
-//! the same link. Messages between processes on one host are never cut. Partitions are
+//! the same link. A sender that keeps several connections to one receiver (a kube-rs
+//! client over HTTP/1.1: a connection per request in flight) names each a lane
+//! ([`crate::Actor::lane`]); each lane is its own FIFO link, so messages on two lanes may
+//! arrive in either order. Messages between processes on one host are never cut. Partitions are
 //! checked when a message arrives, so one sent just before a partition starts is caught by
 //! it; a `Hold` partition parks messages and releases them, in order, when it heals, but
 //! only within TCP's real bounds (docs/semantics.md 4.6): the sender's kernel
@@ -41,6 +44,11 @@ pub struct NetConfig {
 pub const HOLD_OPEN_MS: u64 = 145_000;
 /// tcp_orphan_retries (8 when 0, the default): RTO 200 ms doubling, 0.2 s x 511.
 pub const HOLD_ORPHAN_MS: u64 = 102_200;
+
+/// `tcp_retries2` (15): how long Linux retransmits an open socket's data before the
+/// connection fails, "a hypothetical timeout of 924.6 seconds" (docs/semantics.md 4.6).
+/// What a client with no health check or read timeout waits under a partition.
+pub const RETRANSMIT_OPEN_MS: u64 = 924_600;
 
 fn hold_open_ms() -> u64 {
     HOLD_OPEN_MS
@@ -83,8 +91,9 @@ pub(crate) struct Network {
     pub config: NetConfig,
     partitions: Vec<(LinkRule, PartitionMode)>,
     slow: Vec<(LinkRule, u64)>,
-    /// Last scheduled delivery on each link: (time, tie-break). Looked up, never iterated.
-    links: HashMap<(ProcId, ProcId), (SimTime, u32)>,
+    /// Last scheduled delivery on each link (sender, receiver, the sender's lane):
+    /// (time, tie-break). Looked up, never iterated.
+    links: HashMap<(ProcId, ProcId, u32), (SimTime, u32)>,
 }
 
 impl Network {
@@ -146,10 +155,14 @@ impl Network {
         &mut self,
         from: ProcId,
         to: ProcId,
+        lane: u32,
         earliest: SimTime,
         tiebreak: u32,
     ) -> (SimTime, u32) {
-        let slot = self.links.entry((from, to)).or_insert((SimTime::ZERO, 0));
+        let slot = self
+            .links
+            .entry((from, to, lane))
+            .or_insert((SimTime::ZERO, 0));
         let at = if earliest > slot.0 {
             (earliest, tiebreak)
         } else {
@@ -161,6 +174,6 @@ impl Network {
 
     /// Forget a link's history (a process restarted: new connections).
     pub fn forget(&mut self, proc: ProcId) {
-        self.links.retain(|(a, b), _| *a != proc && *b != proc);
+        self.links.retain(|(a, b, _), _| *a != proc && *b != proc);
     }
 }

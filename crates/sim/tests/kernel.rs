@@ -31,6 +31,8 @@ enum Msg {
     StopIt(ProcId),
     /// Crash yourself after answering `Pong(0)`, restarting this many ms later.
     CrashMe(u64),
+    /// A retransmitting client's transport gave up on its `Seq(n)`.
+    GaveUp(u64),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +114,8 @@ struct Node {
     memory: u64,
     timers: Vec<(u64, TimerId)>,
     spawned: Vec<ProcId>,
+    /// A client whose connections retransmit under any partition, for this long.
+    retransmit_ms: Option<u64>,
 }
 
 impl Node {
@@ -125,6 +129,14 @@ impl Node {
             memory: 0,
             timers: Vec::new(),
             spawned: Vec::new(),
+            retransmit_ms: None,
+        }
+    }
+
+    fn retransmitting(role: Role, ms: u64) -> Self {
+        Node {
+            retransmit_ms: Some(ms),
+            ..Node::new(role)
         }
     }
 
@@ -291,6 +303,17 @@ impl Actor for Node {
     fn on_crash(&mut self) {
         self.crashes += 1;
         self.memory = 0;
+    }
+
+    fn retransmits_ms(&self, _msg: &Msg, _sent: bool) -> Option<u64> {
+        self.retransmit_ms
+    }
+
+    fn gave_up(msg: &Msg) -> Option<Msg> {
+        match msg {
+            Msg::Seq(n) => Some(Msg::GaveUp(*n)),
+            _ => None,
+        }
     }
 
     fn on_fault(&mut self, fault: &String, active: bool, ctx: &mut Ctx<'_, Self>) {
@@ -759,6 +782,70 @@ fn a_crashed_senders_held_messages_die_with_its_orphaned_sockets() {
         9,
         "held at 5..85 s"
     );
+}
+
+/// [`long_hold_world`] with a sender whose connections retransmit for 100 s under either
+/// partition mode.
+fn retransmit_world(mode: PartitionMode) -> (Sim<Node>, ProcId, ProcId) {
+    let faults = vec![timed(
+        1_000,
+        Some(200_000),
+        partition(&["a"], &["b"], mode, false),
+    )];
+    let mut sim = new_sim(config(5, 3, 3, TraceMode::Full), faults);
+    let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
+    let r = sim.spawn(hb, "r", Node::new(Role::Recorder));
+    let s = sim.spawn(
+        ha,
+        "s",
+        Node::retransmitting(
+            Role::Ticker {
+                to: vec![r],
+                first_ms: 5_000,
+                every_ms: 10_000,
+                count: 30,
+            },
+            100_000,
+        ),
+    );
+    sim.run_until(SimTime::from_secs(400));
+    (sim, s, r)
+}
+
+#[test]
+fn a_retransmitting_client_keeps_its_data_across_either_partition_until_it_gives_up() {
+    for mode in [PartitionMode::Drop, PartitionMode::Hold] {
+        // Held at 5.003 s, 15.003 s, ..., 195.003 s. The client gives up 100 s after
+        // each: on those held at 5..95 s (hearing of each at once, from itself); the
+        // 201 s heal delivers the rest, in order, and nothing is lost to the partition.
+        let (sim, s, r) = retransmit_world(mode);
+        let got = seqs_from(&sim, r, s);
+        let released: Vec<u64> = got
+            .iter()
+            .filter(|(t, _)| *t == 201_000)
+            .map(|(_, i)| *i)
+            .collect();
+        assert_eq!(released, (10..20).collect::<Vec<_>>(), "{mode:?}: {got:?}");
+        assert!(got.iter().all(|(_, i)| *i >= 10), "{mode:?}: {got:?}");
+        assert!(
+            drops(&sim, s, r, DropReason::Partition).is_empty(),
+            "{mode:?}"
+        );
+        let gave_up: Vec<(u64, u64)> = log(&sim, s)
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::Msg {
+                    now,
+                    from,
+                    msg: Msg::GaveUp(n),
+                } if *from == s => Some((*now, *n)),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<(u64, u64)> = (0..10).map(|i| (105_003 + 10_000 * i, i)).collect();
+        assert_eq!(gave_up, want, "{mode:?}");
+        assert_eq!(drops(&sim, s, r, DropReason::Expired).len(), 10, "{mode:?}");
+    }
 }
 
 #[test]

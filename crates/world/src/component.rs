@@ -156,6 +156,18 @@ pub trait Component: fmt::Debug + 'static {
     fn changes(&self) -> Option<u64> {
         None
     }
+    /// How long this component's connections keep trying to carry `msg` across a
+    /// partition, if they retransmit under either mode (a kube-rs client: no health
+    /// check closes them): see [`reconsim_sim::Actor::retransmits_ms`]. `None`, the
+    /// default: a client-go client's connections, as the partition's mode says.
+    fn retransmits_ms(&self, _msg: &Msg, _sent: bool) -> Option<u64> {
+        None
+    }
+    /// Which of this component's connections to its receiver `msg` goes on: see
+    /// [`reconsim_sim::Actor::lane`]. 0, the default: one connection per receiver.
+    fn lane(&self, _msg: &Msg) -> u32 {
+        0
+    }
     /// For tests and checkers that read a component's state: `proc.component::<T>()`.
     fn as_any(&self) -> &dyn Any;
 }

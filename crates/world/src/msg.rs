@@ -41,6 +41,21 @@ pub enum Msg {
     /// signal, and what controller-runtime before 0.7 and client-go programs do.
     Terminate,
     Timer(Timer),
+    /// A client's own transport gave up on one connection under a partition (its
+    /// connect timeout, or TCP's retransmissions, ran out): sent by the kernel to the
+    /// client itself ([`reconsim_sim::Actor::gave_up`]), for clients whose connections
+    /// retransmit ([`crate::component::Component::retransmits_ms`]). Last, so the
+    /// variants before it hash as they did (trace hashes stay put).
+    ConnectionLost(Lost),
+}
+
+/// What a connection that gave up carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Lost {
+    /// The request with this id failed (it, or its answer, never arrived).
+    Request(u64),
+    /// The watch with this id broke.
+    Watch(u64),
 }
 
 /// A timer, tagged with the component that set it.

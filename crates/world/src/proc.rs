@@ -7,7 +7,7 @@
 use crate::api::{ApiOp, ApiRequest};
 use crate::component::Component;
 use crate::fault::WorldFault;
-use crate::msg::{Msg, Timer};
+use crate::msg::{Lost, Msg, Timer};
 use crate::object::{Lease, ObjectKey, Resource};
 use crate::{apiserver, informer, kubelet, leader, lifecycle, manager, script, workloads};
 use reconsim_sim::{Actor, EventClass, ProcId, TimerId};
@@ -176,6 +176,30 @@ impl Actor for Proc {
         match msg {
             Msg::ApiResp(resp) => Some(resp.id),
             Msg::Response { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+
+    fn retransmits_ms(&self, msg: &Msg, sent: bool) -> Option<u64> {
+        match self {
+            Proc::Component(c) => c.retransmits_ms(msg, sent),
+            _ => None,
+        }
+    }
+
+    fn lane(&self, msg: &Msg) -> u32 {
+        match self {
+            Proc::Component(c) => c.lane(msg),
+            _ => 0,
+        }
+    }
+
+    /// A client's connection gave up: its request failed, or its watch broke.
+    fn gave_up(msg: &Msg) -> Option<Msg> {
+        match msg {
+            Msg::Api(req) => Some(Msg::ConnectionLost(Lost::Request(req.id))),
+            Msg::ApiResp(resp) => Some(Msg::ConnectionLost(Lost::Request(resp.id))),
+            Msg::Watch(ev) => Some(Msg::ConnectionLost(Lost::Watch(ev.watch_id))),
             _ => None,
         }
     }
