@@ -1,7 +1,7 @@
 //! ConfigSet: a kube-rs controller written as kube-rs users write one, with no reconsim
 //! import. This file compiles against kube and runs against a real cluster through
-//! kube-runtime's `Controller` ([`run_in_cluster`]); reconsim runs the same `reconcile`
-//! and `error_policy` against its simulated cluster (`harness.rs`).
+//! kube-runtime's `Controller` ([`run`]); reconsim runs that same `run`, kube-runtime
+//! and all, against its simulated cluster (`harness.rs`).
 //!
 //! A ConfigSet (`example.reconsim.dev/v1`, a `#[derive(CustomResource)]` with a status
 //! subresource) keeps `spec.replicas` ConfigMaps, made with `generateName`, labelled and
@@ -157,11 +157,10 @@ pub fn error_policy(_: Arc<ConfigSet>, _: &Error, _: Arc<Ctx>) -> Action {
     Action::requeue(Duration::from_secs(5))
 }
 
-/// The same functions in a real cluster, through kube-runtime. reconsim never calls it;
-/// it is compiled to show that `reconcile` and `error_policy` are what `Controller::run`
-/// takes.
-#[allow(dead_code)]
-pub async fn run_in_cluster(client: Client, read: Read) {
+/// The controller's `main`, past building its client: kube-runtime's `Controller` on
+/// the ConfigSets it owns ConfigMaps of. In a cluster, `Client::try_default()` makes the
+/// client; reconsim hands it one that speaks to the simulated API server (`harness.rs`).
+pub async fn run(client: Client, read: Read) {
     let sets: Api<ConfigSet> = Api::all(client.clone());
     let cms: Api<ConfigMap> = Api::all(client.clone());
     Controller::new(sets, watcher::Config::default())

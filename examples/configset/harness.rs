@@ -7,8 +7,11 @@ use crate::controller::{self, ConfigSet, ConfigSetSpec, Ctx, LABEL, Read};
 use k8s_openapi::api::core::v1::ConfigMap;
 use reconsim::check::{Check, View, Violation};
 use reconsim::scenario::extension::{self, Extensions};
+use reconsim::sim::ProcId;
 use reconsim::world::api::ApiOp;
+use reconsim::world::component::Component;
 use reconsim::world::object::{Object, ObjectKey, Uid};
+use reconsim_kube::KubeBridge;
 use reconsim_kube::kinds::{Kinds, kind_of};
 use reconsim_kube::wire;
 use serde::Deserialize;
@@ -69,12 +72,32 @@ pub struct ActionParams {
     pub replicas: Option<u32>,
 }
 
-/// The controller as the manager runs it: the user's functions, unchanged.
-pub fn reconciler(variant: Variant) -> Box<dyn reconsim::world::manager::Reconciler> {
-    let read = match variant {
+fn read(variant: Variant) -> Read {
+    match variant {
         Variant::WatchCache => Read::WatchCache,
         Variant::Consistent => Read::Consistent,
-    };
+    }
+}
+
+/// The controller's process: the user's program (`controller::run`, kube-runtime's own
+/// `Controller` and all) with a client of the simulated API server. The closure is
+/// called again on every start of the process: a restart runs the program anew.
+pub fn process(variant: Variant, apiserver: ProcId) -> Box<dyn Component> {
+    let read = read(variant);
+    KubeBridge::new(
+        apiserver,
+        kinds(),
+        reconsim_kube::program(move |client| controller::run(client, read)),
+    )
+    .boxed()
+}
+
+/// The same `reconcile` and `error_policy` under reconsim's manager instead of
+/// kube-runtime's (the reconcile-only path: one reconcile at a time, client-go's
+/// connections), kept to compare the two paths.
+#[allow(dead_code)] // Used by tests/example_configset.rs, not by the example binary.
+pub fn reconciler(variant: Variant) -> Box<dyn reconsim::world::manager::Reconciler> {
+    let read = read(variant);
     reconsim_kube::Controller::<ConfigSet>::new(NAME, kinds())
         .owns::<ConfigMap>()
         .run(
@@ -189,13 +212,27 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything this file adds to reconsim, by name.
+/// Everything this file adds to reconsim, by name: the controller as its program.
 pub fn extensions() -> Extensions {
-    Extensions::new()
-        .controller(NAME, |params| {
-            let p: Params = extension::params(params)?;
-            Ok(vec![reconciler(p.variant)])
-        })
+    hooks(Extensions::new().process(NAME, |params, services| {
+        let p: Params = extension::params(params)?;
+        Ok(process(p.variant, services.endpoints.apiserver))
+    }))
+    .host(reconsim_kube::intercept::host)
+}
+
+/// The same, the controller's `reconcile` under reconsim's manager ([`reconciler`]).
+#[allow(dead_code)] // Used by tests/example_configset.rs, not by the example binary.
+pub fn extensions_reconcile_only() -> Extensions {
+    hooks(Extensions::new().controller(NAME, |params| {
+        let p: Params = extension::params(params)?;
+        Ok(vec![reconciler(p.variant)])
+    }))
+}
+
+/// The entry's objects, actions, desired state and invariant, on either path.
+fn hooks(extensions: Extensions) -> Extensions {
+    extensions
         .objects(NAME, |params| {
             let p: Params = extension::params(params)?;
             p.configsets.iter().map(seed).collect()
