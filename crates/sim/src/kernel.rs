@@ -833,20 +833,10 @@ impl<A: Actor> Sim<A> {
                 {
                     // Under either mode: its client's TCP keeps trying until the heal
                     // or until it gives up (docs/semantics.md 4.8).
-                    self.trace.push(self.now, RecordKind::Held { from, to });
                     self.next_held += 1;
                     let number = self.next_held;
                     let give_up_at = self.now.plus_ms(bound_ms);
-                    let from_inc = self.procs[from.index()].incarnation;
-                    self.held.push(Held {
-                        from,
-                        to,
-                        inc: ev_inc,
-                        msg,
-                        held_at: self.now,
-                        from_inc,
-                        retransmitted: Some((number, give_up_at)),
-                    });
+                    self.hold(from, to, ev_inc, msg, Some((number, give_up_at)));
                     self.enqueue(
                         give_up_at,
                         Event::GiveUp {
@@ -869,17 +859,7 @@ impl<A: Actor> Sim<A> {
                         return Some(StepKind::Lost(to));
                     }
                     Some(PartitionMode::Hold) => {
-                        self.trace.push(self.now, RecordKind::Held { from, to });
-                        let from_inc = self.procs[from.index()].incarnation;
-                        self.held.push(Held {
-                            from,
-                            to,
-                            inc: ev_inc,
-                            msg,
-                            held_at: self.now,
-                            from_inc,
-                            retransmitted: None,
-                        });
+                        self.hold(from, to, ev_inc, msg, None);
                         return Some(StepKind::Lost(to));
                     }
                     None => {}
@@ -1391,6 +1371,28 @@ impl<A: Actor> Sim<A> {
             }
             self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
         }
+    }
+
+    /// Park a message a partition caught, until the heal releases it.
+    fn hold(
+        &mut self,
+        from: ProcId,
+        to: ProcId,
+        inc: u32,
+        msg: A::Msg,
+        retransmitted: Option<(u64, SimTime)>,
+    ) {
+        self.trace.push(self.now, RecordKind::Held { from, to });
+        let from_inc = self.procs[from.index()].incarnation;
+        self.held.push(Held {
+            from,
+            to,
+            inc,
+            msg,
+            held_at: self.now,
+            from_inc,
+            retransmitted,
+        });
     }
 
     /// Which end of the link `from -> to` retransmits `msg` under a partition, and for

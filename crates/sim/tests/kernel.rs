@@ -719,10 +719,20 @@ fn hold_partition_delivers_held_messages_in_order_after_heal() {
 /// A ticker on `a` sending every 10 s from 5 s to a recorder on `b`, a holding partition
 /// between them over [1 s, 201 s), and maybe a crash of the sender at `crash_at_ms`.
 fn long_hold_world(crash_at_ms: Option<u64>) -> (Sim<Node>, ProcId, ProcId) {
+    cut_world(PartitionMode::Hold, crash_at_ms, None)
+}
+
+/// [`long_hold_world`] under either mode, with a sender whose connections retransmit
+/// for `retransmit_ms` if set.
+fn cut_world(
+    mode: PartitionMode,
+    crash_at_ms: Option<u64>,
+    retransmit_ms: Option<u64>,
+) -> (Sim<Node>, ProcId, ProcId) {
     let mut faults = vec![timed(
         1_000,
         Some(200_000),
-        partition(&["a"], &["b"], PartitionMode::Hold, false),
+        partition(&["a"], &["b"], mode, false),
     )];
     if let Some(at) = crash_at_ms {
         faults.push(timed(
@@ -736,16 +746,17 @@ fn long_hold_world(crash_at_ms: Option<u64>) -> (Sim<Node>, ProcId, ProcId) {
     let mut sim = new_sim(config(5, 3, 3, TraceMode::Full), faults);
     let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
     let r = sim.spawn(hb, "r", Node::new(Role::Recorder));
-    let s = sim.spawn(
-        ha,
-        "s",
-        Node::new(Role::Ticker {
-            to: vec![r],
-            first_ms: 5_000,
-            every_ms: 10_000,
-            count: 30,
-        }),
-    );
+    let ticker = Role::Ticker {
+        to: vec![r],
+        first_ms: 5_000,
+        every_ms: 10_000,
+        count: 30,
+    };
+    let node = match retransmit_ms {
+        Some(ms) => Node::retransmitting(ticker, ms),
+        None => Node::new(ticker),
+    };
+    let s = sim.spawn(ha, "s", node);
     sim.run_until(SimTime::from_secs(400));
     (sim, s, r)
 }
@@ -784,41 +795,13 @@ fn a_crashed_senders_held_messages_die_with_its_orphaned_sockets() {
     );
 }
 
-/// [`long_hold_world`] with a sender whose connections retransmit for 100 s under either
-/// partition mode.
-fn retransmit_world(mode: PartitionMode) -> (Sim<Node>, ProcId, ProcId) {
-    let faults = vec![timed(
-        1_000,
-        Some(200_000),
-        partition(&["a"], &["b"], mode, false),
-    )];
-    let mut sim = new_sim(config(5, 3, 3, TraceMode::Full), faults);
-    let (ha, hb) = (sim.add_host("a"), sim.add_host("b"));
-    let r = sim.spawn(hb, "r", Node::new(Role::Recorder));
-    let s = sim.spawn(
-        ha,
-        "s",
-        Node::retransmitting(
-            Role::Ticker {
-                to: vec![r],
-                first_ms: 5_000,
-                every_ms: 10_000,
-                count: 30,
-            },
-            100_000,
-        ),
-    );
-    sim.run_until(SimTime::from_secs(400));
-    (sim, s, r)
-}
-
 #[test]
 fn a_retransmitting_client_keeps_its_data_across_either_partition_until_it_gives_up() {
     for mode in [PartitionMode::Drop, PartitionMode::Hold] {
         // Held at 5.003 s, 15.003 s, ..., 195.003 s. The client gives up 100 s after
         // each: on those held at 5..95 s (hearing of each at once, from itself); the
         // 201 s heal delivers the rest, in order, and nothing is lost to the partition.
-        let (sim, s, r) = retransmit_world(mode);
+        let (sim, s, r) = cut_world(mode, None, Some(100_000));
         let got = seqs_from(&sim, r, s);
         let released: Vec<u64> = got
             .iter()
