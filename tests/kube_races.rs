@@ -6,7 +6,9 @@
 //!   one reconcile at a time and sends a reconcile's requests one after another.
 //!
 //! The bug is caught on the program path, and the fix holds there; on the reconcile-only
-//! path the bug cannot happen, so its campaign passes: what the program path adds.
+//! path the bug cannot happen, so its campaign passes: what the program path adds. And
+//! search's swaps reach the new interleavings: from a run that holds, the exhaustive
+//! search reorders a `try_join!`'s two requests into the failing order.
 //!
 //! - `registry`: every Member adds its name to one shared ConfigMap by get, then replace.
 //!   The bug drops the resourceVersion it read, so the replace is last-writer-wins and two
@@ -370,4 +372,36 @@ fn a_try_join_of_two_requests_lets_the_pointer_land_first_only_in_the_program() 
     // Requests one after another, in the order written: the config always lands first.
     let serial = failing(POINTER_ENTRY, false, Path::ReconcileOnly);
     assert!(serial.failures.is_empty(), "{:?}", serial.failures.first());
+}
+
+#[test]
+fn search_swaps_a_try_joins_two_requests_from_a_clean_reference_run() {
+    // A seed whose run holds (both creates of every Member landed config first): the
+    // exhaustive search's swaps of two requests in flight at once reach the other order.
+    let s = scenario(POINTER_ENTRY, false, Path::Program);
+    let report = campaign(&s);
+    let clean = (0..s.seeds)
+        .find(|seed| report.failures.iter().all(|f| f.seed != *seed))
+        .expect("a seed whose run holds");
+    let config = reconsim::scenario::search::SearchConfig {
+        seed: clean,
+        seeds: 1,
+        max_plans: 200,
+        exhaustive: Some(1),
+        stop_on_first: true,
+        jobs: 1,
+        ..Default::default()
+    };
+    let found = reconsim::scenario::search::search(&s, &config, &|_, _, _, _, _| {});
+    let one = &found.seeds[0];
+    assert!(one.reference.violation.is_none(), "seed {clean}");
+    let failure = found
+        .failures
+        .first()
+        .expect("a swap that lands the pointer first");
+    assert_eq!(failure.invariant, NO_DANGLING_POINTER);
+    eprintln!(
+        "search: seed {clean}, first failure after {:?} runs",
+        found.runs_to_first_failure
+    );
 }
