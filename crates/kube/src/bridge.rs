@@ -104,8 +104,36 @@ struct Running {
     next_stream: u32,
 }
 
+/// A program that returns restarts as its pod's container would: the kubelet's
+/// CrashLoopBackOff, 10 s doubling to 300 s, back to 10 s once a run lasted 10 min
+/// (the same rule and figures as `reconsim_world::kubelet::KubeletTiming`'s defaults).
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    next_ms: u64,
+    started: SimTime,
+}
+
+impl Backoff {
+    const MIN_MS: u64 = 10_000;
+    const MAX_MS: u64 = 300_000;
+    const RESET_MS: u64 = 600_000;
+
+    /// The delay before the restart after a run that ends `now`.
+    fn after_exit(&mut self, now: SimTime) -> u64 {
+        if now.since(self.started) >= Self::RESET_MS {
+            self.next_ms = Self::MIN_MS;
+        }
+        let delay = self.next_ms;
+        self.next_ms = (delay * 2).min(Self::MAX_MS);
+        delay
+    }
+}
+
 pub struct KubeBridge {
     apiserver: ProcId,
+    /// Survives a restart (it is the kubelet's, not the process's); `None`: the
+    /// program runs once ([`KubeBridge::once`]).
+    backoff: Option<Backoff>,
     kinds: Kinds,
     program: Program,
     running: Option<Running>,
@@ -146,6 +174,10 @@ impl KubeBridge {
     pub fn new(apiserver: ProcId, kinds: Kinds, program: Program) -> Self {
         KubeBridge {
             apiserver,
+            backoff: Some(Backoff {
+                next_ms: Backoff::MIN_MS,
+                started: SimTime::ZERO,
+            }),
             kinds,
             program,
             running: None,
@@ -154,6 +186,13 @@ impl KubeBridge {
             requests: Vec::new(),
             record_requests: false,
         }
+    }
+
+    /// The program runs once, as a Job's pod with `restartPolicy: Never`: when it
+    /// returns, the process idles (by default it restarts as a Deployment's would).
+    pub fn once(mut self) -> Self {
+        self.backoff = None;
+        self
     }
 
     /// The bridge keeping every request in [`KubeBridge::requests`] (for tests).
@@ -178,6 +217,15 @@ impl KubeBridge {
         for _ in 0..ROUNDS_PER_HANDLER_MAX {
             park = run.driver.step(&mut run.scope);
             if let Some(r) = run.done.lock().expect("the result's lock").take() {
+                if let Some(backoff) = &mut self.backoff {
+                    // The container exited: it restarts cold after the kubelet's
+                    // backoff, what it sent so far sent (restartPolicy Always).
+                    let delay = backoff.after_exit(ctx.true_now());
+                    ctx.note(|| format!("kube program: {r}; restarting in {} s", delay / 1000));
+                    self.results.push(r);
+                    ctx.crash_self(delay);
+                    return;
+                }
                 ctx.note(|| format!("kube program: {r}"));
                 self.results.push(r);
             }
@@ -360,6 +408,9 @@ impl KubeBridge {
 
 impl Component for KubeBridge {
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        if let Some(b) = &mut self.backoff {
+            b.started = ctx.true_now();
+        }
         let mut scope = Scope::seeded_by(ctx.rng());
         scope.set_time(ctx.true_now(), ctx.now());
         let driver = Driver::new(&mut scope);

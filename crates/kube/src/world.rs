@@ -1,5 +1,6 @@
 //! A world for one kube-rs program: the simulated API server on one host and the
-//! program's process on another, so every request crosses the network.
+//! program's process on another, so every request crosses the network. The program
+//! runs once (`KubeBridge::once`): its result is what a test reads.
 
 use crate::bridge::{KubeBridge, Program};
 use crate::kinds::Kinds;
@@ -57,6 +58,7 @@ impl KubeWorld {
             "kube-program",
             Proc::Component(
                 KubeBridge::new(apiserver, kinds, program)
+                    .once()
                     .recording()
                     .boxed(),
             ),
