@@ -1359,18 +1359,23 @@ impl<A: Actor> Sim<A> {
                 from, to, inc, msg, ..
             } = h;
             if self.now > deadline {
-                self.trace.push(
-                    self.now,
-                    RecordKind::Dropped {
-                        from,
-                        to,
-                        reason: DropReason::Expired,
-                    },
-                );
+                self.expired(from, to);
                 continue;
             }
             self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
         }
+    }
+
+    /// A held message lost because TCP stopped retransmitting it.
+    fn expired(&mut self, from: ProcId, to: ProcId) {
+        self.trace.push(
+            self.now,
+            RecordKind::Dropped {
+                from,
+                to,
+                reason: DropReason::Expired,
+            },
+        );
     }
 
     /// Park a message a partition caught, until the heal releases it.
@@ -1422,14 +1427,7 @@ impl<A: Actor> Sim<A> {
             from_inc,
             ..
         } = self.held.remove(at);
-        self.trace.push(
-            self.now,
-            RecordKind::Dropped {
-                from,
-                to,
-                reason: DropReason::Expired,
-            },
-        );
+        self.expired(from, to);
         let client_inc = if client == from { from_inc } else { inc };
         if let Some(notice) = A::gave_up(&msg) {
             self.enqueue_with(

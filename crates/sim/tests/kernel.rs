@@ -761,17 +761,21 @@ fn cut_world(
     (sim, s, r)
 }
 
+/// The numbers of the `Seq` messages delivered at `at_ms` (a heal's release).
+fn released_at(got: &[(u64, u64)], at_ms: u64) -> Vec<u64> {
+    got.iter()
+        .filter(|(t, _)| *t == at_ms)
+        .map(|(_, i)| *i)
+        .collect()
+}
+
 #[test]
 fn a_hold_delivers_only_what_tcp_still_retransmits() {
     // Held at 5.003 s, 15.003 s, ..., 195.003 s; the heal at 201 s delivers those held
     // at most 145 s before (from 65 s on) and drops the older ones as expired.
     let (sim, s, r) = long_hold_world(None);
     let got = seqs_from(&sim, r, s);
-    let released: Vec<u64> = got
-        .iter()
-        .filter(|(t, _)| *t == 201_000)
-        .map(|(_, i)| *i)
-        .collect();
+    let released = released_at(&got, 201_000);
     assert_eq!(released, (6..20).collect::<Vec<_>>(), "{got:?}");
     let expired = drops(&sim, s, r, DropReason::Expired);
     assert_eq!(expired, vec![201_000; 6], "held at 5..55 s");
@@ -803,11 +807,7 @@ fn a_retransmitting_client_keeps_its_data_across_either_partition_until_it_gives
         // 201 s heal delivers the rest, in order, and nothing is lost to the partition.
         let (sim, s, r) = cut_world(mode, None, Some(100_000));
         let got = seqs_from(&sim, r, s);
-        let released: Vec<u64> = got
-            .iter()
-            .filter(|(t, _)| *t == 201_000)
-            .map(|(_, i)| *i)
-            .collect();
+        let released = released_at(&got, 201_000);
         assert_eq!(released, (10..20).collect::<Vec<_>>(), "{mode:?}: {got:?}");
         assert!(got.iter().all(|(_, i)| *i >= 10), "{mode:?}: {got:?}");
         assert!(
