@@ -326,52 +326,40 @@ fn campaign(s: &Scenario) -> Report {
     )
 }
 
-fn failing(entry: &str, fixed: bool, path: Path) -> Report {
-    campaign(&scenario(entry, fixed, path))
+/// The bug caught on the program path (by `invariant`), its fix clean there, and the
+/// same bug clean on the reconcile-only path: the buggy program's scenario and report.
+fn caught_only_in_the_program(entry: &str, invariant: &str) -> (Scenario, Report) {
+    let s = scenario(entry, false, Path::Program);
+    let buggy = campaign(&s);
+    let first = buggy.failures.first().expect("a failure within 200 seeds");
+    assert_eq!(first.invariant, invariant);
+    eprintln!(
+        "{entry}: {} of 200 seeds fail, first {}",
+        buggy.failures.len(),
+        first.seed
+    );
+    let fixed = campaign(&scenario(entry, true, Path::Program));
+    assert!(fixed.failures.is_empty(), "{:?}", fixed.failures.first());
+    let serial = campaign(&scenario(entry, false, Path::ReconcileOnly));
+    assert!(serial.failures.is_empty(), "{:?}", serial.failures.first());
+    (s, buggy)
 }
 
 #[test]
 fn concurrent_reconciles_of_two_objects_lose_an_update_only_in_the_program() {
-    let s = scenario(REGISTRY_ENTRY, false, Path::Program);
-    let buggy = campaign(&s);
-    let first = buggy
-        .failures
-        .first()
-        .expect("a lost update within 200 seeds");
-    assert_eq!(first.invariant, REGISTRY_KEEPS_NAMES);
-    let (outcome, _) = reconsim::scenario::run(&s, first.seed);
+    // On the reconcile-only path, one reconcile at a time: the buggy replace never
+    // races another.
+    let (s, buggy) = caught_only_in_the_program(REGISTRY_ENTRY, REGISTRY_KEEPS_NAMES);
+    let (outcome, _) = reconsim::scenario::run(&s, buggy.failures[0].seed);
     let v = outcome.violation.expect("the seed fails again");
     assert!(v.message.contains("the registry lost"), "{}", v.message);
-    eprintln!(
-        "registry: {} of 200 seeds fail, first {}",
-        buggy.failures.len(),
-        first.seed
-    );
-    let fixed = failing(REGISTRY_ENTRY, true, Path::Program);
-    assert!(fixed.failures.is_empty(), "{:?}", fixed.failures.first());
-    // One reconcile at a time: the buggy replace never races another.
-    let serial = failing(REGISTRY_ENTRY, false, Path::ReconcileOnly);
-    assert!(serial.failures.is_empty(), "{:?}", serial.failures.first());
 }
 
 #[test]
 fn a_try_join_of_two_requests_lets_the_pointer_land_first_only_in_the_program() {
-    let buggy = failing(POINTER_ENTRY, false, Path::Program);
-    let first = buggy
-        .failures
-        .first()
-        .expect("a dangling pointer within 200 seeds");
-    assert_eq!(first.invariant, NO_DANGLING_POINTER);
-    eprintln!(
-        "pointer: {} of 200 seeds fail, first {}",
-        buggy.failures.len(),
-        first.seed
-    );
-    let fixed = failing(POINTER_ENTRY, true, Path::Program);
-    assert!(fixed.failures.is_empty(), "{:?}", fixed.failures.first());
-    // Requests one after another, in the order written: the config always lands first.
-    let serial = failing(POINTER_ENTRY, false, Path::ReconcileOnly);
-    assert!(serial.failures.is_empty(), "{:?}", serial.failures.first());
+    // On the reconcile-only path, requests go one after another, in the order written:
+    // the config always lands first.
+    caught_only_in_the_program(POINTER_ENTRY, NO_DANGLING_POINTER);
 }
 
 #[test]

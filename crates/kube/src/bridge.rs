@@ -24,6 +24,7 @@ use reconsim_sim::network::RETRANSMIT_OPEN_MS;
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse};
 use reconsim_world::component::Component;
+use reconsim_world::kubelet::KubeletTiming;
 use reconsim_world::msg::{Lost, Msg, Timer};
 use reconsim_world::proc::WorldCtx;
 use std::collections::BTreeMap;
@@ -105,8 +106,8 @@ struct Running {
 }
 
 /// A program that returns restarts as its pod's container would: the kubelet's
-/// CrashLoopBackOff, 10 s doubling to 300 s, back to 10 s once a run lasted 10 min
-/// (the same rule and figures as `reconsim_world::kubelet::KubeletTiming`'s defaults).
+/// CrashLoopBackOff, by the world kubelet's own figures (`KubeletTiming`: 10 s doubling
+/// to 300 s, back to the first once a run lasted 10 min) and rule.
 #[derive(Clone, Copy, Debug)]
 struct Backoff {
     next_ms: u64,
@@ -114,17 +115,21 @@ struct Backoff {
 }
 
 impl Backoff {
-    const MIN_MS: u64 = 10_000;
-    const MAX_MS: u64 = 300_000;
-    const RESET_MS: u64 = 600_000;
+    fn new() -> Self {
+        Backoff {
+            next_ms: KubeletTiming::default().restart_backoff_ms_min,
+            started: SimTime::ZERO,
+        }
+    }
 
     /// The delay before the restart after a run that ends `now`.
     fn after_exit(&mut self, now: SimTime) -> u64 {
-        if now.since(self.started) >= Self::RESET_MS {
-            self.next_ms = Self::MIN_MS;
+        let t = KubeletTiming::default();
+        if now.since(self.started) >= t.restart_backoff_reset_ms {
+            self.next_ms = t.restart_backoff_ms_min;
         }
         let delay = self.next_ms;
-        self.next_ms = (delay * 2).min(Self::MAX_MS);
+        self.next_ms = (delay * 2).min(t.restart_backoff_ms_max);
         delay
     }
 }
@@ -174,10 +179,7 @@ impl KubeBridge {
     pub fn new(apiserver: ProcId, kinds: Kinds, program: Program) -> Self {
         KubeBridge {
             apiserver,
-            backoff: Some(Backoff {
-                next_ms: Backoff::MIN_MS,
-                started: SimTime::ZERO,
-            }),
+            backoff: Some(Backoff::new()),
             kinds,
             program,
             running: None,
@@ -488,10 +490,9 @@ impl Component for KubeBridge {
                 }
             }
             Msg::ConnectionReset => {
-                // The connection broke: every watch stream on it ends (the watcher
-                // re-lists or re-watches, as over a real reset).
-                // HTTP/1.1: every request in flight was on a connection of its own to
-                // the dead server, and fails too; the pool's connections are gone.
+                // The server's host reset its connections: every watch stream ends (the
+                // watcher re-lists or re-watches), every request in flight fails (each
+                // had a connection of its own), and the pool's idle ones are gone.
                 if let Some(run) = &mut self.running {
                     run.watches.clear();
                     run.pending.clear();
