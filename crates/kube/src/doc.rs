@@ -5,6 +5,7 @@
 //! exactly when their JSON is, and a write that changes nothing is a no-op at the
 //! server (no new resourceVersion, no event), as with the real one.
 
+use crate::managed::ManagedFields;
 use reconsim_world::object::{Document, Kind};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -24,6 +25,10 @@ pub struct JsonDoc {
     pub status: Option<String>,
     /// The body's fields as parsed from the same JSON (spec's and, if any, status).
     fields: Arc<Map<String, Value>>,
+    /// Who owns which field (`metadata.managedFields`): part of the object, so a write
+    /// that only hands fields over is a write; not hashed into traces (it follows from
+    /// the writes that are).
+    managed: Arc<ManagedFields>,
 }
 
 impl PartialEq for JsonDoc {
@@ -32,6 +37,7 @@ impl PartialEq for JsonDoc {
             && self.status_subresource == other.status_subresource
             && self.spec == other.spec
             && self.status == other.status
+            && self.managed == other.managed
     }
 }
 
@@ -80,7 +86,19 @@ impl JsonDoc {
             spec: text,
             status: status_text,
             fields: Arc::new(fields),
+            managed: Arc::default(),
         }
+    }
+
+    /// Who owns which field.
+    pub fn managed(&self) -> &ManagedFields {
+        &self.managed
+    }
+
+    /// The same body with `managed` as its field ownership.
+    pub fn with_managed(mut self, managed: ManagedFields) -> Self {
+        self.managed = Arc::new(managed);
+        self
     }
 
     /// The body's fields, to merge into an object's JSON beside its metadata.

@@ -74,6 +74,9 @@ where
 pub struct Served {
     pub kind: Kind,
     pub status_subresource: bool,
+    /// Whether the server takes strategic merge patches of it: a built-in kind's, not a
+    /// custom resource's (kube-apiserver answers those 415).
+    pub strategic_merge: bool,
 }
 
 /// The kinds a world serves, found by their REST path.
@@ -88,8 +91,17 @@ impl Kinds {
         Self::default()
     }
 
-    /// Serve the kube-rs type `K`, with or without a status subresource.
-    pub fn with<K>(mut self, status_subresource: bool) -> Self
+    /// Serve the built-in kube-rs type `K` (k8s-openapi's), with or without a status
+    /// subresource.
+    pub fn with<K>(self, status_subresource: bool) -> Self
+    where
+        K: kube::Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        self.serve::<K>(status_subresource, true)
+    }
+
+    fn serve<K>(mut self, status_subresource: bool, strategic_merge: bool) -> Self
     where
         K: kube::Resource<DynamicType = ()>,
         K::Scope: 'static,
@@ -105,6 +117,7 @@ impl Kinds {
             Served {
                 kind,
                 status_subresource,
+                strategic_merge,
             },
         );
         self
@@ -151,7 +164,7 @@ impl Kinds {
                 .insert(TypeId::of::<K>(), status);
             status
         });
-        self.with::<K>(status)
+        self.serve::<K>(status, false)
     }
 
     /// The kind at `/api(s)/{group}/{version}/{plural}`.

@@ -16,8 +16,10 @@
 //! - [`wire`]: a served object between the world and the wire (metadata, uids, times);
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
 //!   anything not served is answered with a clear error;
-//! - [`write`]: a replace, merge patch or JSON patch, applied at the server to the
-//!   stored object;
+//! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
+//!   apply, applied at the server to the stored object;
+//! - [`managed`]: who owns which field (managedFields), and server-side apply's merge
+//!   and conflicts;
 //! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
 //!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
@@ -32,6 +34,7 @@ pub mod doc;
 pub mod driver;
 pub mod intercept;
 pub mod kinds;
+pub mod managed;
 pub mod pool;
 pub mod rest;
 pub mod selfcheck;

@@ -297,6 +297,62 @@ impl From<wire::Rejected> for Refusal {
 }
 
 /// Route one request of the client.
+/// Where a strategic merge patch holds a list or a `$` directive (which reconsim's
+/// strategic merge, of maps only, cannot take), if it does.
+fn list_or_directive(v: &Value, at: &mut String) -> Option<String> {
+    match v {
+        Value::Array(_) => Some(at.clone()),
+        Value::Object(m) => m.iter().find_map(|(k, x)| {
+            let len = at.len();
+            at.push('.');
+            at.push_str(k);
+            let found = if k.starts_with('$') {
+                Some(at.clone())
+            } else {
+                list_or_directive(x, at)
+            };
+            at.truncate(len);
+            found
+        }),
+        _ => None,
+    }
+}
+
+/// An apply config the server takes for `kind`'s object `name`: an object naming the
+/// kind (apiVersion and kind are required) and, if it names one, the path's object.
+fn apply_config(v: &Value, kind: Kind, name: &str) -> Result<(), Refusal> {
+    if !v.is_object() {
+        return Err(refuse(
+            400,
+            "BadRequest",
+            "an apply config is a JSON object".into(),
+        ));
+    }
+    let api_version = kind.api_version();
+    if v["apiVersion"].as_str() != Some(api_version.as_str())
+        || v["kind"].as_str() != Some(kind.as_str())
+    {
+        return Err(refuse(
+            400,
+            "BadRequest",
+            format!(
+                "an apply config names its kind: apiVersion {api_version:?} and kind {:?}, not {} and {}",
+                kind.as_str(),
+                v["apiVersion"],
+                v["kind"]
+            ),
+        ));
+    }
+    match v["metadata"]["name"].as_str() {
+        Some(named) if named != name => Err(refuse(
+            400,
+            "BadRequest",
+            format!("the name of the object ({named}) does not match the name on the URL ({name})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub fn route(
     method: &http::Method,
     uri: &str,
@@ -323,11 +379,15 @@ fn route_or_refuse(
     let ns = t.namespace.unwrap_or("");
     let op = |op, shape| Ok(Routed::Op { op, shape });
     let key = |name: &str| ObjectKey::new(kind, ns, name);
+    // Who the write is recorded under (crate::managed): the request's fieldManager, else
+    // its User-Agent's prefix, and kube-client sends no User-Agent.
+    let manager = query(uri, "fieldManager").unwrap_or_default();
     let write = |part, change| {
         vec![PatchOp::Object(WholePatch::new(Write {
             part,
             change,
             status_subresource: t.served.status_subresource,
+            manager: manager.clone(),
         }))]
     };
     let part = if t.status { Part::Status } else { Part::Object };
@@ -353,7 +413,21 @@ fn route_or_refuse(
                     ),
                 ));
             }
-            let parsed = wire::from_json(&v, t.served, ns)?;
+            let mut parsed = wire::from_json(&v, t.served, ns)?;
+            // A create is an update from nothing: its manager owns every field it set.
+            if let Some(doc) = parsed.object.body.as_document::<crate::doc::JsonDoc>() {
+                let mut managed = crate::managed::ManagedFields::default();
+                managed.update(
+                    &manager,
+                    &json!({}),
+                    &v,
+                    crate::managed::Reach::Object {
+                        status_subresource: t.served.status_subresource,
+                    },
+                );
+                parsed.object.body =
+                    reconsim_world::object::Body::document(doc.clone().with_managed(managed));
+            }
             op(ApiOp::Create(Box::new(parsed.object)), Shape::Created)
         }
         (&http::Method::GET, Some(name)) => op(ApiOp::Get(key(name)), Shape::Object),
@@ -447,20 +521,57 @@ fn route_or_refuse(
                         .map_err(|e| refuse(400, "BadRequest", format!("a JSON patch: {e}")))?;
                     Change::Json(crate::doc::canonical(&v))
                 }
+                Some("application/strategic-merge-patch+json") if t.served.strategic_merge => {
+                    let v = json_body(body, "a strategic merge patch")?;
+                    if !v.is_object() {
+                        return Err(refuse(
+                            400,
+                            "BadRequest",
+                            "a strategic merge patch is a JSON object".into(),
+                        ));
+                    }
+                    if let Some(at) = list_or_directive(&v, &mut String::new()) {
+                        return Err(refuse(
+                            415,
+                            "UnsupportedMediaType",
+                            format!(
+                                "reconsim serves strategic merge patches of maps only yet, and {at} is a list or a $ directive (docs/kube.md); a JSON patch edits lists"
+                            ),
+                        ));
+                    }
+                    Change::Strategic(crate::doc::canonical(&v))
+                }
                 Some("application/apply-patch+yaml") => {
-                    return Err(refuse(
-                        405,
-                        "MethodNotAllowed",
-                        "reconsim does not serve server-side apply yet: its field ownership is not modelled (docs/kube.md); a merge patch writes the same fields".into(),
-                    ));
+                    // kube sends its apply configs as JSON, which is YAML; reconsim reads
+                    // JSON only.
+                    let v = json_body(body, "a server-side apply config (as JSON)")?;
+                    apply_config(&v, kind, name)?;
+                    if manager.is_empty() {
+                        return Err(refuse(
+                            400,
+                            "BadRequest",
+                            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch".into(),
+                        ));
+                    }
+                    Change::Apply {
+                        config: crate::doc::canonical(&v),
+                        force: query(uri, "force").is_some_and(|f| f == "true"),
+                    }
                 }
                 other => {
+                    // As kube-apiserver answers a patch type a resource does not take
+                    // (strategic merge of a custom resource among them).
                     return Err(refuse(
                         415,
                         "UnsupportedMediaType",
                         format!(
-                            "reconsim serves JSON merge patches and JSON patches, not {} (docs/kube.md)",
-                            other.unwrap_or("a PATCH without a content type")
+                            "the body of the request was in an unknown format ({}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml{}",
+                            other.unwrap_or("no content type"),
+                            if t.served.strategic_merge {
+                                ", application/strategic-merge-patch+json"
+                            } else {
+                                ""
+                            }
                         ),
                     ));
                 }
@@ -604,6 +715,7 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
         ),
         (Err(ApiError::Gone), _) => (410, status(410, "Expired", "too old resource version")),
         (Err(ApiError::Invalid(why)), _) => (422, status(422, "Invalid", why)),
+        (Err(ApiError::ApplyConflict(why)), _) => (409, status(409, "Conflict", why)),
     }
 }
 

@@ -1,6 +1,8 @@
 //! A client's write of a served object, applied at the API server to the object it
-//! stores ([`ObjectPatch`]): a replace (PUT), a JSON merge patch (RFC 7386) or a JSON
-//! patch (RFC 6902), of the object or of its status subresource. The patch works on the
+//! stores ([`ObjectPatch`]): a replace (PUT), a JSON merge patch (RFC 7386), a strategic
+//! merge patch of maps (which is a merge patch there), a JSON patch (RFC 6902) or a
+//! server-side apply ([`crate::managed`]), of the object or of its status subresource.
+//! Every write records who changed which field (managedFields). The patch works on the
 //! object's JSON, as the real server does, so any field and any path a client names is
 //! patched; what lands is then only what the part written may change:
 //! - the object: labels, annotations, finalizers, ownerReferences and the body; the
@@ -12,10 +14,12 @@
 //! a JSON patch whose `test` fails is 422 Invalid (kube-runtime's finalizer helper
 //! guards its finalizer edits with one).
 
+use crate::doc::JsonDoc;
 use crate::kinds::Served;
+use crate::managed::{Conflict, Operation, Reach, dotted};
 use crate::wire;
 use reconsim_world::api::{ApiError, ObjectPatch};
-use reconsim_world::object::Object;
+use reconsim_world::object::{Body, Object};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -32,6 +36,14 @@ pub enum Change {
     Replace(String),
     Merge(String),
     Json(String),
+    /// A strategic merge patch that the REST layer checked holds no list and no
+    /// directive: on maps, strategic merge is JSON merge (null removes a member).
+    Strategic(String),
+    /// A server-side apply of this config; `force` takes fields other managers own.
+    Apply {
+        config: String,
+        force: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -39,6 +51,8 @@ pub struct Write {
     pub part: Part,
     pub change: Change,
     pub status_subresource: bool,
+    /// The field manager the write is recorded under ([`crate::managed`]).
+    pub manager: String,
 }
 
 /// A JSON merge patch of the object at `key` (a scenario's action: scale a custom
@@ -55,6 +69,7 @@ pub fn merge(
                 part: Part::Object,
                 change: Change::Merge(crate::doc::canonical(patch)),
                 status_subresource: served.status_subresource,
+                manager: String::new(),
             }),
         )],
         resource_version: None,
@@ -91,6 +106,30 @@ fn json_patch_as_the_server_applies(
     Ok(())
 }
 
+/// An apply's conflicts as kube-apiserver words them (fieldmanager's conflict error:
+/// `Apply failed with 1 conflict: conflict with "m": .spec.x`, and for a manager's
+/// update `conflict with "m" using coordination.k8s.io/v1: .spec.x`).
+fn conflicts(c: &[Conflict], api_version: &str) -> String {
+    let n: usize = c.iter().map(|c| c.fields.len()).sum();
+    let each: Vec<String> = c
+        .iter()
+        .flat_map(|c| {
+            let using = match c.operation {
+                Operation::Apply => String::new(),
+                Operation::Update => format!(" using {api_version}"),
+            };
+            c.fields
+                .iter()
+                .map(move |p| format!("conflict with {:?}{using}: {}", c.manager, dotted(p)))
+        })
+        .collect();
+    format!(
+        "Apply failed with {n} conflict{}: {}",
+        if n == 1 { "" } else { "s" },
+        each.join("\n")
+    )
+}
+
 fn invalid(why: String) -> ApiError {
     ApiError::Invalid(why)
 }
@@ -102,9 +141,20 @@ impl ObjectPatch for Write {
         let parse = |text: &str| -> Value {
             serde_json::from_str(text).expect("a Write holds JSON the REST layer parsed")
         };
+        let reach = match self.part {
+            Part::Object => Reach::Object {
+                status_subresource: self.status_subresource,
+            },
+            Part::Status => Reach::Status,
+        };
+        let mut managed = current
+            .body
+            .as_document::<JsonDoc>()
+            .map(|d| d.managed().clone())
+            .unwrap_or_default();
         let written = match &self.change {
             Change::Replace(v) => parse(v),
-            Change::Merge(p) => {
+            Change::Merge(p) | Change::Strategic(p) => {
                 let mut doc = stored.clone();
                 json_patch::merge(&mut doc, &parse(p));
                 doc
@@ -116,7 +166,15 @@ impl ObjectPatch for Write {
                 json_patch_as_the_server_applies(&mut doc, &ops)?;
                 doc
             }
+            Change::Apply { config, force } => managed
+                .apply(&self.manager, &stored, &parse(config), *force, reach)
+                .map_err(|c| {
+                    ApiError::ApplyConflict(conflicts(&c, &current.kind().api_version()))
+                })?,
         };
+        if !matches!(self.change, Change::Apply { .. }) {
+            managed.update(&self.manager, &stored, &written, reach);
+        }
         let meta = &written["metadata"];
         let same = |field: &str| match meta[field].as_str() {
             None | Some("") => true,
@@ -128,6 +186,7 @@ impl ObjectPatch for Write {
         let served = Served {
             kind: current.kind(),
             status_subresource: self.status_subresource,
+            strategic_merge: false,
         };
         let parsed = wire::from_json(&written, served, &current.meta.namespace)
             .map_err(|r| invalid(r.message))?;
@@ -150,6 +209,11 @@ impl ObjectPatch for Write {
                 }
             }
         }
+        if let Some(doc) = next.body.as_document::<JsonDoc>()
+            && *doc.managed() != managed
+        {
+            next.body = Body::document(doc.clone().with_managed(managed));
+        }
         Ok(next)
     }
 
@@ -158,6 +222,8 @@ impl ObjectPatch for Write {
             Change::Replace(t) => ("replace", t),
             Change::Merge(t) => ("merge", t),
             Change::Json(t) => ("json-patch", t),
+            Change::Strategic(t) => ("strategic", t),
+            Change::Apply { config, .. } => ("apply", config),
         };
         let part = match self.part {
             Part::Object => "",

@@ -1,7 +1,8 @@
 //! The REST surface kube's typed `Api<ConfigMap>` uses, through the simulated API
 //! server: list with label selectors (one namespace and all), replace with its
 //! resourceVersion as a precondition, a JSON merge patch, delete; and the clear errors
-//! for what is not served yet (server-side apply, watch).
+//! for what the server refuses (an apply config that names no kind). Server-side apply
+//! itself: tests/apply.rs.
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -87,7 +88,8 @@ async fn lifecycle(client: kube::Client) -> Result<Vec<String>, kube::Error> {
         "after delete: {:?}",
         api.get_opt("db").await?.is_none()
     ));
-    // Not served yet: a clear 405, not a hang.
+    // An apply config must name its kind (apiVersion and kind), as the real server
+    // says with a 400.
     let apply = api
         .patch("web", &PatchParams::apply("me"), &Patch::Apply(&patch))
         .await;
@@ -162,7 +164,7 @@ fn list_replace_patch_and_delete_behave_as_the_api_server_does() {
             r#"patched: {"added": "yes"} {"app": "web", "tier": "front"}"#,
             "deleted: true",
             "after delete: true",
-            "apply: 405 MethodNotAllowed",
+            "apply: 400 BadRequest",
         ]
     );
 }

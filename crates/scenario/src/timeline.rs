@@ -88,6 +88,7 @@ fn api_answer(result: &Result<ApiOk, ApiError>) -> String {
         Err(ApiError::Conflict) => "409 Conflict".into(),
         Err(ApiError::Gone) => "410 Gone".into(),
         Err(ApiError::Invalid(why)) => format!("422 Invalid ({why})"),
+        Err(ApiError::ApplyConflict(why)) => format!("409 Conflict ({why})"),
     }
 }
 

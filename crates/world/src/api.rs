@@ -336,6 +336,9 @@ pub enum ApiError {
     Gone,
     /// 422, with the reason
     Invalid(String),
+    /// 409 on a server-side apply that would change fields other managers own: the
+    /// conflicts, as the server words them
+    ApplyConflict(String),
 }
 
 /// ADDED / MODIFIED / DELETED

@@ -137,6 +137,7 @@ impl Error {
             ApiError::Conflict => (409, "Conflict", String::new()),
             ApiError::Gone => (410, "Gone", String::new()),
             ApiError::Invalid(m) => (422, "Invalid", m),
+            ApiError::ApplyConflict(m) => (409, "Conflict", m),
         };
         Error::Api(ErrorResponse {
             code,
