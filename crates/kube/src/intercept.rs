@@ -39,9 +39,15 @@ pub const EPOCH_UNIX_SECS: u64 = 1_767_225_600;
 const TAI_OFFSET_SECS: u64 = 37;
 
 /// How many times in a row the runtime may poll without waiting before the driver
-/// counts it as busy: a task that only yields never parks, and this bound turns it
-/// from a hang into a report.
-pub const ZERO_POLLS_MAX: u32 = 4_096;
+/// counts it as busy, and the bridge lets a millisecond pass: a task that only yields
+/// never parks, and this bound turns it from a hang into time spent. Virtual time
+/// stands still inside a step, so code that spins on the clock until an instant passes
+/// (kube-lease-manager sleeps `expiry - now`, zero at the very instant, and looks
+/// again) spins until this bound: a real CPU would be past the instant within
+/// microseconds. tokio's current-thread runtime polls without waiting once per 61
+/// tasks run (`event_interval`) and once per timer round, so 64 in a row is about
+/// 3,900 task polls of real work or 64 turns of a spin.
+pub const ZERO_POLLS_MAX: u32 = 64;
 
 /// What the linker needs so that run-time look-ups (`dlsym`) find the overrides, for a
 /// binary's build script: `cargo:rustc-link-arg=-Wl,--export-dynamic-symbol=getrandom`
@@ -70,6 +76,9 @@ pub enum Park {
 pub struct Scope {
     monotonic_ns: u64,
     wall_ns: u64,
+    /// Reads of the wall clock at this instant so far: each is a nanosecond after the
+    /// one before ([`Scope::read_wall`]).
+    wall_reads: u64,
     entropy: SimRng,
     park: Option<Park>,
     zero_polls: u32,
@@ -83,6 +92,7 @@ impl Scope {
         let mut s = Scope {
             monotonic_ns: 0,
             wall_ns: 0,
+            wall_reads: 0,
             entropy,
             park: None,
             zero_polls: 0,
@@ -102,7 +112,23 @@ impl Scope {
     /// process's own clock (with its skew).
     pub fn set_time(&mut self, true_now: SimTime, local_now: SimTime) {
         self.monotonic_ns = (MONOTONIC_BASE_SECS * 1_000 + true_now.as_ms()) * 1_000_000;
-        self.wall_ns = (EPOCH_UNIX_SECS * 1_000 + local_now.as_ms()) * 1_000_000;
+        let wall_ns = (EPOCH_UNIX_SECS * 1_000 + local_now.as_ms()) * 1_000_000;
+        if wall_ns != self.wall_ns {
+            self.wall_reads = 0;
+        }
+        self.wall_ns = wall_ns;
+    }
+
+    /// The wall clock, as one read of it sees it: a nanosecond later than the read
+    /// before and than the instant the step stands for. Real time passes between an
+    /// event and the code that reads the clock, so a program that slept until an
+    /// instant `t` and asks `SystemTime::now() > t` is past it, as on a real machine
+    /// (kube-lease-manager's `is_expired` asks exactly that at a lease's expiry). The
+    /// monotonic clock stands still within a step: tokio's timers read it, and must
+    /// fire at their virtual deadlines, not a tick late.
+    fn read_wall(&mut self) -> u64 {
+        self.wall_reads += 1;
+        self.wall_ns + self.wall_reads
     }
 
     /// The last park the runtime reported, taken.
@@ -222,12 +248,12 @@ fn timespec(ns: u64) -> libc::timespec {
 
 /// The virtual reading of `clock`, or `None` for a clock this does not know (a
 /// dynamic clock of a device), which stays real.
-fn virtual_clock(scope: &Scope, clock: libc::clockid_t) -> Option<u64> {
+fn virtual_clock(scope: &mut Scope, clock: libc::clockid_t) -> Option<u64> {
     match clock {
         libc::CLOCK_REALTIME | libc::CLOCK_REALTIME_COARSE | libc::CLOCK_REALTIME_ALARM => {
-            Some(scope.wall_ns)
+            Some(scope.read_wall())
         }
-        libc::CLOCK_TAI => Some(scope.wall_ns + TAI_OFFSET_SECS * 1_000_000_000),
+        libc::CLOCK_TAI => Some(scope.read_wall() + TAI_OFFSET_SECS * 1_000_000_000),
         libc::CLOCK_MONOTONIC
         | libc::CLOCK_MONOTONIC_RAW
         | libc::CLOCK_MONOTONIC_COARSE
@@ -268,7 +294,7 @@ pub unsafe extern "C" fn clock_gettime(clock: libc::clockid_t, tp: *mut libc::ti
 /// As libc's: `tv` is null or valid for a write of a `timeval`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gettimeofday(tv: *mut libc::timeval, tz: *mut c_void) -> c_int {
-    if let Some(ns) = with_scope(|s| s.wall_ns) {
+    if let Some(ns) = with_scope(|s| s.read_wall()) {
         if !tv.is_null() {
             // SAFETY: the caller's contract.
             unsafe {
@@ -294,7 +320,7 @@ pub unsafe extern "C" fn gettimeofday(tv: *mut libc::timeval, tz: *mut c_void) -
 /// As libc's: `t` is null or valid for a write of a `time_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn time(t: *mut libc::time_t) -> libc::time_t {
-    if let Some(ns) = with_scope(|s| s.wall_ns) {
+    if let Some(ns) = with_scope(|s| s.read_wall()) {
         let secs = (ns / 1_000_000_000) as libc::time_t;
         if !t.is_null() {
             // SAFETY: the caller's contract.
@@ -479,6 +505,25 @@ mod tests {
             ((MONOTONIC_BASE_SECS + 1) as libc::time_t, 500_000_000)
         );
         assert_eq!(wall.as_millis(), u128::from(EPOCH_UNIX_SECS) * 1000 + 2_000);
+        // Each read of the wall clock is a nanosecond after the one before, and the
+        // first after the instant itself; the monotonic clock stands still.
+        let (a, b, m1, m2) = enter(&mut scope, || {
+            let a = std::time::SystemTime::now();
+            let b = std::time::SystemTime::now();
+            (a, b, std::time::Instant::now(), std::time::Instant::now())
+        });
+        let at = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis(EPOCH_UNIX_SECS * 1000 + 2_000);
+        assert!(at < a && a < b, "{at:?} {a:?} {b:?}");
+        assert_eq!(b.duration_since(a).unwrap().as_nanos(), 1);
+        assert_eq!(m1, m2);
+        // A new instant starts the count again.
+        scope.set_time(SimTime(1_501), SimTime(2_001));
+        let c = enter(&mut scope, std::time::SystemTime::now);
+        assert_eq!(
+            c.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos(),
+            (u128::from(EPOCH_UNIX_SECS) * 1000 + 2_001) * 1_000_000 + 1
+        );
         assert!(!inside());
         let real = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -86,8 +86,9 @@ fn tokio_timers_and_clocks_run_in_virtual_time() {
             "3 ticks in 500 ms".into(),
             "timed out: true".into(),
             format!("wall at start: {EPOCH_UNIX_SECS} s"),
-            // The program's clock at its end: 1.5 s + 0.5 s + 0.1 s after the epoch.
-            "jiff: 2026-01-01T00:00:02.1Z".into(),
+            // The program's clock at its end: 1.5 s + 0.5 s + 0.1 s after the epoch,
+            // and its first read at that instant, a nanosecond after it.
+            "jiff: 2026-01-01T00:00:02.100000001Z".into(),
         ]
     );
 }

@@ -1,0 +1,131 @@
+//! The allocator (`allocator.rs`, real kube-rs code with a crates.io leader-election
+//! crate) registered with reconsim: each `custom` entry is one replica's pod, its
+//! program run anew on every start; and the invariant that no ID is handed out twice.
+//! This file is the only one that imports reconsim.
+
+use crate::allocator::{self, BLOCK, GRANT_LABEL, Write};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use reconsim::check::{Check, View, Violation};
+use reconsim::scenario::extension::{self, Extensions};
+use reconsim::sim::ProcId;
+use reconsim::world::component::Component;
+use reconsim::world::object::Uid;
+use reconsim_kube::KubeBridge;
+use reconsim_kube::kinds::{Kinds, kind_of};
+use reconsim_kube::wire;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The controller's registration.
+pub const NAME: &str = "allocator";
+/// The invariant this file registers.
+pub const GRANTS_DISJOINT: &str = "allocator_grants_disjoint";
+
+/// The kinds the allocator's client speaks: ConfigMaps and the Lease.
+pub fn kinds() -> Kinds {
+    Kinds::new().core::<ConfigMap>().core::<Lease>()
+}
+
+/// `controllers.custom[].params` of an `allocator` entry: one replica.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub variant: Variant,
+    /// The pod's name, the replica's identity in the election.
+    pub identity: String,
+}
+
+/// How a round claims its block: the bug or the fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    Blind,
+    Reserved,
+}
+
+/// One replica: the user's program with a client of the simulated API server, called
+/// again on every start of the process.
+pub fn process(variant: Variant, identity: String, apiserver: ProcId) -> Box<dyn Component> {
+    let write = match variant {
+        Variant::Blind => Write::Blind,
+        Variant::Reserved => Write::Reserved,
+    };
+    KubeBridge::new(
+        apiserver,
+        kinds(),
+        reconsim_kube::program(move |client| {
+            let identity = identity.clone();
+            async move {
+                // An error ends the program, and its pod's container restarts it.
+                if let Err(e) = allocator::run(client, identity, write).await {
+                    tracing::error!(error = %e, "allocator exited");
+                }
+            }
+        }),
+    )
+    .boxed()
+}
+
+/// `allocator_grants_disjoint`: no two grants' blocks overlap (no ID is handed out
+/// twice). Judged when a grant first appears in the API server.
+#[derive(Clone, Debug, Default)]
+pub struct GrantsDisjoint {
+    /// Block start -> the first grant of it seen (its name and holder).
+    starts: BTreeMap<u64, (String, String)>,
+    /// The grants judged already (a grant is never changed, so once is enough).
+    judged: BTreeSet<Uid>,
+}
+
+impl Check for GrantsDisjoint {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        for cm in view.api.list(kind_of::<ConfigMap>()) {
+            if !cm.meta.labels.contains_key(GRANT_LABEL) || !self.judged.insert(cm.meta.uid) {
+                continue;
+            }
+            let Some(decoded) = wire::decode::<ConfigMap>(cm) else {
+                continue;
+            };
+            let data = decoded.data.unwrap_or_default();
+            let Some(start) = data.get("start").and_then(|s| s.parse::<u64>().ok()) else {
+                continue;
+            };
+            let holder = data.get("holder").cloned().unwrap_or_default();
+            // Blocks start at multiples of BLOCK, so two overlap exactly when their
+            // starts are equal.
+            let start = start - start % BLOCK;
+            match self.starts.get(&start) {
+                None => {
+                    self.starts.insert(start, (cm.meta.name.clone(), holder));
+                }
+                Some((name, first)) => {
+                    return Some(Violation {
+                        invariant: GRANTS_DISJOINT.into(),
+                        time: view.now,
+                        message: format!(
+                            "IDs {start}..{} were handed out twice: by {first} ({name}) and by {holder} ({})",
+                            start + BLOCK,
+                            cm.meta.name
+                        ),
+                        objects: vec![
+                            format!("ConfigMap {name}"),
+                            format!("ConfigMap {}", cm.meta.name),
+                        ],
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Everything this file adds to reconsim, by name.
+pub fn extensions() -> Extensions {
+    Extensions::new()
+        .process(NAME, |params, services| {
+            let p: Params = extension::params(params)?;
+            Ok(process(p.variant, p.identity, services.endpoints.apiserver))
+        })
+        .invariant(GRANTS_DISJOINT, || Box::new(GrantsDisjoint::default()))
+        .host(reconsim_kube::intercept::host)
+}

@@ -1,0 +1,16 @@
+//! A user's own reconsim binary for a leader-elected kube-rs program: the whole
+//! `reconsim` command line plus the allocator (`allocator.rs`, unmodified kube-rs code
+//! with kube-lease-manager) and its invariant (`harness.rs`).
+//!
+//! `cargo run --release --example allocator -- fuzz examples/allocator/scenarios/allocator-blind.json`
+
+/// As the `reconsim` binary does (docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod allocator;
+mod harness;
+
+fn main() -> std::process::ExitCode {
+    reconsim::cli::main_with(reconsim::families::builtin().with(harness::extensions()))
+}
