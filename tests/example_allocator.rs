@@ -11,6 +11,7 @@ mod allocator;
 #[path = "../examples/allocator/harness.rs"]
 mod harness;
 
+use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::runner::run_world;
@@ -84,6 +85,27 @@ fn a_deposed_leaders_late_round_hands_out_a_block_twice() {
     let two = campaign(&s, 60, 2);
     let seeds = |r: &Report| r.failures.iter().map(|f| f.seed).collect::<Vec<_>>();
     assert_eq!(seeds(&one), seeds(&two));
+}
+
+#[test]
+fn explain_names_both_creators_of_the_block() {
+    // The grants are created by generateName: explain finds the answered create by the
+    // write it made, and the one still unanswered at the violation by its prefix.
+    let s = scenario("allocator-blind");
+    let plan = generate(&s, 0);
+    let (outcome, _) = run_world(&s, 0, plan.clone(), TraceMode::Hash);
+    let failure = FailureFile::new(&s, &plan, &outcome).expect("seed 0 fails");
+    let e = reconsim::scenario::explain::explain(&failure).expect("it reproduces");
+    let text = e.lines.join("\n");
+    assert!(text.contains("fault starts: pause allocator-0"), "{text}");
+    assert!(
+        text.contains("allocator-1@master-1 -> create ConfigMap grant-* => ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("allocator-0@master-0 -> create ConfigMap grant-* => no answer by"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -102,6 +102,42 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
     let mut in_reconcile: std::collections::BTreeSet<reconsim_sim::ProcId> = Default::default();
     let mut lines = Vec::new();
     let outcomes = timeline::Outcomes::of(&world);
+    // Which object each write made (its resourceVersion is the server's count), so a
+    // request answered `ok, rv N` is shown when write N made one of the named objects:
+    // who created a `generateName` object, whose name the request did not know.
+    let made: BTreeMap<u64, String> = world
+        .sim
+        .trace()
+        .records()
+        .iter()
+        .take_while(|r| r.time <= at)
+        .filter_map(|r| match &r.kind {
+            RecordKind::Note { proc, text } if *proc == world.apiserver => text
+                .strip_prefix("stored ")
+                .and_then(|t| t.rsplit_once(" rv "))
+                .and_then(|(key, rv)| Some((rv.parse().ok()?, key.to_string()))),
+            _ => None,
+        })
+        .collect();
+    let made_named = |line: &str| {
+        line.split_once("=> ok, rv ")
+            .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|rv| rv.parse::<u64>().ok())
+            .and_then(|rv| made.get(&rv))
+            .is_some_and(|key| names.iter().any(|n| mentions(key, n)))
+    };
+    // A create by generateName still unanswered at the violation: the server named the
+    // object its prefix and 5 characters (apiserver's SimpleNameGenerator), so one of
+    // the named objects with that prefix is what it made.
+    let prefixes: Vec<String> = names
+        .iter()
+        .filter(|n| n.len() > 5 && n.is_char_boundary(n.len() - 5))
+        .map(|n| format!("{}*", &n[..n.len() - 5]))
+        .filter(|p| p.len() > 2 && p.ends_with("-*"))
+        .collect();
+    let unanswered_create = |line: &str| {
+        line.contains("no answer by") && prefixes.iter().any(|p| line.contains(p.as_str()))
+    };
     for r in world.sim.trace().records() {
         if r.time > at {
             break;
@@ -214,7 +250,9 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
             RecordKind::Fault { .. } | RecordKind::Crashed { .. }
         ) || line.contains("leading")
             || line.contains("lost the lease")
-            || names.iter().any(|n| mentions(&line, n));
+            || names.iter().any(|n| mentions(&line, n))
+            || made_named(&line)
+            || unanswered_create(&line);
         if keep {
             lines.push(line);
         }
