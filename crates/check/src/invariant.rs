@@ -52,6 +52,32 @@ pub struct Checker {
 /// and keeps whatever memory it needs in `self`; the first `Some` stops the run. Read
 /// only the [`View`]: ground truth, never a controller's cache. Derive `Clone` and
 /// `Debug` and [`CheckClone`] comes for free.
+///
+/// ```
+/// use reconsim_check::{Check, View, Violation};
+///
+/// /// `at_most_objects`: the API server never holds more than `max` objects.
+/// #[derive(Clone, Debug)]
+/// struct AtMostObjects {
+///     max: usize,
+/// }
+///
+/// impl Check for AtMostObjects {
+///     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+///         let n = view.api.objects().count();
+///         (n > self.max).then(|| Violation {
+///             invariant: "at_most_objects".into(),
+///             time: view.now,
+///             message: format!("{n} objects, at most {} allowed", self.max),
+///             objects: Vec::new(),
+///         })
+///     }
+/// }
+///
+/// // A family or a user's binary registers it by name, made anew for every run:
+/// let make = || -> Box<dyn Check> { Box::new(AtMostObjects { max: 100 }) };
+/// let _fresh = make();
+/// ```
 pub trait Check: CheckClone + std::fmt::Debug {
     fn check(&mut self, view: &View<'_>) -> Option<Violation>;
 }

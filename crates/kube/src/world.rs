@@ -9,6 +9,38 @@ use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::fault::WorldFault;
 use reconsim_world::proc::Proc;
 
+/// A kube-rs program's world for a test: run it for a while of virtual time and read
+/// what it returned, or what the API server holds.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::api::{Api, PostParams};
+/// use reconsim_kube::{Kinds, KubeWorld, Program};
+/// use reconsim_sim::{SimTime, TraceMode};
+/// use reconsim_world::apiserver::ApiServerConfig;
+/// use std::sync::Arc;
+///
+/// // What a user's code does with its client: here, one create and one read back.
+/// let program: Program = Arc::new(|client| {
+///     Box::pin(async move {
+///         let api: Api<ConfigMap> = Api::namespaced(client, "default");
+///         let mut cm = ConfigMap::default();
+///         cm.metadata.name = Some("settings".into());
+///         api.create(&PostParams::default(), &cm).await.expect("created");
+///         let back = api.get("settings").await.expect("read back");
+///         format!("uid {}", back.metadata.uid.unwrap_or_default())
+///     })
+/// });
+/// let mut world = KubeWorld::new(
+///     7,
+///     TraceMode::Hash,
+///     ApiServerConfig::default(),
+///     Kinds::new().core::<ConfigMap>(),
+///     program,
+/// );
+/// world.sim.run_until(SimTime(10_000));
+/// assert_eq!(world.bridge().results, ["uid 00000000-0000-4000-8000-000000000001"]);
+/// ```
 pub struct KubeWorld {
     pub sim: Sim<Proc>,
     pub apiserver: ProcId,

@@ -88,6 +88,30 @@ struct Registered {
 
 /// The controllers and invariants a binary registers by closures: the `custom` family.
 /// Cheap to clone (closures are shared).
+///
+/// ```
+/// use reconsim_check::{Check, View, Violation};
+/// use reconsim_scenario::{Extensions, Families};
+///
+/// #[derive(Clone, Debug)]
+/// struct NoObjects;
+///
+/// impl Check for NoObjects {
+///     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+///         view.api.objects().next().map(|o| Violation {
+///             invariant: "no_objects".into(),
+///             time: view.now,
+///             message: format!("{} exists", o.key()),
+///             objects: Vec::new(),
+///         })
+///     }
+/// }
+///
+/// // Scenario files then name the invariant (`"invariants": ["no_objects"]`).
+/// let mine = Extensions::new().invariant("no_objects", || Box::new(NoObjects));
+/// assert_eq!(mine.invariant_names(), ["no_objects"]);
+/// let _families = Families::new().with(mine);
+/// ```
 #[derive(Clone, Default)]
 pub struct Extensions {
     controllers: BTreeMap<String, Registered>,
