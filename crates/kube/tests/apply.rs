@@ -5,11 +5,12 @@
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use reconsim_kube::{Kinds, KubeWorld, Program};
-use reconsim_sim::{SimTime, TraceMode};
+use reconsim_kube::{Kinds, Program};
 use reconsim_world::apiserver::ApiServerConfig;
 use serde_json::json;
 use std::sync::Arc;
+
+mod common;
 
 fn outcome<T>(r: Result<T, kube::Error>, show: impl Fn(T) -> String) -> String {
     match r {
@@ -37,60 +38,25 @@ async fn story(client: kube::Client) -> Vec<String> {
         p.force = force;
         p
     };
+    // One manager's apply of the ConfigMap's data: what the server answers.
+    let applied = async |who: &str, force: bool, pairs: serde_json::Value| {
+        let r = cms
+            .patch("app", &apply(who, force), &Patch::Apply(config(pairs)))
+            .await;
+        outcome(r, data)
+    };
     // alice applies a and b; bob applies a different a: a conflict with alice.
-    let r = cms
-        .patch(
-            "app",
-            &apply("alice", false),
-            &Patch::Apply(config(json!({"a": "1", "b": "2"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
-    let r = cms
-        .patch(
-            "app",
-            &apply("bob", false),
-            &Patch::Apply(config(json!({"a": "9"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
+    out.push(applied("alice", false, json!({"a": "1", "b": "2"})).await);
+    out.push(applied("bob", false, json!({"a": "9"})).await);
     // bob applies the value alice has: shared, no conflict; then forces b.
-    let r = cms
-        .patch(
-            "app",
-            &apply("bob", false),
-            &Patch::Apply(config(json!({"a": "1"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
-    let r = cms
-        .patch(
-            "app",
-            &apply("bob", true),
-            &Patch::Apply(config(json!({"a": "1", "b": "7"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
+    out.push(applied("bob", false, json!({"a": "1"})).await);
+    out.push(applied("bob", true, json!({"a": "1", "b": "7"})).await);
     // alice stops applying a and b: a stays (bob shares it), b is bob's.
-    let r = cms
-        .patch(
-            "app",
-            &apply("alice", false),
-            &Patch::Apply(config(json!({"c": "3"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
+    out.push(applied("alice", false, json!({"c": "3"})).await);
     // bob stops applying a: no one owns it now, so it goes.
-    let r = cms
-        .patch(
-            "app",
-            &apply("bob", false),
-            &Patch::Apply(config(json!({"b": "7"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
-    // A merge patch (an update) by carol takes c from alice; alice's next apply of
-    // another c conflicts with carol's update.
+    out.push(applied("bob", false, json!({"b": "7"})).await);
+    // A merge patch (an update by kube's default manager, "": kube-client sends no
+    // User-Agent) takes c from alice; alice's next apply of another c conflicts with it.
     let r = cms
         .patch(
             "app",
@@ -99,14 +65,7 @@ async fn story(client: kube::Client) -> Vec<String> {
         )
         .await;
     out.push(outcome(r, data));
-    let r = cms
-        .patch(
-            "app",
-            &apply("alice", false),
-            &Patch::Apply(config(json!({"c": "5"}))),
-        )
-        .await;
-    out.push(outcome(r, data));
+    out.push(applied("alice", false, json!({"c": "5"})).await);
     // A strategic merge patch of a built-in kind's map: null removes.
     let r = cms
         .patch(
@@ -147,20 +106,12 @@ async fn story(client: kube::Client) -> Vec<String> {
 
 fn run(seed: u64) -> Vec<String> {
     let program: Program = Arc::new(|client| Box::pin(async { story(client).await.join("\n") }));
-    let mut w = KubeWorld::new(
+    common::result_lines(
         seed,
-        TraceMode::Hash,
         ApiServerConfig::default(),
         Kinds::new().core::<ConfigMap>().core::<Lease>(),
         program,
-    );
-    w.sim.run_until(SimTime(60_000));
-    w.bridge()
-        .results
-        .join("\n")
-        .lines()
-        .map(str::to_string)
-        .collect()
+    )
 }
 
 #[test]

@@ -6,11 +6,12 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use reconsim_kube::{Kinds, KubeWorld, Program};
-use reconsim_sim::{SimTime, TraceMode};
+use reconsim_kube::{Kinds, Program};
 use reconsim_world::apiserver::ApiServerConfig;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+mod common;
 
 fn config_map(name: &str, app: &str) -> ConfigMap {
     let mut cm = ConfigMap::default();
@@ -99,20 +100,7 @@ async fn lifecycle(client: kube::Client) -> Result<Vec<String>, kube::Error> {
 
 /// Run `program` in a world of its own for a minute of virtual time: its result lines.
 fn run(seed: u64, apiserver: ApiServerConfig, program: Program) -> Vec<String> {
-    let mut w = KubeWorld::new(
-        seed,
-        TraceMode::Hash,
-        apiserver,
-        Kinds::new().core::<ConfigMap>(),
-        program,
-    );
-    w.sim.run_until(SimTime(60_000));
-    w.bridge()
-        .results
-        .join("\n")
-        .lines()
-        .map(str::to_string)
-        .collect()
+    common::result_lines(seed, apiserver, Kinds::new().core::<ConfigMap>(), program)
 }
 
 /// A program of `f`, its result lines or its error.
