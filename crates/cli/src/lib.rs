@@ -15,6 +15,21 @@
 //! - [`shipped`]: the shipped scenarios, built into the binary.
 //! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
 //!   user's binary with its own controllers ([`cli::main_with`]).
+//!
+//! A seed of a shipped scenario, run as a `#[test]` would run it: the same seed gives
+//! the same history, so a failure found once is a failure every time.
+//!
+//! ```
+//! let families = reconsim::families::builtin();
+//! let (_, scenario) = reconsim::shipped::library()
+//!     .load("machineapi-no-leader-election", &families)
+//!     .expect("a shipped scenario");
+//! let (outcome, _plan) = reconsim::scenario::run(&scenario, 1);
+//! // Incident 1: two machine-api controllers without leader election duplicate a Machine.
+//! let violation = outcome.violation.expect("seed 1 finds the bug");
+//! assert_eq!(violation.invariant, "no_duplicate_machines");
+//! assert_eq!(reconsim::scenario::run(&scenario, 1).0.trace_hash, outcome.trace_hash);
+//! ```
 
 pub mod cli;
 
