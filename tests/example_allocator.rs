@@ -8,12 +8,14 @@
 
 #[path = "../examples/allocator/allocator.rs"]
 mod allocator;
+mod common;
 #[path = "../examples/allocator/harness.rs"]
 mod harness;
 
+use common::{campaign, jobs};
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::faults::generate;
-use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
+use reconsim::scenario::fuzz::Report;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
@@ -37,31 +39,11 @@ fn scenario(name: &str) -> Scenario {
     Scenario::load(&path(name), &families()).expect("the example's scenario loads")
 }
 
-fn jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn campaign(s: &Scenario, end: u64, jobs: usize) -> Report {
-    fuzz(
-        s,
-        Campaign {
-            start: 0,
-            end,
-            jobs,
-            shard: None,
-            stop_on_first: false,
-            swarm: false,
-        },
-        &|_, _| {},
-        &|_, _| {},
-    )
-}
-
 #[test]
 fn a_deposed_leaders_late_round_hands_out_a_block_twice() {
     let s = scenario("allocator-blind");
     assert_eq!(s.expect, Expect::Violation);
-    let report = campaign(&s, s.seeds, jobs());
+    let report = campaign(&s, s.seeds, jobs(), false);
     let first = report
         .failures
         .first()
@@ -81,8 +63,8 @@ fn a_deposed_leaders_late_round_hands_out_a_block_twice() {
         );
     }
     // And the same on one thread.
-    let one = campaign(&s, 60, 1);
-    let two = campaign(&s, 60, 2);
+    let one = campaign(&s, 60, 1, false);
+    let two = campaign(&s, 60, 2, false);
     let seeds = |r: &Report| r.failures.iter().map(|f| f.seed).collect::<Vec<_>>();
     assert_eq!(seeds(&one), seeds(&two));
 }

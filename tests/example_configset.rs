@@ -8,14 +8,16 @@
 //! - the CLI: the example binary fuzzes, saves, replays, shrinks and explains its
 //!   failures.
 
+mod common;
 #[path = "../examples/configset/controller.rs"]
 mod controller;
 #[path = "../examples/configset/harness.rs"]
 mod harness;
 
+use common::{campaign, jobs};
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::faults::generate;
-use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
+use reconsim::scenario::fuzz::Report;
 use reconsim::scenario::runner::{Outcome, run, run_world};
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
@@ -39,26 +41,6 @@ fn families() -> Families {
 
 fn scenario(name: &str) -> Scenario {
     Scenario::load(&path(name), &families()).expect("the example's scenario loads")
-}
-
-fn campaign(s: &Scenario, end: u64, jobs: usize, stop_on_first: bool) -> Report {
-    fuzz(
-        s,
-        Campaign {
-            start: 0,
-            end,
-            jobs,
-            shard: None,
-            stop_on_first,
-            swarm: false,
-        },
-        &|_, _| {},
-        &|_, _| {},
-    )
-}
-
-fn jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[test]

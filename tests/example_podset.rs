@@ -10,15 +10,16 @@
 //!
 //! Cases per property: `PROPTEST_CASES` (default 24, as tests/properties.rs).
 
+mod common;
 #[path = "../examples/podset/podset.rs"]
 mod podset;
 
+use common::{campaign, jobs};
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
 use reconsim::scenario::extension::Custom;
 use reconsim::scenario::failure::FailureFile;
-use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::strategies::{Case, case};
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
@@ -45,10 +46,6 @@ fn scenario(name: &str) -> Scenario {
     Scenario::load(&path(name), &families()).expect("the example's scenario loads")
 }
 
-fn jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("reconsim-podset-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -57,28 +54,11 @@ fn tmp(name: &str) -> PathBuf {
 
 // ----- the library: fuzz campaigns --------------------------------------------------------
 
-/// The scenario's whole seed budget through the library's fuzz API, without progress.
-fn campaign(s: &Scenario, stop_on_first: bool) -> Report {
-    fuzz(
-        s,
-        Campaign {
-            start: 0,
-            end: s.seeds,
-            jobs: jobs(),
-            shard: None,
-            stop_on_first,
-            swarm: false,
-        },
-        &|_, _| {},
-        &|_, _| {},
-    )
-}
-
 #[test]
 fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
     let s = scenario("podset-buggy");
     assert_eq!(s.expect, Expect::Violation);
-    let report = campaign(&s, true);
+    let report = campaign(&s, s.seeds, jobs(), true);
     let first = report
         .failures
         .first()
@@ -90,7 +70,7 @@ fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
 fn the_fixed_podset_holds_over_its_whole_budget() {
     let s = scenario("podset-fixed");
     assert_eq!(s.expect, Expect::Clean);
-    let report = campaign(&s, false);
+    let report = campaign(&s, s.seeds, jobs(), false);
     assert_eq!(report.runs, s.seeds);
     assert!(
         report.failures.is_empty(),
@@ -107,7 +87,7 @@ fn a_deposed_leaders_late_create_lands_and_a_fence_keeps_the_new_leader_out() {
     // (within TCP's bounds), expectations or not; a fence as long as those bounds holds.
     let deposed = scenario("podset-deposed-leader");
     assert_eq!(deposed.expect, Expect::Violation);
-    let report = campaign(&deposed, true);
+    let report = campaign(&deposed, deposed.seeds, jobs(), true);
     let first = report
         .failures
         .first()
@@ -115,7 +95,7 @@ fn a_deposed_leaders_late_create_lands_and_a_fence_keeps_the_new_leader_out() {
     assert_eq!(first.invariant, podset::MAX_PODS);
     let fenced = scenario("podset-deposed-leader-fenced");
     assert_eq!(fenced.expect, Expect::Clean);
-    let report = campaign(&fenced, false);
+    let report = campaign(&fenced, fenced.seeds, jobs(), false);
     assert_eq!(report.runs, fenced.seeds);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
 }

@@ -1,5 +1,5 @@
-//! What the tests that run the binary as a user would share: a copy of it alone in an
-//! empty directory, and the fenced blocks of a doc.
+//! What several test files share: a copy of the binary alone in an empty directory,
+//! the fenced blocks of a doc, and a campaign through the library's fuzz API.
 
 #![allow(dead_code)] // each test file uses part of it
 
@@ -86,4 +86,32 @@ pub fn block<'a>(doc: &'a str, after: &str, lang: &str) -> Vec<&'a str> {
     let open = start + doc[start..].find(&fence).unwrap() + fence.len();
     let close = open + doc[open..].find("```").unwrap();
     doc[open..close].lines().collect()
+}
+
+/// The machine's cores, a campaign's `jobs`.
+pub fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Seeds `0..end` of `s` through the library's fuzz API on `jobs` threads, without
+/// progress.
+pub fn campaign(
+    s: &reconsim::scenario::Scenario,
+    end: u64,
+    jobs: usize,
+    stop_on_first: bool,
+) -> reconsim::scenario::fuzz::Report {
+    reconsim::scenario::fuzz::fuzz(
+        s,
+        reconsim::scenario::fuzz::Campaign {
+            start: 0,
+            end,
+            jobs,
+            shard: None,
+            stop_on_first,
+            swarm: false,
+        },
+        &|_, _| {},
+        &|_, _| {},
+    )
 }
