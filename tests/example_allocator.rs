@@ -12,23 +12,17 @@ mod common;
 #[path = "../examples/allocator/harness.rs"]
 mod harness;
 
-use common::{campaign, jobs};
+use common::{campaign, jobs, root};
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::fuzz::Report;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
-use std::path::{Path, PathBuf};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::PathBuf;
 
 fn path(name: &str) -> PathBuf {
-    root()
-        .join("examples/allocator/scenarios")
-        .join(format!("{name}.json"))
+    common::example_scenario("allocator", name)
 }
 
 fn families() -> Families {

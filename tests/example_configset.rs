@@ -14,7 +14,7 @@ mod controller;
 #[path = "../examples/configset/harness.rs"]
 mod harness;
 
-use common::{campaign, jobs};
+use common::{campaign, jobs, root};
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::fuzz::Report;
@@ -25,14 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn path(name: &str) -> PathBuf {
-    root()
-        .join("examples/configset/scenarios")
-        .join(format!("{name}.json"))
+    common::example_scenario("configset", name)
 }
 
 fn families() -> Families {

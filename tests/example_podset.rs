@@ -14,7 +14,7 @@ mod common;
 #[path = "../examples/podset/podset.rs"]
 mod podset;
 
-use common::{campaign, jobs};
+use common::{campaign, jobs, root};
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
@@ -27,14 +27,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn path(name: &str) -> PathBuf {
-    root()
-        .join("examples/podset/scenarios")
-        .join(format!("{name}.json"))
+    common::example_scenario("podset", name)
 }
 
 /// The example binary's registry: the builtin families and the PodSet controller's.

@@ -115,3 +115,12 @@ pub fn campaign(
         &|_, _| {},
     )
 }
+
+/// `examples/<example>/scenarios/<name>.json`.
+pub fn example_scenario(example: &str, name: &str) -> PathBuf {
+    root()
+        .join("examples")
+        .join(example)
+        .join("scenarios")
+        .join(format!("{name}.json"))
+}
