@@ -1,0 +1,171 @@
+//! Messages on the wire: a send's latency and FIFO link, and the messages a partition
+//! holds until its heal, TCP's bounds on them and a retransmitting client's give-up.
+
+use super::event::{DUE_EARLIER, Event};
+use super::{Actor, Sim, StepKind};
+use crate::id::ProcId;
+use crate::network::NetConfig;
+use crate::time::SimTime;
+use crate::trace::{DropReason, RecordKind};
+use rand::Rng;
+
+pub(super) struct Held<M> {
+    from: ProcId,
+    to: ProcId,
+    inc: u32,
+    msg: M,
+    /// When the partition caught it, and the sender's incarnation then.
+    held_at: SimTime,
+    from_inc: u32,
+    /// For a message whose client retransmits ([`Actor::retransmits_ms`]): its number,
+    /// for the give-up, and when the client gives up on it.
+    retransmitted: Option<(u64, SimTime)>,
+}
+
+impl<A: Actor> Sim<A> {
+    /// Put a message on the network, `extra_ms` later than its link would.
+    pub(super) fn transmit(&mut self, from: ProcId, to: ProcId, msg: A::Msg, extra_ms: u64) {
+        let Some(receiver) = self.procs.get(to.index()) else {
+            panic!("process {from} sent to unknown process {to}");
+        };
+        let inc = receiver.incarnation;
+        let (fh, th) = (self.procs[from.index()].host, receiver.host);
+        let NetConfig {
+            latency_ms_min: lo,
+            latency_ms_max: hi,
+            ..
+        } = self.net.config;
+        let latency = if hi > lo {
+            lo + self.net_rng.next_u64() % (hi - lo + 1)
+        } else {
+            lo
+        };
+        let earliest = self
+            .now
+            .plus_ms(latency + self.net.extra_latency_ms(fh, th))
+            .plus_ms(extra_ms);
+        let tb = self.draw_tiebreak();
+        let lane = self.procs[from.index()].actor.lane(&msg);
+        let (at, tb) = self.net.fifo(from, to, lane, earliest, tb);
+        self.enqueue_with(at, tb, Event::Deliver { from, to, inc, msg });
+    }
+
+    /// Deliver now, in their original order, the held messages whose link is whole again.
+    /// They already crossed the network, and they go before anything else due now: a
+    /// message sent after them and still in flight at the heal must not overtake them.
+    /// One whose receiver died meanwhile is dropped (and recorded) on delivery.
+    pub(super) fn release_held(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        for h in held {
+            let (fh, th) = (
+                self.procs[h.from.index()].host,
+                self.procs[h.to.index()].host,
+            );
+            if self.net.cut(fh, th).is_some() {
+                self.held.push(h);
+                continue;
+            }
+            // TCP's bounds: an open socket's data for hold_open_ms, an exited sender's
+            // for hold_orphan_ms after its exit (network.rs).
+            let sender = &self.procs[h.from.index()];
+            let mut deadline = match h.retransmitted {
+                Some((_, give_up_at)) => give_up_at,
+                None => h.held_at.plus_ms(self.net.config.hold_open_ms),
+            };
+            if sender.incarnation != h.from_inc {
+                deadline = deadline.min(sender.down_at.plus_ms(self.net.config.hold_orphan_ms));
+            }
+            let Held {
+                from, to, inc, msg, ..
+            } = h;
+            if self.now > deadline {
+                self.expired(from, to);
+                continue;
+            }
+            self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
+        }
+    }
+
+    /// A held message lost because TCP stopped retransmitting it.
+    fn expired(&mut self, from: ProcId, to: ProcId) {
+        self.trace.push(
+            self.now,
+            RecordKind::Dropped {
+                from,
+                to,
+                reason: DropReason::Expired,
+            },
+        );
+    }
+
+    /// Park a message a partition caught, until the heal releases it.
+    pub(super) fn hold(
+        &mut self,
+        from: ProcId,
+        to: ProcId,
+        inc: u32,
+        msg: A::Msg,
+        retransmitted: Option<(u64, SimTime)>,
+    ) {
+        self.trace.push(self.now, RecordKind::Held { from, to });
+        let from_inc = self.procs[from.index()].incarnation;
+        self.held.push(Held {
+            from,
+            to,
+            inc,
+            msg,
+            held_at: self.now,
+            from_inc,
+            retransmitted,
+        });
+    }
+
+    /// Which end of the link `from -> to` retransmits `msg` under a partition, and for
+    /// how long: the sender if its transport says so, else the receiver.
+    pub(super) fn retransmitted_by(
+        &self,
+        from: ProcId,
+        to: ProcId,
+        msg: &A::Msg,
+    ) -> Option<(ProcId, u64)> {
+        if let Some(ms) = self.procs[from.index()].actor.retransmits_ms(msg, true) {
+            return Some((from, ms));
+        }
+        self.procs[to.index()]
+            .actor
+            .retransmits_ms(msg, false)
+            .map(|ms| (to, ms))
+    }
+
+    /// A client's transport gives up on a message still held: it is lost, and the
+    /// client hears of it (its request failed, its stream broke) at once, from itself.
+    pub(super) fn give_up(&mut self, client: ProcId, number: u64) -> Option<StepKind> {
+        let at = self
+            .held
+            .iter()
+            .position(|h| h.retransmitted.is_some_and(|(n, _)| n == number))?;
+        let Held {
+            from,
+            to,
+            inc,
+            msg,
+            from_inc,
+            ..
+        } = self.held.remove(at);
+        self.expired(from, to);
+        let client_inc = if client == from { from_inc } else { inc };
+        if let Some(notice) = A::gave_up(&msg) {
+            self.enqueue_with(
+                self.now,
+                DUE_EARLIER,
+                Event::Deliver {
+                    from: client,
+                    to: client,
+                    inc: client_inc,
+                    msg: notice,
+                },
+            );
+        }
+        Some(StepKind::Lost(client))
+    }
+}

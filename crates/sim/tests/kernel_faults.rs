@@ -1,0 +1,150 @@
+//! Kernel tests of the faults on one process: clock skew, and world faults injected
+//! through `on_fault` (unknown targets are recorded no-ops).
+
+use reconsim_sim::{Fault, SimTime, TraceMode};
+
+mod common;
+use common::*;
+
+// ----- clock skew ---------------------------------------------------------------------
+
+#[test]
+fn clock_skew_offsets_only_the_skewed_process_and_reverts() {
+    let mut sim = new_sim(
+        config(23, 1, 1, TraceMode::Hash),
+        vec![
+            timed(
+                100,
+                Some(200),
+                Fault::ClockSkew {
+                    process: "p1".into(),
+                    offset_ms: 5000,
+                },
+            ),
+            timed(
+                400,
+                Some(100),
+                Fault::ClockSkew {
+                    process: "p1".into(),
+                    offset_ms: -30,
+                },
+            ),
+        ],
+    );
+    let h = sim.add_host("h");
+    let clock = || {
+        Node::new(Role::Clock {
+            every_ms: 10,
+            long_ms: None,
+        })
+    };
+    let p1 = sim.spawn(h, "p1", clock());
+    let p2 = sim.spawn(h, "p2", clock());
+    sim.run_until(SimTime::from_ms(600));
+    // Tick(_, k) fires at true time 10 k: skew is visible in now(), durations are not
+    // skewed (ticks stay on true 10 ms boundaries).
+    let offsets = |p| -> Vec<(u64, i64)> {
+        log(&sim, p)
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Timer {
+                    now,
+                    msg: Msg::Tick(_, k),
+                } => Some((10 * k, *now as i64 - 10 * *k as i64)),
+                _ => None,
+            })
+            .collect()
+    };
+    let o1 = offsets(p1);
+    assert_eq!(o1.len(), 60);
+    for (true_t, off) in o1 {
+        let expected = match true_t {
+            100..300 => 5000,
+            400..500 => -30,
+            _ => 0,
+        };
+        assert_eq!(off, expected, "p1 at true time {true_t}");
+    }
+    assert!(offsets(p2).iter().all(|(_, off)| *off == 0));
+}
+
+// ----- injected faults ----------------------------------------------------------------
+
+#[test]
+fn injected_faults_reach_on_fault_and_unknown_targets_are_recorded_no_ops() {
+    let mut sim = new_sim(
+        config(29, 1, 1, TraceMode::Full),
+        vec![
+            timed(
+                100,
+                Some(50),
+                Fault::Inject {
+                    process: "w".into(),
+                    fault: "kubelet-stop".into(),
+                },
+            ),
+            timed(
+                120,
+                Some(10),
+                Fault::Inject {
+                    process: "nobody".into(),
+                    fault: "lag".into(),
+                },
+            ),
+            timed(
+                130,
+                Some(10),
+                Fault::Pause {
+                    process: "ghost".into(),
+                },
+            ),
+            timed(
+                200,
+                None,
+                Fault::Inject {
+                    process: "w".into(),
+                    fault: "forever".into(),
+                },
+            ),
+        ],
+    );
+    let h = sim.add_host("h");
+    let w = sim.spawn(h, "w", Node::new(Role::Recorder));
+    sim.run_until(SimTime::from_secs(1));
+    let faults: Vec<&Seen> = log(&sim, w)
+        .iter()
+        .filter(|s| matches!(s, Seen::Fault { .. }))
+        .collect();
+    assert_eq!(
+        faults,
+        vec![
+            &Seen::Fault {
+                now: 100,
+                fault: "kubelet-stop".into(),
+                active: true
+            },
+            &Seen::Fault {
+                now: 150,
+                fault: "kubelet-stop".into(),
+                active: false
+            },
+            &Seen::Fault {
+                now: 200,
+                fault: "forever".into(),
+                active: true
+            },
+        ]
+    );
+    assert_eq!(
+        fault_records(&sim),
+        vec![
+            (100, 0, true, true),
+            (120, 1, true, false),
+            (130, 1, false, false),
+            (130, 2, true, false),
+            (140, 2, false, false),
+            (150, 0, false, true),
+            (200, 3, true, true),
+        ]
+    );
+}
