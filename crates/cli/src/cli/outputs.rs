@@ -1,0 +1,118 @@
+//! The files commands write besides their report (failure files, Chrome traces): never
+//! over an input, never over an existing file unasked, each directory made first.
+
+use super::UsageError;
+use crate::scenario::runner;
+use std::path::{Path, PathBuf};
+
+/// The files a run or replay writes besides its report, and whether an existing one
+/// may be replaced.
+#[derive(Clone, Copy)]
+pub(super) struct Outputs<'a> {
+    pub(super) save: Option<&'a Path>,
+    pub(super) chrome: Option<&'a Path>,
+    pub(super) force: bool,
+}
+
+/// `Err` unless `output` may be written: never onto `input` (the file being read), and
+/// not onto an existing file unless `force`. Checked before any run, so a refusal costs
+/// nothing.
+pub(super) fn check_output(
+    output: &Path,
+    input: Option<&Path>,
+    force: bool,
+    flag: &str,
+) -> Result<(), UsageError> {
+    if let Some(input) = input
+        && same_file(output, input)
+    {
+        return Err(UsageError(format!(
+            "{}: {flag}: the output would replace the input file; choose another path",
+            output.display()
+        )));
+    }
+    if output.exists() && !force {
+        return Err(UsageError(format!(
+            "{}: {flag}: the file exists; choose another path, or add --force to replace it",
+            output.display()
+        )));
+    }
+    create_parent(output)
+}
+
+/// `out/<input's file stem>-<suffix>.json`: where an output goes when none is named.
+pub(super) fn default_output(input: &Path, suffix: &str) -> PathBuf {
+    let stem = input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "failure".into());
+    Path::new("out").join(format!("{stem}-{suffix}.json"))
+}
+
+/// Create the directory an output goes in, if it is missing.
+pub(super) fn create_parent(output: &Path) -> Result<(), UsageError> {
+    match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => std::fs::create_dir_all(d).map_err(|e| {
+            UsageError(format!(
+                "{}: cannot create its directory: {e}",
+                output.display()
+            ))
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether two paths name one file (the output side need not exist yet).
+pub(super) fn same_file(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let parent = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Some(std::fs::canonicalize(parent).ok()?.join(p.file_name()?))
+        })
+    };
+    match (canonical(a), canonical(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Write a run's Chrome trace, and say where on stderr.
+pub(super) fn write_chrome(
+    path: &Path,
+    world: &crate::scenario::build::World,
+    outcome: &runner::Outcome,
+) -> Result<(), UsageError> {
+    let doc = crate::scenario::chrome::chrome_trace(world, outcome.violation.as_ref());
+    std::fs::write(path, doc.to_string()).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the Chrome trace: {e}",
+            path.display()
+        ))
+    })?;
+    eprintln!(
+        "wrote the Chrome trace to {} (open it in ui.perfetto.dev or chrome://tracing)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Create `--failures-dir` and make sure files can be written in it, before any run: a
+/// read-only directory or mount is a usage error up front, not a campaign whose
+/// failures are all lost.
+pub(super) fn create_failures_dir(dir: Option<&Path>) -> Result<(), UsageError> {
+    let Some(dir) = dir else { return Ok(()) };
+    let cannot =
+        |what: &str, e: std::io::Error| UsageError(format!("{}: {what}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(|e| cannot("cannot create the failures directory", e))?;
+    let probe = dir.join(format!(".reconsim-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| cannot("cannot write failure files in this directory", e))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
