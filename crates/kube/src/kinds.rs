@@ -80,19 +80,44 @@ pub struct Served {
 }
 
 /// The kinds a world serves, found by their REST path.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Kinds {
     /// (group, version, plural) -> the kind.
     by_path: BTreeMap<(String, String, String), Served>,
 }
 
+impl Default for Kinds {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Kinds {
+    /// Every kind the world itself serves: its own, which its components read and write
+    /// (Node, Pod, Lease, CertificateSigningRequest, Deployment; [`crate::world_kinds`]),
+    /// and the core documents any program may use (Namespace, ConfigMap, Secret, and
+    /// Events in `v1` and `events.k8s.io/v1`). A program's custom resources are added
+    /// with [`Kinds::crd`].
     pub fn new() -> Self {
-        Self::default()
+        use k8s_openapi::api::{apps, certificates, coordination, core, events};
+        Kinds {
+            by_path: BTreeMap::new(),
+        }
+        .with::<core::v1::Node>(true)
+        .with::<core::v1::Pod>(true)
+        .with::<coordination::v1::Lease>(false)
+        .with::<certificates::v1::CertificateSigningRequest>(true)
+        .with::<apps::v1::Deployment>(true)
+        .with::<core::v1::Namespace>(true)
+        .core::<core::v1::ConfigMap>()
+        .core::<core::v1::Secret>()
+        .core::<core::v1::Event>()
+        .core::<events::v1::Event>()
     }
 
     /// Serve the built-in kube-rs type `K` (k8s-openapi's), with or without a status
-    /// subresource.
+    /// subresource. One of the world's own kinds is served as the world models it,
+    /// whatever `status_subresource` says.
     pub fn with<K>(self, status_subresource: bool) -> Self
     where
         K: kube::Resource<DynamicType = ()>,
@@ -108,6 +133,8 @@ impl Kinds {
     {
         let kind = kind_of::<K>();
         let info = kind.info();
+        let status_subresource =
+            crate::world_kinds::codec(kind).map_or(status_subresource, |c| c.status_subresource);
         self.by_path.insert(
             (
                 info.group.to_string(),

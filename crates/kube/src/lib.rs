@@ -14,6 +14,8 @@
 //!   type (k8s-openapi's, or a `#[derive(CustomResource)]` one);
 //! - [`doc`]: a served object's body as the API server stores it: canonical JSON;
 //! - [`wire`]: a served object between the world and the wire (metadata, uids, times);
+//! - [`world_kinds`]: the world's own kinds (Node, Pod, Lease, CSR, Deployment) as their
+//!   k8s-openapi JSON, one object for the world's components and for kube-rs code;
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
 //!   anything not served is answered with a clear error;
 //! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
@@ -41,6 +43,7 @@ pub mod selfcheck;
 pub mod transport;
 pub mod wire;
 pub mod world;
+pub mod world_kinds;
 pub mod write;
 
 pub use bridge::{KubeBridge, Program, program};

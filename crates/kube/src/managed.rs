@@ -56,6 +56,34 @@ pub struct Conflict {
     pub fields: Vec<Path>,
 }
 
+/// The field ownership of a stored object: a served document keeps it in its body, a
+/// world kind's object in its metadata (its typed body is the world's).
+pub fn of(o: &reconsim_world::object::Object) -> ManagedFields {
+    match o.body.as_document::<crate::doc::JsonDoc>() {
+        Some(doc) => doc.managed().clone(),
+        None => o
+            .meta
+            .managed_fields
+            .get::<ManagedFields>()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+/// `o` with `managed` as its field ownership (where [`of`] reads it).
+pub fn set(o: &mut reconsim_world::object::Object, managed: ManagedFields) {
+    match o.body.as_document::<crate::doc::JsonDoc>() {
+        Some(doc) if *doc.managed() != managed => {
+            o.body = reconsim_world::object::Body::document(doc.clone().with_managed(managed));
+        }
+        Some(_) => {}
+        None if o.meta.managed_fields.get::<ManagedFields>() != Some(&managed) => {
+            o.meta.managed_fields = reconsim_world::object::Opaque::new(managed);
+        }
+        None => {}
+    }
+}
+
 /// The managedFields of an object, in the order the server added them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ManagedFields {

@@ -250,6 +250,14 @@ fn target<'a>(path: &'a str, kinds: &Kinds) -> Result<Target<'a>, Refusal> {
     let status = match sub {
         None => false,
         Some("status") if served.status_subresource => true,
+        // A CSR's approval is its status conditions, written through their own
+        // subresource (kube's `Api::patch_approval`).
+        Some("approval")
+            if served.kind
+                == <reconsim_world::object::CertificateSigningRequest as reconsim_world::object::Resource>::KIND =>
+        {
+            true
+        }
         Some("status") => {
             return Err(refuse(
                 404,
@@ -415,19 +423,16 @@ fn route_or_refuse(
             }
             let mut parsed = wire::from_json(&v, t.served, ns)?;
             // A create is an update from nothing: its manager owns every field it set.
-            if let Some(doc) = parsed.object.body.as_document::<crate::doc::JsonDoc>() {
-                let mut managed = crate::managed::ManagedFields::default();
-                managed.update(
-                    &manager,
-                    &json!({}),
-                    &v,
-                    crate::managed::Reach::Object {
-                        status_subresource: t.served.status_subresource,
-                    },
-                );
-                parsed.object.body =
-                    reconsim_world::object::Body::document(doc.clone().with_managed(managed));
-            }
+            let mut managed = crate::managed::ManagedFields::default();
+            managed.update(
+                &manager,
+                &json!({}),
+                &v,
+                crate::managed::Reach::Object {
+                    status_subresource: t.served.status_subresource,
+                },
+            );
+            crate::managed::set(&mut parsed.object, managed);
             op(ApiOp::Create(Box::new(parsed.object)), Shape::Created)
         }
         (&http::Method::GET, Some(name)) => op(ApiOp::Get(key(name)), Shape::Object),

@@ -44,7 +44,7 @@ pub fn parse_uid(s: &str) -> Uid {
 }
 
 /// The wall-clock instant a run's time 0 stands for (metav1.Time: RFC 3339, seconds).
-const EPOCH_DAYS: i64 = 20_454; // 2026-01-01
+pub const EPOCH_DAYS: i64 = 20_454; // 2026-01-01
 
 /// Virtual time as an RFC 3339 timestamp (whole seconds, as metav1.Time writes).
 pub fn timestamp(t: SimTime) -> String {
@@ -122,15 +122,19 @@ fn metadata(meta: &ObjectMeta) -> Value {
     Value::Object(m)
 }
 
-/// The JSON of a stored object; `None` for a body that is not a served document (a
-/// world kind such as a Lease, which the wire does not serve).
+/// The JSON of a stored object: a served document's, or a world kind's as its codec
+/// writes it ([`crate::world_kinds`]); `None` for a family's typed kind, which the wire
+/// does not serve.
 pub fn to_json(o: &Object) -> Option<Value> {
-    let doc = o.body.as_document::<JsonDoc>()?;
+    let kind = o.kind();
     let mut m = Map::new();
-    m.insert("apiVersion".into(), json!(doc.kind.api_version()));
-    m.insert("kind".into(), json!(doc.kind.as_str()));
+    m.insert("apiVersion".into(), json!(kind.api_version()));
+    m.insert("kind".into(), json!(kind.as_str()));
     m.insert("metadata".into(), metadata(&o.meta));
-    m.extend(doc.fields().iter().map(|(k, v)| (k.clone(), v.clone())));
+    match o.body.as_document::<JsonDoc>() {
+        Some(doc) => m.extend(doc.fields().iter().map(|(k, v)| (k.clone(), v.clone()))),
+        None => m.extend((crate::world_kinds::codec(kind)?.encode)(&o.body)?),
+    }
     Some(Value::Object(m))
 }
 
@@ -282,9 +286,16 @@ pub fn from_json(v: &Value, served: Served, namespace: &str) -> Result<Parsed, R
         resource_version: resource_version.unwrap_or(0),
         ..Default::default()
     };
-    let body = JsonDoc::from_fields(served.kind, served.status_subresource, top);
+    let body = match crate::world_kinds::codec(served.kind) {
+        Some(codec) => (codec.decode)(top)?,
+        None => Body::document(JsonDoc::from_fields(
+            served.kind,
+            served.status_subresource,
+            top,
+        )),
+    };
     Ok(Parsed {
-        object: Object::new(object_meta, Body::document(body)),
+        object: Object::new(object_meta, body),
         resource_version,
         uid,
     })

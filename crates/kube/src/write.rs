@@ -19,7 +19,7 @@ use crate::kinds::Served;
 use crate::managed::{Conflict, Operation, Reach, dotted};
 use crate::wire;
 use reconsim_world::api::{ApiError, ObjectPatch};
-use reconsim_world::object::{Body, Object};
+use reconsim_world::object::Object;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -147,11 +147,7 @@ impl ObjectPatch for Write {
             },
             Part::Status => Reach::Status,
         };
-        let mut managed = current
-            .body
-            .as_document::<JsonDoc>()
-            .map(|d| d.managed().clone())
-            .unwrap_or_default();
+        let mut managed = crate::managed::of(current);
         let written = match &self.change {
             Change::Replace(v) => parse(v),
             Change::Merge(p) | Change::Strategic(p) => {
@@ -209,10 +205,15 @@ impl ObjectPatch for Write {
                 }
             }
         }
-        if let Some(doc) = next.body.as_document::<JsonDoc>()
-            && *doc.managed() != managed
+        crate::managed::set(&mut next, managed);
+        // A world kind keeps the text a client wrote beside its modeled fields: a write
+        // that reads back as the stored JSON, with the same owners, changed nothing,
+        // whatever text it sent (the echo of a read the world had written over).
+        if next.body.as_document::<JsonDoc>().is_none()
+            && next.meta.managed_fields == current.meta.managed_fields
+            && wire::to_json(&next).as_ref() == Some(&stored)
         {
-            next.body = Body::document(doc.clone().with_managed(managed));
+            return Ok(current.clone());
         }
         Ok(next)
     }

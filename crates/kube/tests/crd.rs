@@ -5,7 +5,7 @@
 //! garbage collector, and the clear answers for a kind not served and a propagation
 //! policy not modelled.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{CustomResource, Resource, ResourceExt};
 use reconsim_kube::{Kinds, KubeWorld, Program};
@@ -125,8 +125,8 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     out.push(format!("collected: {}", polls < 1000));
 
     // A kind the world does not serve: 404, naming what it serves.
-    let secrets: Api<Secret> = Api::namespaced(client, "default");
-    out.push(format!("secret: {}", code(secrets.get("s").await)));
+    let services: Api<Service> = Api::namespaced(client, "default");
+    out.push(format!("service: {}", code(services.get("s").await)));
     Ok(out)
 }
 
@@ -157,7 +157,7 @@ fn a_custom_resource_has_its_status_subresource_json_patches_and_owner_reference
             "owner: Widget/w",
             "foreground: 405 MethodNotAllowed",
             "collected: true",
-            "secret: 404 NotFound: the world serves no secrets in v1; it serves: configmaps (v1), widgets (test.reconsim.dev/v1) (register a kind with Kinds::with, docs/kube.md)",
+            "service: 404 NotFound: the world serves no services in v1; it serves: configmaps (v1), events (v1), namespaces (v1), nodes (v1), pods (v1), secrets (v1), deployments (apps/v1), certificatesigningrequests (certificates.k8s.io/v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1), widgets (test.reconsim.dev/v1) (register a kind with Kinds::with, docs/kube.md)",
         ]
     );
 }

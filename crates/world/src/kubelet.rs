@@ -395,6 +395,7 @@ impl Kubelet {
                     spec: CsrSpec {
                         username: NODE_BOOTSTRAPPER.to_string(),
                         node_name: self.config.node_name.clone(),
+                        ..Default::default()
                     },
                     status: CsrStatus::default(),
                 };
@@ -536,6 +537,7 @@ impl Kubelet {
             status: NodeStatus {
                 ready: ConditionStatus::True,
                 ready_since: Some(ctx.now()),
+                ..Default::default()
             },
         };
         let id = self.ids.issue();
@@ -588,6 +590,7 @@ impl Kubelet {
                         status: NodeStatus {
                             ready: ConditionStatus::True,
                             ready_since: Some(ctx.now()),
+                            ..Default::default()
                         },
                     };
                     let id = self.ids.issue();
@@ -690,6 +693,7 @@ impl Kubelet {
                     acquire_time: Some(now),
                     renew_time: Some(now),
                     lease_transitions: 0,
+                    ..Default::default()
                 };
                 let id = self.ids.issue();
                 self.lease_req = Some((id, Req::LeaseCreate));
@@ -897,6 +901,7 @@ impl Kubelet {
             status: PodStatus {
                 phase,
                 restart_count: restarts,
+                ..Default::default()
             },
             ..Default::default()
         };

@@ -524,6 +524,8 @@ impl LeaderElector {
                 Some(l) => l.lease_transitions.saturating_add(1),
                 None => 0,
             },
+            // client-go's LeaseLock.Update replaces the whole spec with its record.
+            verbatim: Default::default(),
         }
     }
 

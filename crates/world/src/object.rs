@@ -620,6 +620,68 @@ pub struct ObjectMeta {
     pub owner_references: Vec<OwnerReference>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+    /// Who owns which field of a world kind's object that real code wrote
+    /// (`metadata.managedFields`; [`Opaque`]).
+    #[serde(skip)]
+    pub managed_fields: Opaque,
+}
+
+/// What the real-code path keeps of an object that the world does not read (crates/kube's
+/// field ownership for server-side apply): compared, so a write that only hands fields
+/// over is a write, but never hashed nor serialized, since it follows from the writes
+/// that are.
+#[derive(Clone, Default)]
+pub struct Opaque(Option<Arc<dyn OpaqueValue>>);
+
+/// A value kept in an [`Opaque`]: plain data compared by its own `Eq`.
+pub trait OpaqueValue: Any + Send + Sync + fmt::Debug {
+    fn eq_dyn(&self, other: &dyn OpaqueValue) -> bool;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any + Send + Sync + fmt::Debug + PartialEq> OpaqueValue for T {
+    fn eq_dyn(&self, other: &dyn OpaqueValue) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Opaque {
+    pub fn new<T: OpaqueValue>(value: T) -> Self {
+        Opaque(Some(Arc::new(value)))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: OpaqueValue>(&self) -> Option<&T> {
+        self.0.as_deref()?.as_any().downcast_ref::<T>()
+    }
+}
+
+impl PartialEq for Opaque {
+    fn eq(&self, other: &Opaque) -> bool {
+        match (&self.0, &other.0) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.eq_dyn(b.as_ref()),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Opaque {}
+
+impl Hash for Opaque {
+    fn hash<H: Hasher>(&self, _: &mut H) {}
+}
+
+impl fmt::Debug for Opaque {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            None => f.write_str("-"),
+            Some(v) => v.fmt(f),
+        }
+    }
 }
 
 impl ObjectMeta {
@@ -690,6 +752,52 @@ impl Object {
     }
 }
 
+// ----- fields the world does not model ------------------------------------------------------
+
+/// A part of a built-in object (its spec, or its status) as a real-code client last wrote
+/// it, as canonical JSON text: the fields the world does not model (a container's
+/// command, a Node's addresses) are kept there, so a client reads back what it wrote, as
+/// from the real API server. The world's own fields are read from it when it is written
+/// and written over it when it is read (crates/kube's `world_kinds`). Objects that only
+/// the world's components wrote have none, and then it adds nothing to a hash.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verbatim(Option<Arc<str>>);
+
+impl Verbatim {
+    pub fn new(json: impl Into<Arc<str>>) -> Self {
+        Verbatim(Some(json.into()))
+    }
+
+    pub fn json(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl Hash for Verbatim {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Nothing when absent: a world-only object hashes as it did before this field.
+        if let Some(text) = &self.0 {
+            text.hash(state);
+        }
+    }
+}
+
+impl Serialize for Verbatim {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.as_deref().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Verbatim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Verbatim(Option::<String>::deserialize(d)?.map(Into::into)))
+    }
+}
+
 // ----- coordination.k8s.io/v1 Lease ---------------------------------------------------------
 
 /// A Lease: leader election locks and kubelet heartbeats. Times are the writer's clock.
@@ -700,6 +808,9 @@ pub struct Lease {
     pub acquire_time: Option<SimTime>,
     pub renew_time: Option<SimTime>,
     pub lease_transitions: u32,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 impl Resource for Lease {
@@ -753,6 +864,9 @@ pub struct NodeSpec {
     pub provider_id: Option<String>,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -761,6 +875,9 @@ pub struct NodeStatus {
     pub ready: ConditionStatus,
     /// When Ready last changed (lastTransitionTime).
     pub ready_since: Option<SimTime>,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -792,6 +909,9 @@ pub struct PodSpec {
     /// The labels a node must carry (every pair) for the pod to be scheduled there.
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 /// Why a pod spec update is refused, if it is: the API server lets an update change only
@@ -828,6 +948,9 @@ pub enum PodPhase {
 pub struct PodStatus {
     pub phase: PodPhase,
     pub restart_count: u32,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -854,12 +977,18 @@ pub struct CsrSpec {
     pub username: String,
     /// The node the client certificate is for: the request's CN `system:node:<name>`.
     pub node_name: String,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CsrStatus {
     /// The Approved condition (and the certificate issued with it).
     pub approved: bool,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 /// A kubelet's request for its client certificate (TLS bootstrap): the kubelet may
@@ -893,11 +1022,17 @@ pub struct DeploymentSpec {
     pub replicas: u32,
     pub selector: BTreeMap<String, String>,
     pub template: PodTemplate,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DeploymentStatus {
     pub replicas: u32,
+    /// What a real-code client wrote beyond the fields above ([`Verbatim`]).
+    #[serde(default, skip_serializing_if = "Verbatim::is_none")]
+    pub verbatim: Verbatim,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

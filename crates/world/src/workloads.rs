@@ -351,6 +351,7 @@ impl Workloads {
             let status = Deployment {
                 status: DeploymentStatus {
                     replicas: status_replicas,
+                    ..Default::default()
                 },
                 ..Default::default()
             };

@@ -881,6 +881,7 @@ fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
         status: PodStatus {
             phase: PodPhase::Failed,
             restart_count: 0,
+            ..Default::default()
         },
     });
     let s = w.obj(patch(&pk("bound"), vec![PatchOp::Status(status)]));

@@ -67,6 +67,7 @@ fn world_with(
             acquire_time: Some(SimTime::ZERO),
             renew_time: Some(SimTime::ZERO),
             lease_transitions: 0,
+            ..Default::default()
         };
         server.seed_object(Object::new(ObjectMeta::named(NS, LOCK), Body::new(lease)));
     }

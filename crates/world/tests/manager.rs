@@ -902,6 +902,7 @@ fn lease_held_by(holder: &str) -> Object {
         acquire_time: Some(SimTime::ZERO),
         renew_time: Some(SimTime::ZERO),
         lease_transitions: 0,
+        ..Default::default()
     };
     Object::new(ObjectMeta::named(NS, LOCK), Body::new(lease))
 }

@@ -250,6 +250,7 @@ fn deployment(name: &str, replicas: u32, tolerations: Vec<Toleration>) -> Object
                         ..Default::default()
                     },
                 },
+                ..Default::default()
             },
             ..Default::default()
         }),
@@ -271,6 +272,7 @@ fn set_node_spec(at_ms: u64, node: &str, taints: Vec<Taint>, unschedulable: bool
             provider_id: provider_id(node),
             taints,
             unschedulable,
+            ..Default::default()
         },
         ..Default::default()
     };
@@ -324,7 +326,10 @@ fn a_bootstrapping_kubelet_registers_only_once_its_csr_is_approved() {
     let approve = ApiOp::Patch {
         key: newest.key(),
         ops: vec![PatchOp::Status(Body::new(CertificateSigningRequest {
-            status: CsrStatus { approved: true },
+            status: CsrStatus {
+                approved: true,
+                ..Default::default()
+            },
             ..Default::default()
         }))],
         resource_version: None,
@@ -753,6 +758,7 @@ fn scheduling_respects_taints_readiness_and_cordons() {
             status: NodeStatus {
                 ready: ConditionStatus::Unknown,
                 ready_since: None,
+                ..Default::default()
             },
         }),
     );

@@ -103,7 +103,10 @@ async fn reconcile(csr: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, NotYet> {
     });
     let csrs: Api<CertificateSigningRequest> = Api::all(ctx.client.clone());
     let status = CertificateSigningRequest {
-        status: CsrStatus { approved: true },
+        status: CsrStatus {
+            approved: true,
+            ..Default::default()
+        },
         ..Default::default()
     };
     csrs.patch_status(&csr.meta.name, &PatchParams::default(), status)

@@ -272,6 +272,7 @@ fn seed(server: &mut ApiServer, ma: &MachineApiSpec) {
             image: name.to_string(),
             node_selector: node_selector.clone(),
             tolerations: tolerations.clone(),
+            ..Default::default()
         };
         let mut meta = ObjectMeta::named(MACHINE_API_NAMESPACE, name);
         meta.labels = labels.clone();
@@ -285,6 +286,7 @@ fn seed(server: &mut ApiServer, ma: &MachineApiSpec) {
                         labels: labels.clone(),
                         spec: template.clone(),
                     },
+                    ..Default::default()
                 },
                 status: Default::default(),
             }),

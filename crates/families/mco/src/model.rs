@@ -915,6 +915,7 @@ impl McoMachine {
                     status: NodeStatus {
                         ready: ConditionStatus::True,
                         ready_since: Some(ctx.now()),
+                        ..Default::default()
                     },
                 };
                 self.call(
@@ -1126,6 +1127,7 @@ impl McoMachine {
                     acquire_time: Some(now),
                     renew_time: Some(now),
                     lease_transitions: 0,
+                    ..Default::default()
                 };
                 let op = ApiOp::Create(Box::new(Object::new(meta, Body::new(lease))));
                 self.lease_call(LeaseReq::Create, op, ctx);
