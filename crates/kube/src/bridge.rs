@@ -14,6 +14,7 @@
 //! requests is two requests in flight together.
 
 use crate::driver::Driver;
+use crate::failpoints::{Armed, BridgeHook};
 use crate::intercept::{Park, Scope};
 use crate::kinds::Kinds;
 use crate::pool::{Conn, ConnId, Pool};
@@ -24,12 +25,15 @@ use reconsim_sim::network::RETRANSMIT_OPEN_MS;
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse};
 use reconsim_world::component::Component;
+use reconsim_world::fault::WorldFault;
 use reconsim_world::kubelet::KubeletTiming;
 use reconsim_world::msg::{Lost, Msg, Timer};
 use reconsim_world::proc::WorldCtx;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 /// A user's program: given a client, what it does; its result in words. A factory,
@@ -95,6 +99,8 @@ struct Running {
     /// The simulation timer set for the runtime's next timer, if any.
     wake: Option<(SimTime, TimerId)>,
     queue: Queue,
+    /// The program's failpoints' hook, installed while its runtime steps.
+    hook: Rc<BridgeHook>,
     done: Arc<Mutex<Option<String>>>,
     /// Requests at the API server, by request id.
     pending: BTreeMap<u64, Pending>,
@@ -141,6 +147,8 @@ pub struct KubeBridge {
     backoff: Option<Backoff>,
     kinds: Kinds,
     program: Program,
+    /// The failpoints the fault plan armed (they outlive a crash of the process).
+    failpoints: Rc<RefCell<Armed>>,
     running: Option<Running>,
     next_id: u64,
     /// The program's results, one per run of it (a crash and restart runs it again).
@@ -182,6 +190,7 @@ impl KubeBridge {
             backoff: Some(Backoff::new()),
             kinds,
             program,
+            failpoints: Rc::default(),
             running: None,
             next_id: 0,
             results: Vec::new(),
@@ -217,8 +226,20 @@ impl KubeBridge {
         run.scope.set_time(ctx.true_now(), ctx.now());
         let mut park = Park::Idle;
         for _ in 0..ROUNDS_PER_HANDLER_MAX {
-            park = run.driver.step(&mut run.scope);
-            if let Some(r) = run.done.lock().expect("the result's lock").take() {
+            park = {
+                let _hook = reconsim_failpoint::hook::install(run.hook.clone());
+                run.driver.step(&mut run.scope)
+            };
+            let crash = {
+                let mut armed = self.failpoints.borrow_mut();
+                for note in armed.notes.drain(..) {
+                    ctx.note(|| note);
+                }
+                armed.crash.take()
+            };
+            if crash.is_none()
+                && let Some(r) = run.done.lock().expect("the result's lock").take()
+            {
                 if let Some(backoff) = &mut self.backoff {
                     // The container exited: it restarts cold after the kubelet's
                     // backoff, what it sent so far sent (restartPolicy Always).
@@ -250,13 +271,17 @@ impl KubeBridge {
                     }),
                 );
             }
-            let taken: Vec<Exchange> = run
+            let mut taken: Vec<Exchange> = run
                 .queue
                 .lock()
                 .expect("the queue's lock")
                 .drain(..)
                 .collect();
-            if taken.is_empty() {
+            if let Some(c) = crash {
+                // What the program asked after the hit, it never asked.
+                taken.truncate(c.requests_before);
+            }
+            if taken.is_empty() && crash.is_none() {
                 break;
             }
             let mut answered_at_once = false;
@@ -305,6 +330,11 @@ impl KubeBridge {
                         answered_at_once = true;
                     }
                 }
+            }
+            if let Some(c) = crash {
+                // The process dies at the failpoint; the kernel restarts it cold.
+                ctx.crash_self(c.restart_after_ms);
+                return;
             }
             if !answered_at_once {
                 break;
@@ -427,6 +457,10 @@ impl Component for KubeBridge {
             );
             (self.program)(client)
         });
+        let hook = Rc::new(BridgeHook {
+            armed: self.failpoints.clone(),
+            queue: queue.clone(),
+        });
         let result = done.clone();
         driver.spawn(&mut scope, async move {
             let r = program.await;
@@ -437,6 +471,7 @@ impl Component for KubeBridge {
             driver,
             wake: None,
             queue,
+            hook,
             done,
             pending: BTreeMap::new(),
             pool: Pool::default(),
@@ -517,6 +552,19 @@ impl Component for KubeBridge {
         if run.wake.map(|(at, _)| at.as_ms()) == Some(t.at_ms) {
             run.wake = None;
             self.pump(ctx);
+        }
+    }
+
+    /// A `Failpoint` fault arms (or, at its end, disarms) one of the program's
+    /// failpoints (`reconsim_failpoint::fail_point!`).
+    fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+        if let WorldFault::Failpoint { name, hit, action } = f {
+            let points = &mut self.failpoints.borrow_mut().points;
+            if active {
+                points.arm(name, *hit, *action);
+            } else {
+                points.disarm(name, *hit, *action);
+            }
         }
     }
 

@@ -25,6 +25,8 @@
 //! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
 //!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
+//! - [`failpoints`]: the program's `reconsim_failpoint::fail_point!`s, armed by the
+//!   fault plan;
 //! - [`controller`]: a kube-rs controller's `reconcile` and `error_policy` under
 //!   reconsim's manager (work queue, informer, leader election, crash and restart);
 //! - [`selfcheck`]: each world run twice and compared, as madsim does;
@@ -34,6 +36,7 @@ pub mod bridge;
 pub mod controller;
 pub mod doc;
 pub mod driver;
+pub mod failpoints;
 pub mod intercept;
 pub mod kinds;
 pub mod managed;

@@ -59,3 +59,53 @@ impl std::fmt::Display for FailpointAction {
         }
     }
 }
+
+/// The failpoints the fault plan armed in one process ([`WorldFault::Failpoint`]), with
+/// their hits: a manager's, or a real program's (reconsim-kube's bridge). Not the process's memory: a crash keeps them, as the plan is outside the
+/// process, so a crash at a failpoint's hit does not come again at the next start.
+#[derive(Clone, Debug, Default)]
+pub struct Failpoints {
+    armed: Vec<Armed>,
+}
+
+#[derive(Clone, Debug)]
+struct Armed {
+    name: String,
+    hit: u32,
+    action: FailpointAction,
+    hits: u32,
+}
+
+impl Failpoints {
+    pub fn arm(&mut self, name: &str, hit: u32, action: FailpointAction) {
+        self.armed.push(Armed {
+            name: name.to_string(),
+            hit,
+            action,
+            hits: 0,
+        });
+    }
+
+    pub fn disarm(&mut self, name: &str, hit: u32, action: FailpointAction) {
+        if let Some(i) = self
+            .armed
+            .iter()
+            .position(|a| a.name == name && a.hit == hit && a.action == action)
+        {
+            self.armed.remove(i);
+        }
+    }
+
+    /// Count a hit of `name`; the first armed failpoint whose hit it is fires: (hit
+    /// number, action).
+    pub fn hit(&mut self, name: &str) -> Option<(u32, FailpointAction)> {
+        let mut fired = None;
+        for a in self.armed.iter_mut().filter(|a| a.name == name) {
+            a.hits += 1;
+            if a.hits == a.hit && fired.is_none() {
+                fired = Some((a.hits, a.action));
+            }
+        }
+        fired
+    }
+}

@@ -24,6 +24,7 @@
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
 use crate::component::{Message, Payload};
+pub use crate::fault::Failpoints;
 use crate::fault::{FailpointAction, WorldFault};
 use crate::informer::{Informer, RelistNotify};
 use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
@@ -212,56 +213,6 @@ impl<'a> ReconcileCtx<'a> {
         let (n, action) = self.failpoints.as_mut()?.hit(name)?;
         self.note(|| format!("failpoint {name} hit #{n}: {action}"));
         Some(action)
-    }
-}
-
-/// The failpoints the fault plan armed in one process (`WorldFault::Failpoint`), with
-/// their hits. Not the process's memory: a crash keeps them, as the plan is outside the
-/// process, so a crash at a failpoint's hit does not come again at the next start.
-#[derive(Clone, Debug, Default)]
-pub struct Failpoints {
-    armed: Vec<Armed>,
-}
-
-#[derive(Clone, Debug)]
-struct Armed {
-    name: String,
-    hit: u32,
-    action: FailpointAction,
-    hits: u32,
-}
-
-impl Failpoints {
-    fn arm(&mut self, name: &str, hit: u32, action: FailpointAction) {
-        self.armed.push(Armed {
-            name: name.to_string(),
-            hit,
-            action,
-            hits: 0,
-        });
-    }
-
-    fn disarm(&mut self, name: &str, hit: u32, action: FailpointAction) {
-        if let Some(i) = self
-            .armed
-            .iter()
-            .position(|a| a.name == name && a.hit == hit && a.action == action)
-        {
-            self.armed.remove(i);
-        }
-    }
-
-    /// Count a hit of `name`; the first armed failpoint whose hit it is fires: (hit
-    /// number, action).
-    fn hit(&mut self, name: &str) -> Option<(u32, FailpointAction)> {
-        let mut fired = None;
-        for a in self.armed.iter_mut().filter(|a| a.name == name) {
-            a.hits += 1;
-            if a.hits == a.hit && fired.is_none() {
-                fired = Some((a.hits, a.action));
-            }
-        }
-        fired
     }
 }
 
