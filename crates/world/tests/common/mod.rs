@@ -1,6 +1,8 @@
 //! Test-local custom kinds: the world's tests need custom resources, and the world names no family.
 #![allow(dead_code)]
 
+pub mod apiserver;
+
 use reconsim_world::api::Patch;
 use reconsim_world::object::{Kind, KindInfo, Resource};
 use serde::Serialize;

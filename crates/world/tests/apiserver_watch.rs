@@ -1,0 +1,372 @@
+//! API server: watches over the network, their bounded history, and the watch cache's lag.
+
+use reconsim_sim::{Fault, FaultPlan, TimedFault};
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent};
+use reconsim_world::apiserver::ApiServerConfig;
+use reconsim_world::object::Resource;
+use reconsim_world::script::{Script, Step};
+use reconsim_world::{Proc, WorldFault};
+
+mod common;
+use common::apiserver::{World, delete, patch, widget, widget_set, wkey};
+use common::{Widget, WidgetSet};
+
+#[test]
+fn watchers_receive_ordered_numbered_events_over_the_network() {
+    let mut w = World::new(Default::default());
+    let k = wkey("a");
+    let w1 = w.watcher("w1", 1, vec![Widget::KIND], 0);
+    let w2 = w.watcher("w2", 2, vec![Widget::KIND], 0);
+    let sets = w.watcher("sets", 3, vec![WidgetSet::KIND], 0);
+    w.run_to(100);
+    assert_eq!(w.server().watcher_count(), 3);
+    assert!(matches!(
+        w.script(w1).response(0).unwrap().result,
+        Ok(ApiOk::Watching { .. })
+    ));
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
+    w.obj(ApiOp::Create(Box::new(widget_set("s"))));
+    for i in 0..20 {
+        w.obj(patch(
+            &k,
+            vec![PatchOp::SetLabel("i".into(), Some(i.to_string()))],
+        ));
+    }
+    w.obj(ApiOp::Create(Box::new(widget("b"))));
+    w.call(delete(&k)).unwrap();
+    w.run_for(100);
+    let e1 = w.events(w1);
+    assert_eq!(e1.len(), 23);
+    let watch_id = e1[0].watch_id;
+    for (i, e) in e1.iter().enumerate() {
+        assert_eq!(e.seq, i as u64, "seq counts from 0 without gaps");
+        assert_eq!(e.watch_id, watch_id);
+        assert_eq!(e.object.kind(), Widget::KIND);
+    }
+    assert!(
+        e1.windows(2)
+            .all(|p| p[0].object.meta.resource_version < p[1].object.meta.resource_version)
+    );
+    assert_eq!(e1[0].event, EventType::Added);
+    assert_eq!(e1[5].object.meta.labels["i"], "4");
+    assert_eq!(e1[22].event, EventType::Deleted);
+    assert_eq!(e1[22].object.meta.name, "a");
+    // Every watcher sees the same stream, under its own watch id.
+    let e2 = w.events(w2);
+    assert_ne!(e2[0].watch_id, watch_id);
+    let strip = |v: &[WatchEvent]| -> Vec<_> {
+        v.iter()
+            .map(|e| (e.seq, e.event, e.object.clone()))
+            .collect()
+    };
+    assert_eq!(strip(&e1), strip(&e2));
+    // Kinds filter the stream.
+    let es = w.events(sets);
+    assert_eq!(es.len(), 1);
+    assert_eq!((es[0].seq, es[0].object.kind()), (0, WidgetSet::KIND));
+    // Events arrive after the write, over the network: never at the write's instant.
+    let arrivals = &w.script(w1).events;
+    assert!(
+        arrivals
+            .iter()
+            .all(|(t, e)| t.as_ms() > e.object.meta.creation_timestamp.as_ms())
+    );
+}
+
+#[test]
+fn a_watch_replays_from_a_resource_version() {
+    let mut w = World::new(Default::default());
+    let k = wkey("a");
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
+    let mid = w.obj(patch(
+        &k,
+        vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
+    ));
+    w.obj(patch(
+        &k,
+        vec![PatchOp::SetLabel("x".into(), Some("2".into()))],
+    ));
+    w.obj(ApiOp::Create(Box::new(widget("b"))));
+    let from = mid.meta.resource_version;
+    let at = w.t + 10;
+    let late = w.watcher("late", at, vec![Widget::KIND], from);
+    w.run_for(100);
+    w.call(delete(&wkey("b"))).unwrap();
+    w.run_for(100);
+    let evs = w.events(late);
+    let got: Vec<(u64, EventType, u64)> = evs
+        .iter()
+        .map(|e| (e.seq, e.event, e.object.meta.resource_version))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, EventType::Modified, from + 1),
+            (1, EventType::Added, from + 2),
+            (2, EventType::Deleted, from + 3),
+        ],
+        "replay strictly after from_rv, then live events, one numbering"
+    );
+    // Re-opening the same stream replaces the watch.
+    assert_eq!(w.server().watcher_count(), 1);
+}
+
+#[test]
+fn a_watch_from_before_the_history_is_gone() {
+    let mut w = World::new(ApiServerConfig {
+        watch_history_ms: 10_000,
+        watch_history_max: 1_000,
+        ..Default::default()
+    });
+    let k = wkey("a");
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
+    w.run_to(5_000);
+    w.obj(patch(
+        &k,
+        vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
+    ));
+    // Within the window: fine.
+    let ok = w.watcher("ok", 6_000, vec![Widget::KIND], a.meta.resource_version);
+    w.run_to(6_100);
+    assert!(matches!(
+        w.script(ok).response(0).unwrap().result,
+        Ok(ApiOk::Watching { .. })
+    ));
+    assert_eq!(w.events(ok).len(), 1);
+    // 20 s later, with no write since, the create (and the patch) aged out: 410 Gone.
+    let gone = w.watcher("gone", 26_000, vec![Widget::KIND], a.meta.resource_version);
+    let current = w.watcher(
+        "cur",
+        26_500,
+        vec![Widget::KIND],
+        w.server().resource_version(),
+    );
+    w.run_to(27_000);
+    assert_eq!(
+        w.script(gone).response(0).unwrap().result,
+        Err(ApiError::Gone)
+    );
+    assert!(w.events(gone).is_empty());
+    // From the current resourceVersion a watch still opens.
+    assert!(matches!(
+        w.script(current).response(0).unwrap().result,
+        Ok(ApiOk::Watching { .. })
+    ));
+}
+
+#[test]
+fn a_watch_beyond_the_bounded_history_is_gone() {
+    let mut w = World::new(ApiServerConfig {
+        watch_history_ms: 300_000,
+        watch_history_max: 3,
+        ..Default::default()
+    });
+    let k = wkey("a");
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
+    for i in 0..5 {
+        w.obj(patch(
+            &k,
+            vec![PatchOp::SetLabel("i".into(), Some(i.to_string()))],
+        ));
+    }
+    let rv = w.server().resource_version(); // 6; the history holds 4..=6
+    let at = w.t + 10;
+    let gone = w.watcher("gone", at, vec![Widget::KIND], rv - 4);
+    let edge = w.watcher("edge", at + 5, vec![Widget::KIND], rv - 3);
+    w.run_for(100);
+    assert_eq!(
+        w.script(gone).response(0).unwrap().result,
+        Err(ApiError::Gone)
+    );
+    let got: Vec<u64> = w
+        .events(edge)
+        .iter()
+        .map(|e| e.object.meta.resource_version)
+        .collect();
+    assert_eq!(got, [rv - 2, rv - 1, rv]);
+}
+
+#[test]
+fn unwatch_stops_the_stream() {
+    let mut w = World::new(Default::default());
+    let host = w.sim.host_by_name("client").unwrap();
+    let watch = ApiOp::Watch {
+        stream: 7,
+        kinds: vec![Widget::KIND],
+        from_rv: 0,
+    };
+    let pid = w.sim.spawn(
+        host,
+        "watch",
+        Proc::Script(Script::new(
+            w.api,
+            vec![
+                Step {
+                    at_ms: 1,
+                    op: watch,
+                },
+                Step {
+                    at_ms: 1_000,
+                    op: ApiOp::Unwatch { stream: 7 },
+                },
+            ],
+        )),
+    );
+    w.run_to(100);
+    w.obj(ApiOp::Create(Box::new(widget("a"))));
+    w.run_to(2_000);
+    assert_eq!(w.server().watcher_count(), 0);
+    w.obj(ApiOp::Create(Box::new(widget("b"))));
+    w.run_for(100);
+    assert_eq!(w.events(pid).len(), 1);
+}
+
+#[test]
+fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
+    // 3.15: a reflector's list (resourceVersion "0" or its last) is served from the watch
+    // cache, which follows etcd by the lag; a consistent read is not.
+    let plan = FaultPlan::new(vec![TimedFault {
+        at_ms: 50,
+        duration_ms: Some(1_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag { lag_ms: 500 },
+        },
+        on: None,
+    }]);
+    let mut w = World::with_plan(1, Default::default(), plan);
+    let host = w.sim.host_by_name("client").unwrap();
+    let list = |at_ms: u64, from_watch_cache: bool| Step {
+        at_ms,
+        op: ApiOp::List {
+            kind: Widget::KIND,
+            namespace: None,
+            from_watch_cache,
+        },
+    };
+    let steps = vec![
+        Step {
+            at_ms: 100,
+            op: ApiOp::Create(Box::new(widget("a"))),
+        },
+        list(200, true),
+        list(200, false),
+        list(700, true),
+        Step {
+            at_ms: 1_200,
+            op: ApiOp::Create(Box::new(widget("b"))),
+        },
+        list(1_300, true),
+    ];
+    let pid = w
+        .sim
+        .spawn(host, "lister", Proc::Script(Script::new(w.api, steps)));
+    w.run_to(3_000);
+    let s = w.script(pid);
+    let names = |step: usize| -> (Vec<String>, u64) {
+        match &s.response(step).expect("answered").result {
+            Ok(ApiOk::List {
+                items,
+                resource_version,
+            }) => (
+                items.iter().map(|o| o.meta.name.clone()).collect(),
+                *resource_version,
+            ),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (cached, cached_rv) = names(1);
+    let (fresh, fresh_rv) = names(2);
+    assert!(
+        cached.is_empty(),
+        "the create is not in the watch cache yet"
+    );
+    assert!(cached_rv < fresh_rv, "and the list says how old it is");
+    assert_eq!(fresh, ["a"], "a consistent read sees it");
+    assert_eq!(names(3).0, ["a"], "released 500 ms later");
+    assert_eq!(
+        names(5).0,
+        ["a", "b"],
+        "no lag: the watch cache is the store"
+    );
+}
+
+#[test]
+fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
+    // The watch cache lags etcd (3.11): a controller can read its own write's response
+    // and start its next reconcile before its informer has the event.
+    let plan = FaultPlan::new(vec![TimedFault {
+        at_ms: 50,
+        duration_ms: Some(1_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag { lag_ms: 500 },
+        },
+        on: None,
+    }]);
+    let mut w = World::with_plan(1, Default::default(), plan);
+    let host = w.sim.host_by_name("client").unwrap();
+    let k = wkey("a");
+    let steps = vec![
+        Step {
+            at_ms: 1,
+            op: ApiOp::Watch {
+                stream: 0,
+                kinds: vec![Widget::KIND],
+                from_rv: 0,
+            },
+        },
+        Step {
+            at_ms: 100,
+            op: ApiOp::Create(Box::new(widget("a"))),
+        },
+        Step {
+            at_ms: 120,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("1".into()))]),
+        },
+        // In the lag's last moments, and just after it ends: the second waits behind
+        // the first (order), then writes are prompt again.
+        Step {
+            at_ms: 1_040,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("2".into()))]),
+        },
+        Step {
+            at_ms: 1_060,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("2b".into()))]),
+        },
+        Step {
+            at_ms: 2_000,
+            op: patch(&k, vec![PatchOp::SetLabel("i".into(), Some("3".into()))]),
+        },
+    ];
+    let pid = w
+        .sim
+        .spawn(host, "writer", Proc::Script(Script::new(w.api, steps)));
+    w.run_to(3_000);
+    let s = w.script(pid);
+    let answered = |step: usize| s.responses.iter().find(|r| r.0 == step).unwrap().1;
+    let events = &s.events;
+    assert_eq!(events.len(), 5);
+    // Order and numbering hold through the lag.
+    for (i, (_, e)) in events.iter().enumerate() {
+        assert_eq!(e.seq, i as u64);
+    }
+    // The create and the first patch: answered at once, their events 500 ms later.
+    for (step, ev) in [(1, 0), (2, 1)] {
+        let (at, _) = events[ev];
+        assert!(answered(step).as_ms() < 130, "answered at once");
+        assert!(
+            at.as_ms() >= answered(step).as_ms() + 450,
+            "event {ev} at {at} after its answer at {}",
+            answered(step)
+        );
+    }
+    // Written in the lag's last moments: its event waits its full lag, and the next
+    // one, written after the lag ended, does not overtake it.
+    assert!(events[2].0.as_ms() >= 1_040 + 450);
+    assert!(events[3].0 >= events[2].0);
+    assert!(events[3].0.as_ms() < 1_040 + 600);
+    // Long after: an event follows its write within a round trip.
+    assert!(events[4].0.as_ms() < 2_000 + 50);
+    assert_eq!(events[4].1.object.meta.labels["i"], "3");
+}
