@@ -15,6 +15,7 @@
 
 use crate::driver::Driver;
 use crate::failpoints::{Armed, BridgeHook};
+use crate::handle::{CallError, Handle};
 use crate::intercept::{Park, Scope};
 use crate::kinds::Kinds;
 use crate::pool::{Conn, ConnId, Pool};
@@ -24,7 +25,7 @@ use bytes::Bytes;
 use reconsim_sim::network::RETRANSMIT_OPEN_MS;
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse};
-use reconsim_world::component::Component;
+use reconsim_world::component::{Component, Payload};
 use reconsim_world::fault::WorldFault;
 use reconsim_world::kubelet::KubeletTiming;
 use reconsim_world::msg::{Lost, Msg, Timer};
@@ -101,6 +102,10 @@ struct Running {
     queue: Queue,
     /// The program's failpoints' hook, installed while its runtime steps.
     hook: Rc<BridgeHook>,
+    /// The program's handle on the world's services, current while its runtime steps.
+    handle: Handle,
+    /// Service calls sent and not yet answered, by request id.
+    calls: BTreeMap<u64, tokio::sync::oneshot::Sender<Result<Payload, CallError>>>,
     done: Arc<Mutex<Option<String>>>,
     /// Requests at the API server, by request id.
     pending: BTreeMap<u64, Pending>,
@@ -149,6 +154,8 @@ pub struct KubeBridge {
     program: Program,
     /// The failpoints the fault plan armed (they outlive a crash of the process).
     failpoints: Rc<RefCell<Armed>>,
+    /// The services the program may call ([`KubeBridge::service`]), by name.
+    services: Arc<BTreeMap<String, ProcId>>,
     running: Option<Running>,
     next_id: u64,
     /// The program's results, one per run of it (a crash and restart runs it again).
@@ -191,6 +198,7 @@ impl KubeBridge {
             kinds,
             program,
             failpoints: Rc::default(),
+            services: Arc::default(),
             running: None,
             next_id: 0,
             results: Vec::new(),
@@ -203,6 +211,14 @@ impl KubeBridge {
     /// returns, the process idles (by default it restarts as a Deployment's would).
     pub fn once(mut self) -> Self {
         self.backoff = None;
+        self
+    }
+
+    /// The program may call the service process `process` as `name`
+    /// (`Handle::current().service(name)`): the cloud of a family's world, or the user's
+    /// own external service.
+    pub fn service(mut self, name: &str, process: ProcId) -> Self {
+        Arc::make_mut(&mut self.services).insert(name.to_string(), process);
         self
     }
 
@@ -228,7 +244,8 @@ impl KubeBridge {
         for _ in 0..ROUNDS_PER_HANDLER_MAX {
             park = {
                 let _hook = reconsim_failpoint::hook::install(run.hook.clone());
-                run.driver.step(&mut run.scope)
+                let (driver, scope) = (&run.driver, &mut run.scope);
+                run.handle.enter(|| driver.step(scope))
             };
             let crash = {
                 let mut armed = self.failpoints.borrow_mut();
@@ -277,9 +294,29 @@ impl KubeBridge {
                 .expect("the queue's lock")
                 .drain(..)
                 .collect();
+            let mut calls: Vec<_> = run
+                .handle
+                .calls
+                .lock()
+                .expect("the calls' lock")
+                .drain(..)
+                .collect();
             if let Some(c) = crash {
                 // What the program asked after the hit, it never asked.
                 taken.truncate(c.requests_before);
+                calls.truncate(c.calls_before);
+            }
+            for call in calls {
+                self.next_id += 1;
+                let id = self.next_id;
+                run.calls.insert(id, call.answer);
+                ctx.send(
+                    call.to,
+                    Msg::Request {
+                        id,
+                        body: call.body,
+                    },
+                );
             }
             if taken.is_empty() && crash.is_none() {
                 break;
@@ -448,6 +485,7 @@ impl Component for KubeBridge {
         let driver = Driver::new(&mut scope);
         let queue: Queue = Arc::default();
         let done: Arc<Mutex<Option<String>>> = Arc::default();
+        let handle = Handle::new(self.services.clone());
         let program = driver.enter(&mut scope, || {
             let client = kube::Client::new(
                 SimService {
@@ -455,11 +493,12 @@ impl Component for KubeBridge {
                 },
                 "default",
             );
-            (self.program)(client)
+            handle.enter(|| (self.program)(client))
         });
         let hook = Rc::new(BridgeHook {
             armed: self.failpoints.clone(),
             queue: queue.clone(),
+            calls: handle.calls.clone(),
         });
         let result = done.clone();
         driver.spawn(&mut scope, async move {
@@ -472,6 +511,8 @@ impl Component for KubeBridge {
             wake: None,
             queue,
             hook,
+            handle,
+            calls: BTreeMap::new(),
             done,
             pending: BTreeMap::new(),
             pool: Pool::default(),
@@ -486,6 +527,15 @@ impl Component for KubeBridge {
             Msg::ApiResp(ApiResponse { id, result }) if self.answered(id, &result, ctx) => {
                 self.pump(ctx);
             }
+            Msg::Response { id, body } => {
+                let Some(run) = &mut self.running else {
+                    return;
+                };
+                if let Some(answer) = run.calls.remove(&id) {
+                    let _ = answer.send(Ok(body));
+                    self.pump(ctx);
+                }
+            }
             Msg::ConnectionLost(lost) => {
                 let Some(run) = &mut self.running else {
                     return;
@@ -495,6 +545,9 @@ impl Component for KubeBridge {
                     // transport error, as hyper's would (a connect timeout, ETIMEDOUT).
                     Lost::Request(id) => {
                         run.pending.remove(&id);
+                        if let Some(answer) = run.calls.remove(&id) {
+                            let _ = answer.send(Err(CallError::ConnectionLost));
+                        }
                     }
                     // The watch's stream ends; the server hears of it when the link heals.
                     Lost::Watch(watch_id) => {

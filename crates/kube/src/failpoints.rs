@@ -4,8 +4,9 @@
 //!
 //! `error` makes the macro return its error value; `stall` waits in the runtime's
 //! virtual time; `crash` never returns, and the bridge ends the process after the step,
-//! sending only the requests the program made before the hit.
+//! sending only the requests and service calls the program made before the hit.
 
+use crate::handle::Calls;
 use crate::transport::Queue;
 use reconsim_failpoint::hook::{Hit, Hook};
 use reconsim_world::fault::{FailpointAction, Failpoints};
@@ -30,6 +31,8 @@ pub struct Armed {
 pub struct Crash {
     pub restart_after_ms: u64,
     pub requests_before: usize,
+    /// The service calls made before it.
+    pub calls_before: usize,
 }
 
 /// The hook installed on the thread while the program's runtime steps.
@@ -37,6 +40,8 @@ pub struct BridgeHook {
     pub armed: Rc<RefCell<Armed>>,
     /// The client's requests so far this step (a crash sends only those).
     pub queue: Queue,
+    /// The program's service calls so far this step.
+    pub(crate) calls: Calls,
 }
 
 impl Hook for BridgeHook {
@@ -54,9 +59,11 @@ impl Hook for BridgeHook {
             FailpointAction::Crash { restart_after_ms } => {
                 if armed.crash.is_none() {
                     let requests_before = self.queue.lock().expect("the queue's lock").len();
+                    let calls_before = self.calls.lock().expect("the calls' lock").len();
                     armed.crash = Some(Crash {
                         restart_after_ms,
                         requests_before,
+                        calls_before,
                     });
                 }
                 // The process ends at this step's close; the task never goes on.

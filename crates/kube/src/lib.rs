@@ -25,6 +25,8 @@
 //! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
 //!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
+//! - [`handle`]: the program's way to the world's services (the cloud), found as
+//!   `Handle::current()`;
 //! - [`failpoints`]: the program's `reconsim_failpoint::fail_point!`s, armed by the
 //!   fault plan;
 //! - [`controller`]: a kube-rs controller's `reconcile` and `error_policy` under
@@ -37,6 +39,7 @@ pub mod controller;
 pub mod doc;
 pub mod driver;
 pub mod failpoints;
+pub mod handle;
 pub mod intercept;
 pub mod kinds;
 pub mod managed;
@@ -51,5 +54,6 @@ pub mod write;
 
 pub use bridge::{KubeBridge, Program, program};
 pub use controller::Controller;
+pub use handle::{CallError, Handle};
 pub use kinds::Kinds;
 pub use world::KubeWorld;

@@ -54,6 +54,20 @@ impl<T: Message> DynMessage for T {
     }
 }
 
+/// What calls a family's service process (the cloud): a reconciler's
+/// [`crate::runtime::Client`], or a real program's handle (reconsim-kube's `Handle`).
+/// A typed service client (the cloud's `Ec2`) is written once over it and serves both.
+pub trait ServiceCaller: Clone + 'static {
+    /// Why a call got no answer of the expected type.
+    type Error: fmt::Debug + 'static;
+    /// Send `request` to the service process `to`; its answer, a `T`.
+    fn call<T: Message>(
+        &self,
+        to: ProcId,
+        request: impl Message,
+    ) -> impl std::future::Future<Output = Result<T, Self::Error>>;
+}
+
 /// A family's message as the core carries it.
 #[derive(Clone)]
 pub struct Payload(Arc<dyn DynMessage>);

@@ -251,6 +251,17 @@ pub struct Client {
     link: Rc<Link>,
 }
 
+impl crate::component::ServiceCaller for Client {
+    type Error = Error;
+    fn call<T: Message>(
+        &self,
+        to: ProcId,
+        request: impl Message,
+    ) -> impl std::future::Future<Output = Result<T, Error>> {
+        Client::call(self, to, request)
+    }
+}
+
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Client")

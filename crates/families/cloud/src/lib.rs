@@ -44,7 +44,7 @@
 pub mod node_lifecycle;
 
 use reconsim_sim::{ProcId, SimTime};
-use reconsim_world::component::Component;
+use reconsim_world::component::{Component, ServiceCaller};
 use reconsim_world::fault::WorldFault;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
@@ -819,26 +819,27 @@ pub fn instances<'a>(
         .flat_map(|c| c.instances())
 }
 
-/// The cloud's typed async client for reconcilers in kube-runtime's shape
-/// (`reconsim_world::runtime`), as the AWS SDK is for a real actuator: each call is one
-/// request to the cloud process, an await point with the API server's timeout, and the
-/// cloud's own errors come back as [`CloudError`]s inside `Ok`.
+/// The cloud's typed async client, as the AWS SDK is for a real actuator: for
+/// reconcilers in kube-runtime's shape (over `reconsim_world::runtime::Client`) and for
+/// real kube-rs programs (over reconsim-kube's `Handle`). Each call is one request to
+/// the cloud process, an await point, and the cloud's own errors come back as
+/// [`CloudError`]s inside `Ok`; `Err` is the caller's (a timeout, a lost connection).
 #[derive(Clone, Debug)]
-pub struct Ec2 {
-    client: reconsim_world::runtime::Client,
+pub struct Ec2<C = reconsim_world::runtime::Client> {
+    client: C,
     cloud: ProcId,
 }
 
 /// A cloud call's result: the request failed (`Err`, a timeout), or the cloud answered.
-pub type Ec2Result = Result<CloudResult, reconsim_world::runtime::Error>;
+pub type Ec2Result<E = reconsim_world::runtime::Error> = Result<CloudResult, E>;
 
-impl Ec2 {
-    /// A client of the cloud process `cloud`, through a reconciler's `client`.
-    pub fn new(client: reconsim_world::runtime::Client, cloud: ProcId) -> Self {
+impl<C: ServiceCaller> Ec2<C> {
+    /// A client of the cloud process `cloud`, through `client`.
+    pub fn new(client: C, cloud: ProcId) -> Self {
         Ec2 { client, cloud }
     }
 
-    async fn call(&self, op: CloudOp) -> Ec2Result {
+    async fn call(&self, op: CloudOp) -> Ec2Result<C::Error> {
         self.client.call::<CloudResult>(self.cloud, op).await
     }
 
@@ -847,7 +848,7 @@ impl Ec2 {
         &self,
         tags: BTreeMap<String, String>,
         client_token: Option<String>,
-    ) -> Ec2Result {
+    ) -> Ec2Result<C::Error> {
         self.call(CloudOp::RunInstances { tags, client_token })
             .await
     }
@@ -859,7 +860,7 @@ impl Ec2 {
         ids: Vec<String>,
         tag_filters: BTreeMap<String, String>,
         states: Vec<InstanceState>,
-    ) -> Ec2Result {
+    ) -> Ec2Result<C::Error> {
         let op = CloudOp::DescribeInstances {
             ids,
             tag_filters,
@@ -869,7 +870,7 @@ impl Ec2 {
     }
 
     /// TerminateInstances (idempotent).
-    pub async fn terminate_instances(&self, ids: Vec<String>) -> Ec2Result {
+    pub async fn terminate_instances(&self, ids: Vec<String>) -> Ec2Result<C::Error> {
         self.call(CloudOp::TerminateInstances { ids }).await
     }
 }
