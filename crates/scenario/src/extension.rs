@@ -16,6 +16,9 @@
 //!   every restart of the run's world): how a user's unmodified kube-rs program runs
 //!   (reconsim-kube's `KubeBridge`, docs/kube.md), with [`Extensions::host`] to host
 //!   each run as real code needs;
+//! - [`Extensions::image`]: a container image by name, a world component made at every
+//!   start of a container that runs it: a Pod the user's program creates (an operator's
+//!   workload) is scheduled and its kubelet runs the registered program;
 //! - [`Extensions::invariant`]: a checker ([`Check`]) by invariant name.
 //!
 //! A family of its own (a type implementing [`Family`] and [`FamilySection`], with typed
@@ -31,7 +34,10 @@
 //! `ReconcileCtx::rng`, as every component does (docs/determinism.md).
 //!
 //! Limits users meet: the controller runs as a plain process on its node (not as a pod),
-//! so a `crash` fault restarts it cold and a kubelet stop does not touch it.
+//! so a `crash` fault restarts it cold and a kubelet stop does not touch it. Registered
+//! images reach the kubelets only in a scenario with `controllers.custom` entries (the
+//! family's section exists only then); in one without, a pod of such an image fails as
+//! an unknown image does.
 //! docs/guide/writing-a-reconciler.md walks through all of it.
 
 use crate::build::PAUSE_IMAGE;
@@ -47,7 +53,7 @@ use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::component::Component;
 use reconsim_world::informer::RelistNotify;
-use reconsim_world::kubelet::{Container, Images};
+use reconsim_world::kubelet::{Container, ContainerEnv, Images};
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::Object;
 use serde::{Deserialize, Serialize};
@@ -67,6 +73,9 @@ pub type ObjectsFn = dyn Fn(&Value) -> Result<Vec<Object>, String> + Send + Sync
 pub type ActionFn = dyn Fn(&Value, &Value) -> Result<ApiOp, String> + Send + Sync;
 /// The controller's desired state: `Err` says what is missing.
 pub type ConvergenceFn = dyn Fn(&View<'_>) -> Result<(), String> + Send + Sync;
+/// Makes the process of a container of a registered image from the container's
+/// environment (its pod, namespace, node) and the world's services.
+pub type ContainerFn = dyn Fn(&ContainerEnv, &Services) -> Box<dyn Component> + Send + Sync;
 
 /// The namespace of custom controllers' leader election Leases.
 pub const LEASE_NAMESPACE: &str = "default";
@@ -116,6 +125,9 @@ struct Registered {
 pub struct Extensions {
     controllers: BTreeMap<String, Registered>,
     invariants: Vec<NamedCheck>,
+    /// Container images by name: a `BTreeMap`, so the kubelets' registry is built in
+    /// one order on every run.
+    images: BTreeMap<String, Arc<ContainerFn>>,
     host: Option<RunHost>,
 }
 
@@ -152,6 +164,32 @@ impl Extensions {
         make: impl Fn(&Value, &Services) -> Result<Box<dyn Component>, String> + Send + Sync + 'static,
     ) -> Self {
         self.register(name, Make::Process(Arc::new(make)))
+    }
+
+    /// Register container image `name`: a Pod whose `spec.containers[0].image` is `name`
+    /// (one a user's program creates, as an operator creates its workloads) is bound by
+    /// the scheduler, and its kubelet runs `make`'s component as the pod's container.
+    /// `make` is called again on every start of the container (a restart after its exit
+    /// or a kill starts it cold), with the container's environment (pod name, namespace,
+    /// node) and the world's services. The kubelets know the image only in scenarios
+    /// with `controllers.custom` entries, where this family's section exists. Images
+    /// share one registry across families, later sections' names replacing earlier
+    /// ones (machine-api's pods run `machine-controller`): give yours names of your own.
+    ///
+    /// # Panics
+    /// If `name` is already registered, or is [`PAUSE_IMAGE`] (this family's own).
+    pub fn image(
+        mut self,
+        name: &str,
+        make: impl Fn(&ContainerEnv, &Services) -> Box<dyn Component> + Send + Sync + 'static,
+    ) -> Self {
+        assert!(
+            name != PAUSE_IMAGE,
+            "image `{name}` is the custom family's own idling container"
+        );
+        let old = self.images.insert(name.to_string(), Arc::new(make));
+        assert!(old.is_none(), "image `{name}` is registered twice");
+        self
     }
 
     /// Host every run of this binary's scenarios with `host` ([`reconsim_family::host`]):
@@ -253,8 +291,13 @@ impl Extensions {
         self.invariants.iter().map(|c| c.name.as_str()).collect()
     }
 
+    /// The registered image names, sorted.
+    pub fn image_names(&self) -> Vec<&str> {
+        self.images.keys().map(String::as_str).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.controllers.is_empty() && self.invariants.is_empty()
+        self.controllers.is_empty() && self.invariants.is_empty() && self.images.is_empty()
     }
 
     fn registered(&self, name: &str) -> &Registered {
@@ -305,6 +348,7 @@ impl fmt::Debug for Extensions {
         f.debug_struct("Extensions")
             .field("controllers", &self.controller_names())
             .field("invariants", &self.invariant_names())
+            .field("images", &self.image_names())
             .finish()
     }
 }
@@ -503,9 +547,16 @@ impl FamilySection for Custom {
         }
     }
 
-    /// The idling container users' pods run.
-    fn images(&self, images: Images, _: &Services) -> Images {
-        images.with(PAUSE_IMAGE, Container::image(None))
+    /// The idling container users' pods run, and every registered image, each a
+    /// component made afresh at each container start.
+    fn images(&self, images: Images, services: &Services) -> Images {
+        let mut images = images.with(PAUSE_IMAGE, Container::image(None));
+        for (name, make) in &self.extensions.images {
+            let make = make.clone();
+            let services = *services;
+            images = images.with(name, move |env| Proc::Component(make(env, &services)));
+        }
+        images
     }
 
     /// One manager process per entry on its node's host.
@@ -768,6 +819,110 @@ mod tests {
             unreachable!("a manager")
         };
         assert!(m.running(), "it leads, so its controllers run");
+    }
+
+    /// A container that idles, keeping the pod it was made for.
+    #[derive(Debug)]
+    struct Worker {
+        pod: String,
+        node: String,
+    }
+
+    impl Component for Worker {
+        fn on_msg(
+            &mut self,
+            _: reconsim_sim::ProcId,
+            _: reconsim_world::msg::Msg,
+            _: &mut reconsim_world::proc::WorldCtx<'_>,
+        ) {
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_pod_of_a_registered_image_runs_its_component_on_its_node() {
+        use reconsim_world::object::{ObjectMeta, Pod, PodPhase, PodSpec};
+        let ext = Extensions::new()
+            .controller("idle", |_| Ok(vec![Box::new(Idle) as Box<dyn Reconciler>]))
+            .objects("idle", |_| {
+                let pod = |name: &str, image: &str| {
+                    Object::new(
+                        ObjectMeta::named("default", name),
+                        Pod {
+                            spec: PodSpec {
+                                image: image.into(),
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        },
+                    )
+                };
+                Ok(vec![pod("worker", "worker:v1"), pod("stray", "nope:v1")])
+            })
+            .image("worker:v1", |env, _| {
+                Box::new(Worker {
+                    pod: env.pod_name.clone(),
+                    node: env.node_name.clone(),
+                })
+            })
+            .invariant("never", || Box::new(Never));
+        let doc = r#"{"name": "x", "expect": "clean", "seeds": 1, "duration_ms": 30000,
+            "topology": {"control_plane_nodes": ["m"], "worker_nodes": ["w"]},
+            "controllers": {"custom": [{"name": "idle", "node": "m"}]}, "invariants": ["never"]}"#;
+        let families = reconsim_family::Families::new().with(ext);
+        let s = Scenario::parse("x.json", doc, &families).unwrap();
+        let mut world = crate::build::build(
+            &s,
+            0,
+            crate::format::Plan::default(),
+            reconsim_sim::TraceMode::Hash,
+        );
+        world.sim.run_until(reconsim_sim::SimTime::from_secs(30));
+        let p = world
+            .sim
+            .proc_by_name("worker")
+            .expect("the pod's container");
+        assert_eq!(world.sim.host_name(world.sim.proc_host(p)), "w");
+        let Some(w) = world.sim.actor(p).component::<Worker>() else {
+            panic!("the registered image's component")
+        };
+        assert_eq!((w.pod.as_str(), w.node.as_str()), ("worker", "w"));
+        let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
+            unreachable!("process 0 is the API server")
+        };
+        let phase = |name: &str| {
+            let key = reconsim_world::object::ObjectKey::new(Pod::KIND, "default", name);
+            api.get(&key)
+                .and_then(|o| o.typed::<Pod>())
+                .map(|p| p.status.phase)
+        };
+        assert_eq!(phase("worker"), Some(PodPhase::Running));
+        assert_eq!(phase("stray"), Some(PodPhase::Failed), "an unknown image");
+    }
+
+    #[test]
+    #[should_panic(expected = "image `w` is registered twice")]
+    fn an_image_is_registered_once() {
+        let make = |_: &ContainerEnv, _: &Services| -> Box<dyn Component> {
+            Box::new(Worker {
+                pod: String::new(),
+                node: String::new(),
+            })
+        };
+        let _ = Extensions::new().image("w", make).image("w", make);
+    }
+
+    #[test]
+    #[should_panic(expected = "image `pause` is the custom family's own")]
+    fn the_pause_image_is_the_familys_own() {
+        let _ = Extensions::new().image(PAUSE_IMAGE, |_, _| {
+            Box::new(Worker {
+                pod: String::new(),
+                node: String::new(),
+            })
+        });
     }
 
     #[test]
