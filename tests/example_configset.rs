@@ -21,9 +21,8 @@ use reconsim::scenario::fuzz::Report;
 use reconsim::scenario::runner::{Outcome, run, run_world};
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 fn path(name: &str) -> PathBuf {
     common::example_scenario("configset", name)
@@ -237,34 +236,8 @@ fn a_campaign_finds_the_same_failures_on_one_thread_and_on_two() {
 
 // ----- the CLI: the example binary -------------------------------------------------------
 
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps");
-        let bin = profile_dir
-            .join("examples")
-            .join(format!("configset{}", std::env::consts::EXE_SUFFIX));
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        if modified(&bin).is_some_and(|b| modified(&exe).is_some_and(|t| b >= t)) {
-            return bin;
-        }
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args(["build", "--quiet", "--example", "configset"])
-            .current_dir(root());
-        if release {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(status.success(), "cargo build --example configset failed");
-        bin
-    })
+fn binary() -> PathBuf {
+    common::example_binary("configset")
 }
 
 fn cli(args: &[&str]) -> Output {

@@ -23,9 +23,8 @@ use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::strategies::{Case, case};
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 fn path(name: &str) -> PathBuf {
     common::example_scenario("podset", name)
@@ -195,39 +194,8 @@ fn the_fixed_podset_holds_the_property() {
 
 // ----- the example's binary ---------------------------------------------------------------
 
-/// The example binary, of the profile of this test binary. `cargo test` builds examples
-/// with the tests; `cargo test --test example_podset` does not, so when the binary is
-/// missing or older than this test (which compiles the same podset.rs and library),
-/// build it here, once.
-fn podset_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        // target/<profile>/deps/example_podset-<hash>
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps");
-        let bin = profile_dir
-            .join("examples")
-            .join(format!("podset{}", std::env::consts::EXE_SUFFIX));
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        if modified(&bin).is_some_and(|b| modified(&exe).is_some_and(|t| b >= t)) {
-            return bin;
-        }
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args(["build", "--quiet", "--example", "podset"])
-            .current_dir(root());
-        if release {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(status.success(), "cargo build --example podset failed");
-        bin
-    })
+fn podset_binary() -> PathBuf {
+    common::example_binary("podset")
 }
 
 fn podset_cli(args: &[&str]) -> Output {

@@ -10,81 +10,8 @@
 
 mod common;
 
-use common::{Alone, root};
+use common::{Alone, check_output, line_matches, mask, root};
 use serde_json::Value;
-
-/// A wall-clock figure masked: `0.23 s`, `(437 runs/s,`, `971702x faster`.
-fn mask(line: &str) -> String {
-    let number = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit() || c == '.');
-    let words: Vec<&str> = line.split(' ').collect();
-    let mut out = Vec::with_capacity(words.len());
-    for (i, w) in words.iter().enumerate() {
-        let next = words.get(i + 1).copied().unwrap_or("");
-        let masked = if number(w) && (next == "s" || next == "s,") {
-            "#".to_string()
-        } else if w.starts_with('(') && number(&w[1..]) && next == "runs/s," {
-            "(#".to_string()
-        } else if w.ends_with('x') && number(&w[..w.len() - 1]) && next == "faster" {
-            "#x".to_string()
-        } else {
-            w.to_string()
-        };
-        out.push(masked);
-    }
-    out.join(" ")
-}
-
-/// Whether `actual` is `expected`, `...` in it standing for any text.
-fn line_matches(expected: &str, actual: &str) -> bool {
-    let (e, a) = (mask(expected), mask(actual));
-    let mut parts = e.split("...");
-    let first = parts.next().unwrap_or("");
-    let Some(mut rest) = a.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    for (k, part) in parts.iter().enumerate() {
-        let last = k + 1 == parts.len();
-        if last {
-            return rest.ends_with(part);
-        }
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
-            None => return false,
-        }
-    }
-    rest.is_empty()
-}
-
-/// `Err(the first expected line not found)` unless `expected` is in the output.
-fn check_output(expected: &[&str], stdout: &str, stderr: &str) -> Result<(), String> {
-    let out: Vec<&str> = stdout.lines().collect();
-    let mut at = 0;
-    let mut skipping = false;
-    for e in expected {
-        if e.trim() == "..." {
-            skipping = true;
-            continue;
-        }
-        let found = if skipping {
-            out[at..]
-                .iter()
-                .position(|a| line_matches(e, a))
-                .map(|i| at + i)
-        } else {
-            (at < out.len() && line_matches(e, out[at])).then_some(at)
-        };
-        match found {
-            Some(i) => {
-                at = i + 1;
-                skipping = false;
-            }
-            None if stderr.lines().any(|a| line_matches(e, a)) => {}
-            None => return Err(e.to_string()),
-        }
-    }
-    Ok(())
-}
 
 #[test]
 fn the_masks_and_the_matching_do_what_they_say() {

@@ -124,3 +124,108 @@ pub fn example_scenario(example: &str, name: &str) -> PathBuf {
         .join("scenarios")
         .join(format!("{name}.json"))
 }
+
+/// The example binary `name`, of the profile of the calling test binary. `cargo test`
+/// builds examples with the tests; `cargo test --test example_x` does not, so when the
+/// binary is missing or older than the test (which compiles the same sources), build
+/// it here (cargo's lock makes concurrent calls wait for one build).
+pub fn example_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test>-<hash>
+    let profile_dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>/deps");
+    let bin = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if modified(&bin).is_some_and(|b| modified(&exe).is_some_and(|t| b >= t)) {
+        return bin;
+    }
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .args(["build", "--quiet", "--example", name])
+        .current_dir(root());
+    if release {
+        build.arg("--release");
+    }
+    let status = build.status().expect("cargo runs");
+    assert!(status.success(), "cargo build --example {name} failed");
+    bin
+}
+
+/// A wall-clock figure masked: `0.23 s`, `(437 runs/s,`, `971702x faster`.
+pub fn mask(line: &str) -> String {
+    let number = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let words: Vec<&str> = line.split(' ').collect();
+    let mut out = Vec::with_capacity(words.len());
+    for (i, w) in words.iter().enumerate() {
+        let next = words.get(i + 1).copied().unwrap_or("");
+        let masked = if number(w) && (next == "s" || next == "s,") {
+            "#".to_string()
+        } else if w.starts_with('(') && number(&w[1..]) && next == "runs/s," {
+            "(#".to_string()
+        } else if w.ends_with('x') && number(&w[..w.len() - 1]) && next == "faster" {
+            "#x".to_string()
+        } else {
+            w.to_string()
+        };
+        out.push(masked);
+    }
+    out.join(" ")
+}
+
+/// Whether `actual` is `expected`, `...` in it standing for any text.
+pub fn line_matches(expected: &str, actual: &str) -> bool {
+    let (e, a) = (mask(expected), mask(actual));
+    let mut parts = e.split("...");
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = a.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (k, part) in parts.iter().enumerate() {
+        let last = k + 1 == parts.len();
+        if last {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// `Err(the first expected line not found)` unless `expected` is in the output.
+pub fn check_output(expected: &[&str], stdout: &str, stderr: &str) -> Result<(), String> {
+    let out: Vec<&str> = stdout.lines().collect();
+    let mut at = 0;
+    let mut skipping = false;
+    for e in expected {
+        if e.trim() == "..." {
+            skipping = true;
+            continue;
+        }
+        let found = if skipping {
+            out[at..]
+                .iter()
+                .position(|a| line_matches(e, a))
+                .map(|i| at + i)
+        } else {
+            (at < out.len() && line_matches(e, out[at])).then_some(at)
+        };
+        match found {
+            Some(i) => {
+                at = i + 1;
+                skipping = false;
+            }
+            None if stderr.lines().any(|a| line_matches(e, a)) => {}
+            None => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}

@@ -175,6 +175,14 @@ impl std::fmt::Debug for KubeBridge {
     }
 }
 
+/// A service's name as the bridge was given it, for the trace's notes.
+fn service_name(services: &BTreeMap<String, ProcId>, process: ProcId) -> String {
+    services
+        .iter()
+        .find(|(_, p)| **p == process)
+        .map_or_else(|| format!("{process:?}"), |(name, _)| name.clone())
+}
+
 fn response(status: u16, body: WireBody) -> http::Response<WireBody> {
     http::Response::builder()
         .status(status)
@@ -309,6 +317,8 @@ impl KubeBridge {
             for call in calls {
                 self.next_id += 1;
                 let id = self.next_id;
+                let services = &self.services;
+                ctx.note(|| format!("call {}: {:?}", service_name(services, call.to), call.body));
                 run.calls.insert(id, call.answer);
                 ctx.send(
                     call.to,
@@ -532,6 +542,8 @@ impl Component for KubeBridge {
                     return;
                 };
                 if let Some(answer) = run.calls.remove(&id) {
+                    let from = service_name(&self.services, _from);
+                    ctx.note(|| format!("answer from {from}: {body:?}"));
                     let _ = answer.send(Ok(body));
                     self.pump(ctx);
                 }
