@@ -15,7 +15,7 @@ use reconsim::scenario::extension::{self, Extensions};
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::{Outcome, run_world};
 use reconsim::scenario::{Plan, Scenario};
-use reconsim::sim::TraceMode;
+use reconsim::sim::{ProcState, TraceMode};
 use reconsim::world::Proc;
 use reconsim::world::apiserver::ApiServer;
 use reconsim::world::object::ObjectKey;
@@ -53,7 +53,12 @@ mod user {
     /// The operator: create its workload, a Pod that runs `image` (or, given `replicas`,
     /// a Deployment of such pods), then keep running. On an error it returns, and is
     /// restarted after the kubelet's back-off.
-    pub async fn operator(client: Client, image: String, replicas: Option<i32>) {
+    pub async fn operator(
+        client: Client,
+        image: String,
+        replicas: Option<i32>,
+        delete_after_s: Option<u64>,
+    ) {
         let spec = PodSpec {
             containers: vec![Container {
                 name: "main".into(),
@@ -63,9 +68,9 @@ mod user {
             ..Default::default()
         };
         let pp = PostParams::default();
+        let pods: Api<Pod> = Api::default_namespaced(client.clone());
         let done = match replicas {
             None => {
-                let pods: Api<Pod> = Api::default_namespaced(client);
                 let pod = Pod {
                     metadata: ObjectMeta {
                         name: Some(WORKER.into()),
@@ -104,10 +109,18 @@ mod user {
                 created(deployments.create(&pp, &deployment).await)
             }
         };
-        if done {
-            std::future::pending::<()>().await;
+        if !done {
+            return;
         }
+        if let Some(s) = delete_after_s {
+            tokio::time::sleep(std::time::Duration::from_secs(s)).await;
+            let _ = pods.delete(WORKER, &Default::default()).await;
+        }
+        std::future::pending::<()>().await;
     }
+
+    /// A workload that does nothing and returns: its container exits at once.
+    pub async fn exits(_client: Client) {}
 
     /// The workload: say that it ran, in which pod and on which node (what the downward
     /// API tells a real container), then keep running.
@@ -126,6 +139,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
 const OPERATOR: &str = "operator";
 const WORKER_IMAGE: &str = "worker:v1";
+const EXITS_IMAGE: &str = "exits:v1";
 const NO_FAILED_POD: &str = "no_failed_pod";
 const WORKERS: [&str; 2] = ["worker-0", "worker-1"];
 
@@ -137,6 +151,9 @@ struct Params {
     image: String,
     #[serde(default)]
     replicas: Option<i32>,
+    /// The operator deletes its Pod this long after creating it.
+    #[serde(default)]
+    delete_after_s: Option<u64>,
 }
 
 /// `no_failed_pod`: no Pod is ever Failed (an unknown image fails its pod).
@@ -162,9 +179,13 @@ impl Check for NoFailedPod {
 fn extensions() -> Extensions {
     Extensions::new()
         .process(OPERATOR, |params, services| {
-            let Params { image, replicas } = extension::params(params)?;
+            let Params {
+                image,
+                replicas,
+                delete_after_s,
+            } = extension::params(params)?;
             let program = reconsim_kube::program(move |client| {
-                user::operator(client, image.clone(), replicas)
+                user::operator(client, image.clone(), replicas, delete_after_s)
             });
             Ok(KubeBridge::new(services.endpoints.apiserver, Kinds::new(), program).boxed())
         })
@@ -177,7 +198,15 @@ fn extensions() -> Extensions {
             let program = reconsim_kube::program(move |client| {
                 user::worker(client, namespace.clone(), pod.clone(), node.clone())
             });
-            KubeBridge::new(env.endpoints.apiserver, Kinds::new(), program).boxed()
+            KubeBridge::new(env.endpoints.apiserver, Kinds::new(), program)
+                .in_container(env.kubelet)
+                .boxed()
+        })
+        .image(EXITS_IMAGE, |env, _services| {
+            let program = reconsim_kube::program(user::exits);
+            KubeBridge::new(env.endpoints.apiserver, Kinds::new(), program)
+                .in_container(env.kubelet)
+                .boxed()
         })
         .invariant(NO_FAILED_POD, || Box::new(NoFailedPod))
         .host(reconsim_kube::intercept::host)
@@ -340,4 +369,49 @@ fn a_deployments_pod_moves_to_the_other_worker_when_its_node_is_cut_off() {
     );
     let (again, _) = run_world(&s, seed, plan, TraceMode::Hash);
     assert_eq!(again.trace_hash, outcome.trace_hash);
+}
+
+#[test]
+fn a_program_that_returns_is_its_containers_exit_and_the_kubelet_restarts_it() {
+    // CrashLoopBackOff: restarts 10 s, then 20 s, then 40 s after each exit, so by
+    // 100 s three restarts (at about 10, 30 and 70 s), counted in the pod's status.
+    let s = scenario(json!({ "image": EXITS_IMAGE }), 100_000);
+    let (outcome, world) = run(&s, 0);
+    assert_eq!(outcome.violation, None);
+    let key = ObjectKey::new(kind_of::<Pod>(), "default", user::WORKER);
+    let pod = api(&world).get(&key).expect("the Pod");
+    let pod = pod
+        .typed::<reconsim::world::object::Pod>()
+        .expect("a world Pod");
+    assert_eq!(pod.status.restart_count, 3, "{:?}", pod.status);
+    let pods = pods(&world);
+    let status = pods[0].1.status.as_ref().expect("a status");
+    let restarts = status
+        .container_statuses
+        .as_ref()
+        .map(|c| c[0].restart_count);
+    assert_eq!(restarts, Some(3), "what kube-rs code reads: {status:?}");
+}
+
+#[test]
+fn sigterm_ends_a_pods_program_at_once() {
+    // The operator deletes its Pod at 20 s: the kubelet sends SIGTERM, the program (no
+    // signal handler) ends, and the kubelet confirms the deletion well inside the 30 s
+    // grace period.
+    let s = scenario(
+        json!({ "image": WORKER_IMAGE, "delete_after_s": 20 }),
+        40_000,
+    );
+    let (outcome, world) = run(&s, 0);
+    assert_eq!(outcome.violation, None);
+    assert!(pods(&world).is_empty(), "the Pod is gone by 40 s");
+    let p = world
+        .sim
+        .proc_by_name(user::WORKER)
+        .expect("the container's process");
+    assert_eq!(
+        world.sim.proc_state(p),
+        ProcState::Stopped,
+        "its container stopped"
+    );
 }

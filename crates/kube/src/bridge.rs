@@ -156,6 +156,8 @@ pub struct KubeBridge {
     failpoints: Rc<RefCell<Armed>>,
     /// The services the program may call ([`KubeBridge::service`]), by name.
     services: Arc<BTreeMap<String, ProcId>>,
+    /// The kubelet of the pod whose container this is ([`KubeBridge::in_container`]).
+    kubelet: Option<ProcId>,
     running: Option<Running>,
     next_id: u64,
     /// The program's results, one per run of it (a crash and restart runs it again).
@@ -207,6 +209,7 @@ impl KubeBridge {
             program,
             failpoints: Rc::default(),
             services: Arc::default(),
+            kubelet: None,
             running: None,
             next_id: 0,
             results: Vec::new(),
@@ -220,6 +223,22 @@ impl KubeBridge {
     pub fn once(mut self) -> Self {
         self.backoff = None;
         self
+    }
+
+    /// The bridge as a pod's container, started by `kubelet` (an image's
+    /// `ContainerEnv::kubelet`): when the program returns, the container exits and the
+    /// kubelet restarts it (CrashLoopBackOff, `restartCount`); SIGTERM (the pod's
+    /// deletion) ends it at once, as it ends a Rust program with no signal handler.
+    pub fn in_container(mut self, kubelet: ProcId) -> Self {
+        self.kubelet = Some(kubelet);
+        self
+    }
+
+    /// The container exits: the kubelet hears of it and the process stops.
+    fn exit_container(&mut self, kubelet: ProcId, ctx: &mut WorldCtx<'_>) {
+        ctx.send(kubelet, Msg::ContainerExited);
+        let me = ctx.me();
+        ctx.stop(me);
     }
 
     /// The program may call the service process `process` as `name`
@@ -265,6 +284,15 @@ impl KubeBridge {
             if crash.is_none()
                 && let Some(r) = run.done.lock().expect("the result's lock").take()
             {
+                if let Some(kubelet) = self.kubelet {
+                    // The container exits; its kubelet restarts it.
+                    ctx.note(|| format!("kube program: {r}; its container exits"));
+                    self.results.push(r);
+                    ctx.send(kubelet, Msg::ContainerExited);
+                    let me = ctx.me();
+                    ctx.stop(me);
+                    return;
+                }
                 if let Some(backoff) = &mut self.backoff {
                     // The container exited: it restarts cold after the kubelet's
                     // backoff, what it sent so far sent (restartPolicy Always).
@@ -536,6 +564,15 @@ impl Component for KubeBridge {
         match msg {
             Msg::ApiResp(ApiResponse { id, result }) if self.answered(id, &result, ctx) => {
                 self.pump(ctx);
+            }
+            Msg::Terminate => {
+                // SIGTERM's default action: the process ends (kube-runtime's
+                // `shutdown_on_signal` would need tokio's signal driver, not modelled).
+                if let Some(kubelet) = self.kubelet {
+                    ctx.note(|| "kube program: SIGTERM ends it".to_string());
+                    self.running = None;
+                    self.exit_container(kubelet, ctx);
+                }
             }
             Msg::Response { id, body } => {
                 let Some(run) = &mut self.running else {
