@@ -14,11 +14,10 @@ mod controller;
 #[path = "../examples/configset/harness.rs"]
 mod harness;
 
-use common::{campaign, jobs, root};
+use common::{campaign, jobs, root, twice_each};
 use reconsim::scenario::failure::FailureFile;
-use reconsim::scenario::faults::generate;
 use reconsim::scenario::fuzz::Report;
-use reconsim::scenario::runner::{Outcome, run, run_world};
+use reconsim::scenario::runner::run;
 use reconsim::scenario::{Expect, Families, Scenario};
 use reconsim::sim::TraceMode;
 use std::path::PathBuf;
@@ -113,51 +112,6 @@ fn the_controller_file_has_no_reconsim_import() {
             "controller.rs names reconsim: {line}"
         );
     }
-}
-
-/// The determinism self-check of real code, as madsim runs it: the seed twice, and on
-/// a mismatch both again with full traces, to name the first event where they part (a
-/// std HashMap's order, a select! branch, a clock would part them).
-fn twice(s: &Scenario, seed: u64) -> Outcome {
-    let (a, _) = run_world(s, seed, generate(s, seed), TraceMode::Hash);
-    let (b, _) = run_world(s, seed, generate(s, seed), TraceMode::Hash);
-    if a.trace_hash != b.trace_hash {
-        let (_, x) = run_world(s, seed, generate(s, seed), TraceMode::Full);
-        let (_, y) = run_world(s, seed, generate(s, seed), TraceMode::Full);
-        match reconsim_kube::selfcheck::compare(&x.sim, &y.sim) {
-            Err(d) => panic!("{} seed {seed}: {d}", s.name),
-            Ok(_) => panic!(
-                "{} seed {seed}: hash-mode runs part, full ones agree",
-                s.name
-            ),
-        }
-    }
-    assert_eq!(a.violation, b.violation, "{} seed {seed}", s.name);
-    a
-}
-
-/// Every seed in `seeds` through [`twice`], on two threads: the seeds whose run fails.
-fn twice_each(s: &Scenario, seeds: std::ops::Range<u64>) -> Vec<u64> {
-    let next = std::sync::atomic::AtomicU64::new(seeds.start);
-    let failing = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs().clamp(1, 4) {
-            scope.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if seed >= seeds.end {
-                        break;
-                    }
-                    if twice(s, seed).violation.is_some() {
-                        failing.lock().unwrap().push(seed);
-                    }
-                }
-            });
-        }
-    });
-    let mut failing = failing.into_inner().unwrap();
-    failing.sort();
-    failing
 }
 
 #[test]

@@ -14,7 +14,7 @@ mod harness;
 #[path = "../examples/launcher/launcher.rs"]
 mod launcher;
 
-use common::{campaign, jobs, root};
+use common::{campaign, jobs, root, twice_each};
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::run_world;
 use reconsim::scenario::{Expect, Families, Scenario};
@@ -99,28 +99,7 @@ fn a_client_token_holds_over_1000_seeds_each_run_twice() {
     let s = scenario("launcher-client-token");
     assert_eq!(s.expect, Expect::Clean);
     assert!(s.seeds >= 1000);
-    let next = std::sync::atomic::AtomicU64::new(0);
-    let failing = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs().clamp(1, 4) {
-            scope.spawn(|| {
-                loop {
-                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if seed >= s.seeds {
-                        break;
-                    }
-                    let (a, _) = run_world(&s, seed, generate(&s, seed), TraceMode::Hash);
-                    let (b, _) = run_world(&s, seed, generate(&s, seed), TraceMode::Hash);
-                    assert_eq!(a.trace_hash, b.trace_hash, "seed {seed}: two traces");
-                    if a.violation.is_some() {
-                        failing.lock().unwrap().push(seed);
-                    }
-                }
-            });
-        }
-    });
-    let mut failing = failing.into_inner().unwrap();
-    failing.sort();
+    let failing = twice_each(&s, 0..s.seeds);
     assert!(
         failing.is_empty(),
         "failing: {failing:?}\n  replay: cargo run --release --example launcher -- run {} --seed {}",

@@ -229,3 +229,51 @@ pub fn check_output(expected: &[&str], stdout: &str, stderr: &str) -> Result<(),
     }
     Ok(())
 }
+
+/// The determinism self-check of real code, as madsim runs it: the seed twice, and on
+/// a mismatch both again with full traces, to name the first event where they part (a
+/// std HashMap's order, a select! branch, a clock would part them).
+pub fn twice(s: &reconsim::scenario::Scenario, seed: u64) -> reconsim::scenario::runner::Outcome {
+    use reconsim::scenario::faults::generate;
+    use reconsim::scenario::runner::run_world;
+    use reconsim::sim::TraceMode;
+    let (a, _) = run_world(s, seed, generate(s, seed), TraceMode::Hash);
+    let (b, _) = run_world(s, seed, generate(s, seed), TraceMode::Hash);
+    if a.trace_hash != b.trace_hash {
+        let (_, x) = run_world(s, seed, generate(s, seed), TraceMode::Full);
+        let (_, y) = run_world(s, seed, generate(s, seed), TraceMode::Full);
+        match reconsim_kube::selfcheck::compare(&x.sim, &y.sim) {
+            Err(d) => panic!("{} seed {seed}: {d}", s.name),
+            Ok(_) => panic!(
+                "{} seed {seed}: hash-mode runs part, full ones agree",
+                s.name
+            ),
+        }
+    }
+    assert_eq!(a.violation, b.violation, "{} seed {seed}", s.name);
+    a
+}
+
+/// Every seed in `seeds` through [`twice`], on two threads: the seeds whose run fails.
+pub fn twice_each(s: &reconsim::scenario::Scenario, seeds: std::ops::Range<u64>) -> Vec<u64> {
+    let next = std::sync::atomic::AtomicU64::new(seeds.start);
+    let failing = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs().clamp(1, 4) {
+            scope.spawn(|| {
+                loop {
+                    let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if seed >= seeds.end {
+                        break;
+                    }
+                    if twice(s, seed).violation.is_some() {
+                        failing.lock().unwrap().push(seed);
+                    }
+                }
+            });
+        }
+    });
+    let mut failing = failing.into_inner().unwrap();
+    failing.sort();
+    failing
+}
