@@ -4,11 +4,8 @@
 //! instances. This file is the only one that imports reconsim.
 
 use crate::launcher::{self, Cloud, CloudError, Launch, VirtualMachine, VirtualMachineSpec};
-use reconsim::check::{Check, View, Violation};
 use reconsim::families::cloud::{self as sim_cloud, Ec2, InstanceState};
-use reconsim::scenario::extension::{self, Extensions};
-use reconsim::sim::ProcId;
-use reconsim::world::object::Object;
+use reconsim::prelude::*;
 use reconsim_kube::kinds::Kinds;
 use reconsim_kube::{Handle, KubeBridge};
 use serde::Deserialize;
@@ -134,12 +131,12 @@ fn seed(name: &str) -> Result<Object, String> {
 /// Everything this file adds to reconsim, by name.
 pub fn extensions() -> Extensions {
     Extensions::new()
-        .process(NAME, |params, services| {
-            let p: Params = extension::params(params)?;
+        .process(NAME, |entry, services| {
+            let p: Params = params(entry)?;
             Ok(process(p.launch, services.endpoints.apiserver, services.cloud).boxed())
         })
-        .objects(NAME, |params| {
-            let p: Params = extension::params(params)?;
+        .objects(NAME, |entry| {
+            let p: Params = params(entry)?;
             p.vms.iter().map(|n| seed(n)).collect()
         })
         .invariant(ONE_INSTANCE, || Box::new(OneInstancePerVm::default()))

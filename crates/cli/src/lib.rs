@@ -15,6 +15,7 @@
 //! - [`shipped`]: the shipped scenarios, built into the binary.
 //! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
 //!   user's binary with its own controllers ([`cli::main_with`]).
+//! - [`prelude`]: what a user's harness and tests meet first, in one import.
 //!
 //! A seed of a shipped scenario, run as a `#[test]` would run it: the same seed gives
 //! the same history, so a failure found once is a failure every time.
@@ -32,6 +33,52 @@
 //! ```
 
 pub mod cli;
+
+/// What a user's harness and tests meet first: `use reconsim::prelude::*;`. Registering
+/// a controller or an invariant ([`Extensions`](prelude::Extensions), its params in the
+/// user's own types with [`params`](prelude::params)), checking the world
+/// ([`Check`](prelude::Check) over a [`View`](prelude::View)), and holding a scenario to
+/// its seeds in a `#[test]`.
+///
+/// ```
+/// use reconsim::prelude::*;
+///
+/// /// An invariant of the user's own: no more than `max` Nodes.
+/// #[derive(Clone, Debug)]
+/// struct AtMostNodes(usize);
+///
+/// impl Check for AtMostNodes {
+///     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+///         let nodes = view.api.objects().filter(|o| o.kind().as_str() == "Node").count();
+///         (nodes > self.0).then(|| Violation {
+///             invariant: "at_most_nodes".into(),
+///             time: view.now,
+///             message: format!("{nodes} Nodes"),
+///             objects: Vec::new(),
+///         })
+///     }
+/// }
+///
+/// let mine = Extensions::new().invariant("at_most_nodes", || Box::new(AtMostNodes(100)));
+/// let families: Families = builtin().with(mine);
+/// let (_, scenario) = reconsim::shipped::library()
+///     .load("machineapi-no-leader-election", &families)
+///     .expect("a shipped scenario");
+/// let (outcome, _plan) = run(&scenario, 1);
+/// assert_eq!(
+///     outcome.violation.map(|v| v.invariant),
+///     Some("no_duplicate_machines".to_string())
+/// );
+/// ```
+pub mod prelude {
+    pub use crate::families::builtin;
+    pub use reconsim_check::{Check, View, Violation};
+    pub use reconsim_family::Services;
+    pub use reconsim_scenario::extension::params;
+    pub use reconsim_scenario::{Expect, Extensions, Families, Outcome, Scenario, run};
+    pub use reconsim_sim::{ProcId, SimTime};
+    pub use reconsim_world::object::Object;
+}
 
 /// The shipped scenarios, built into the binary (crates/cli/build.rs), so a copied
 /// `reconsim` lists and runs them anywhere.
