@@ -171,3 +171,20 @@ fn the_guides_launcher_section_runs_as_printed() {
     assert_eq!(commands, 3);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_wrong_type_in_an_entry_is_reported_at_its_path() {
+    let text = std::fs::read_to_string(path("launcher-look-up-first")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["controllers"]["custom"][1]["node"] = 5.into();
+    let err = Scenario::parse("bad.json", &doc.to_string(), &families())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "at .controllers.custom[1].node: invalid type: integer `5`, expected a string"
+        ),
+        "{err}"
+    );
+}

@@ -47,11 +47,37 @@ impl std::error::Error for ParamError {}
 
 /// Parse `value` into `T` (derive `Deserialize` with `#[serde(deny_unknown_fields)]` for
 /// strict files); the error names the JSON path inside `value`.
+///
+/// ```
+/// use serde::Deserialize;
+///
+/// #[derive(Debug, Deserialize)]
+/// #[serde(deny_unknown_fields)]
+/// struct Pool {
+///     name: String,
+///     replicas: u32,
+/// }
+///
+/// let ok: Vec<Pool> = reconsim_family::params::parse(&serde_json::json!([
+///     { "name": "web", "replicas": 2 }
+/// ]))
+/// .unwrap();
+/// assert_eq!((ok[0].name.as_str(), ok[0].replicas), ("web", 2));
+///
+/// let bad = reconsim_family::params::parse::<Vec<Pool>>(&serde_json::json!([
+///     { "name": "web", "replicas": "two" }
+/// ]))
+/// .unwrap_err();
+/// assert_eq!(bad.path, "[0].replicas");
+/// ```
 pub fn parse<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ParamError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
+        // serde_path_to_error writes `a.b[0].c` (an index needs no dot before it).
         let path = if path == "." || path.is_empty() {
             String::new()
+        } else if path.starts_with('[') {
+            path
         } else {
             format!(".{path}")
         };

@@ -68,7 +68,22 @@ pub trait ServiceCaller: Clone + 'static {
     ) -> impl std::future::Future<Output = Result<T, Self::Error>>;
 }
 
-/// A family's message as the core carries it.
+/// A family's message as the core carries it: any [`Message`], typed again at the
+/// receiver.
+///
+/// ```
+/// use reconsim_world::component::Payload;
+///
+/// #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+/// struct Launch {
+///     vm: String,
+/// }
+///
+/// let p = Payload::new(Launch { vm: "web".into() });
+/// assert!(p.is::<Launch>() && !p.is::<u32>());
+/// assert_eq!(p.typed::<Launch>().map(|l| l.vm.as_str()), Some("web"));
+/// assert_eq!(p.take::<Launch>().unwrap(), Launch { vm: "web".into() });
+/// ```
 #[derive(Clone)]
 pub struct Payload(Arc<dyn DynMessage>);
 

@@ -255,6 +255,38 @@ impl InstanceRecord {
 }
 
 /// The cloud provider process.
+///
+/// Two launches with one client token, a second apart, get one instance (EC2's
+/// idempotency, docs/semantics.md 6.1); a launch without one gets another:
+///
+/// ```
+/// use reconsim_cloud::{Cloud, CloudClient, CloudConfig, CloudOp, CloudStep};
+/// use reconsim_sim::{FaultPlan, Sim, SimConfig, SimTime};
+/// use reconsim_world::kubelet::Images;
+/// use reconsim_world::proc::{Endpoints, Proc};
+/// use std::collections::BTreeMap;
+///
+/// let mut sim = Sim::new(SimConfig::new(7), FaultPlan::new(Vec::new()));
+/// let host = sim.add_host("cloud");
+/// let endpoints = Endpoints { apiserver: reconsim_sim::ProcId(0) };
+/// let cloud = Cloud::new(CloudConfig::default(), endpoints, Images::default());
+/// let cloud = sim.spawn(host, "cloud", Proc::Component(Box::new(cloud)));
+/// let launch = |at_ms, token: Option<&str>| CloudStep {
+///     at_ms,
+///     op: CloudOp::RunInstances {
+///         tags: BTreeMap::from([("vm".to_string(), "web".to_string())]),
+///         client_token: token.map(str::to_string),
+///     },
+/// };
+/// let steps = vec![launch(0, Some("t-1")), launch(1_000, Some("t-1")), launch(2_000, None)];
+/// let client = sim.spawn(host, "client", Proc::Component(Box::new(CloudClient::new(cloud, steps))));
+/// sim.run_until(SimTime::from_secs(5));
+/// let Proc::Component(c) = sim.actor(client) else { unreachable!() };
+/// let c = c.as_any().downcast_ref::<CloudClient>().unwrap();
+/// let id = |step| c.instances(step)[0].id.clone();
+/// assert_eq!(id(0), id(1));
+/// assert_ne!(id(0), id(2));
+/// ```
 #[derive(Debug)]
 pub struct Cloud {
     config: CloudConfig,
