@@ -560,7 +560,7 @@ impl Component for KubeBridge {
         self.pump(ctx);
     }
 
-    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::ApiResp(ApiResponse { id, result }) if self.answered(id, &result, ctx) => {
                 self.pump(ctx);
@@ -579,8 +579,8 @@ impl Component for KubeBridge {
                     return;
                 };
                 if let Some(answer) = run.calls.remove(&id) {
-                    let from = service_name(&self.services, _from);
-                    ctx.note(|| format!("answer from {from}: {body:?}"));
+                    let service = service_name(&self.services, from);
+                    ctx.note(|| format!("answer from {service}: {body:?}"));
                     let _ = answer.send(Ok(body));
                     self.pump(ctx);
                 }
