@@ -188,3 +188,59 @@ fn a_wrong_type_in_an_entry_is_reported_at_its_path() {
         "{err}"
     );
 }
+
+/// `reconsim::testing`, as a user's `#[test]` calls it (docs/guide/real-kube-rs-code.md,
+/// "In your own crate"): both scenarios meet their expectation, and the bug held to a
+/// clean expectation fails with a command that shows the same violation.
+#[test]
+fn reconsim_testing_holds_both_scenarios_and_names_the_command_that_shows_a_break() {
+    use reconsim::testing::{Broken, assert_holds, holds};
+    let runner = "cargo run --release --example launcher --";
+    let caught = assert_holds(path("launcher-look-up-first"), &families(), runner);
+    assert_eq!(caught.caught_at_seed, Some(0));
+    let held = assert_holds(path("launcher-client-token"), &families(), runner);
+    assert_eq!((held.caught_at_seed, held.runs), (None, 1000));
+
+    let dir = std::env::temp_dir().join(format!("reconsim-testing-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(path("launcher-look-up-first")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["expect"] = "clean".into();
+    let broken_path = dir.join("launcher-look-up-first.json");
+    std::fs::write(&broken_path, doc.to_string()).unwrap();
+    let broken = holds(&broken_path, &families(), runner).unwrap_err();
+    let Broken::Violated {
+        seed,
+        ref invariant,
+        ref rerun,
+        ..
+    } = broken
+    else {
+        panic!("a violation, not {broken}")
+    };
+    assert_eq!((seed, invariant.as_str()), (0, harness::ONE_INSTANCE));
+    let message = broken.to_string();
+    assert!(
+        message.contains("expects clean, but seed 0 violates launcher_one_instance_per_vm")
+            && message.contains("\n  run it again: cargo run --release --example launcher -- run "),
+        "{message}"
+    );
+    // The command runs as printed (the example binary for `cargo run ... --`).
+    let args = rerun
+        .strip_prefix(&format!("{runner} "))
+        .expect("the runner first");
+    let out = std::process::Command::new(common::example_binary("launcher"))
+        .args(args.split(' '))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(harness::ONE_INSTANCE),
+        "`{rerun}` shows the violation:\n{stdout}"
+    );
+    println!("{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

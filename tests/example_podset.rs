@@ -18,7 +18,7 @@ use common::{campaign, jobs, root};
 use proptest::test_runner::{
     Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
-use reconsim::scenario::extension::Custom;
+use reconsim::scenario::extension::CustomSection;
 use reconsim::scenario::failure::FailureFile;
 use reconsim::scenario::strategies::{Case, case};
 use reconsim::scenario::{Expect, Families, Scenario};
@@ -109,7 +109,7 @@ fn the_two_variants_differ_only_in_the_controller() {
     };
     assert_eq!(strip(&buggy), strip(&fixed));
     assert_eq!(
-        fixed.controllers.get::<Custom>().unwrap().entries[0].params["variant"],
+        fixed.controllers.get::<CustomSection>().unwrap().entries[0].params["variant"],
         "expectations"
     );
 }

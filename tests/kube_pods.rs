@@ -11,7 +11,7 @@
 
 use reconsim::check::{Check, View, Violation};
 use reconsim::scenario::build::World;
-use reconsim::scenario::extension::{self, Extensions};
+use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::{Outcome, run_world};
 use reconsim::scenario::{Plan, Scenario};
@@ -178,17 +178,13 @@ impl Check for NoFailedPod {
 
 fn extensions() -> Extensions {
     Extensions::new()
-        .process(OPERATOR, |params, services| {
-            let Params {
-                image,
-                replicas,
-                delete_after_s,
-            } = extension::params(params)?;
+        .controller(Custom::program(OPERATOR, |p: &Params, services| {
+            let (image, replicas, delete_after_s) = (p.image.clone(), p.replicas, p.delete_after_s);
             let program = reconsim_kube::program(move |client| {
                 user::operator(client, image.clone(), replicas, delete_after_s)
             });
-            Ok(KubeBridge::new(services.endpoints.apiserver, Kinds::new(), program).boxed())
-        })
+            KubeBridge::new(services.endpoints.apiserver, Kinds::new(), program).boxed()
+        }))
         .image(WORKER_IMAGE, |env, _services| {
             let (namespace, pod, node) = (
                 env.namespace.clone(),

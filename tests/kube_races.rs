@@ -20,7 +20,8 @@
 //!   config); the fix awaits the config before it writes the pointer.
 
 use reconsim::check::{Check, View, Violation};
-use reconsim::scenario::extension::{self, Extensions};
+use reconsim::family::ParamError;
+use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::{Families, Scenario};
 use reconsim::world::component::Component;
@@ -156,11 +157,10 @@ enum Path {
     ReconcileOnly,
 }
 
-fn entry(extensions: Extensions, name: &'static str, path: Path) -> Extensions {
+fn entry(name: &'static str, path: Path) -> Custom<Params> {
     let pointer = name == POINTER_ENTRY;
-    let extensions = match path {
-        Path::Program => extensions.process(name, move |params, services| {
-            let p: Params = extension::params(params)?;
+    let controller = match path {
+        Path::Program => Custom::program(name, move |p: &Params, services| {
             let fixed = p.fixed;
             let bridge: Box<dyn Component> = KubeBridge::new(
                 services.endpoints.apiserver,
@@ -168,32 +168,32 @@ fn entry(extensions: Extensions, name: &'static str, path: Path) -> Extensions {
                 reconsim_kube::program(move |client| user::run(client, fixed, pointer)),
             )
             .boxed();
-            Ok(bridge)
+            bridge
         }),
-        Path::ReconcileOnly => extensions.controller(name, move |params| {
-            let p: Params = extension::params(params)?;
+        Path::ReconcileOnly => Custom::reconcilers(name, move |p: &Params| {
             let fixed = p.fixed;
             let make = move |client| user::Ctx { client, fixed };
             let controller = reconsim_kube::Controller::<Member>::new(name, kinds());
-            Ok(vec![if pointer {
+            vec![if pointer {
                 controller.run(user::publish, user::error_policy, make)
             } else {
                 controller.run(user::register, user::error_policy, make)
-            }])
+            }]
         }),
     };
-    extensions.objects(name, move |_| {
+    controller.objects(move |_| {
+        let object = |o: Result<_, String>| o.map_err(|e| ParamError::at("", e));
         let mut objects = Vec::new();
         for name in MEMBERS {
             let mut m = Member::new(name, MemberSpec {});
             m.metadata.namespace = Some("default".into());
-            objects.push(kinds().object(&m)?);
+            objects.push(object(kinds().object(&m))?);
         }
         if !pointer {
             let mut registry = ConfigMap::default();
             registry.metadata.name = Some(REGISTRY.into());
             registry.metadata.namespace = Some("default".into());
-            objects.push(kinds().object(&registry)?);
+            objects.push(object(kinds().object(&registry))?);
         }
         Ok(objects)
     })
@@ -274,9 +274,9 @@ impl Check for NoDanglingPointer {
 }
 
 fn families(path: Path) -> Families {
-    let extensions = entry(Extensions::new(), REGISTRY_ENTRY, path);
-    let extensions = entry(extensions, POINTER_ENTRY, path)
-        .convergence(REGISTRY_ENTRY, registered)
+    let extensions = Extensions::new()
+        .controller(entry(REGISTRY_ENTRY, path).convergence(registered))
+        .controller(entry(POINTER_ENTRY, path))
         .invariant(NO_DANGLING_POINTER, || Box::new(NoDanglingPointer))
         .invariant(REGISTRY_KEEPS_NAMES, || {
             Box::new(RegistryKeepsNames::default())

@@ -7,7 +7,7 @@ use crate::allocator::{self, BLOCK, GRANT_LABEL, Write};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use reconsim::check::{Check, View, Violation};
-use reconsim::scenario::extension::{self, Extensions};
+use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::sim::ProcId;
 use reconsim::world::component::Component;
 use reconsim::world::object::Uid;
@@ -122,10 +122,9 @@ impl Check for GrantsDisjoint {
 /// Everything this file adds to reconsim, by name.
 pub fn extensions() -> Extensions {
     Extensions::new()
-        .process(NAME, |params, services| {
-            let p: Params = extension::params(params)?;
-            Ok(process(p.variant, p.identity, services.endpoints.apiserver))
-        })
+        .controller(Custom::program(NAME, |p: &Params, services| {
+            process(p.variant, p.identity.clone(), services.endpoints.apiserver)
+        }))
         .invariant(GRANTS_DISJOINT, || Box::new(GrantsDisjoint::default()))
         .host(reconsim_kube::intercept::host)
 }

@@ -6,7 +6,8 @@
 use crate::controller::{self, ConfigSet, ConfigSetSpec, Ctx, LABEL, Read};
 use k8s_openapi::api::core::v1::ConfigMap;
 use reconsim::check::{Check, View, Violation};
-use reconsim::scenario::extension::{self, Extensions};
+use reconsim::family::ParamError;
+use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::sim::ProcId;
 use reconsim::world::api::ApiOp;
 use reconsim::world::component::Component;
@@ -107,7 +108,7 @@ pub fn reconciler(variant: Variant) -> Box<dyn reconsim::world::manager::Reconci
         )
 }
 
-fn seed(p: &ConfigSetParams) -> Result<Object, String> {
+fn seed(p: &ConfigSetParams) -> Result<Object, ParamError> {
     let mut cs = ConfigSet::new(
         &p.name,
         ConfigSetSpec {
@@ -115,7 +116,9 @@ fn seed(p: &ConfigSetParams) -> Result<Object, String> {
         },
     );
     cs.metadata.namespace = Some(p.namespace.clone());
-    kinds().object(&cs)
+    kinds()
+        .object(&cs)
+        .map_err(|e| ParamError::at(".configsets", e))
 }
 
 /// The ConfigMaps `cs` controls that are not being deleted.
@@ -214,36 +217,33 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
 
 /// Everything this file adds to reconsim, by name: the controller as its program.
 pub fn extensions() -> Extensions {
-    hooks(Extensions::new().process(NAME, |params, services| {
-        let p: Params = extension::params(params)?;
-        Ok(process(p.variant, services.endpoints.apiserver))
-    }))
-    .host(reconsim_kube::intercept::host)
+    let program = Custom::program(NAME, |p: &Params, services| {
+        process(p.variant, services.endpoints.apiserver)
+    });
+    Extensions::new()
+        .controller(hooks(program))
+        .invariant(MAX_CONFIGMAPS, || Box::new(MaxConfigMaps::default()))
+        .host(reconsim_kube::intercept::host)
 }
 
 /// The same, the controller's `reconcile` under reconsim's manager ([`reconciler`]).
 #[allow(dead_code)] // Used by tests/example_configset.rs, not by the example binary.
 pub fn extensions_reconcile_only() -> Extensions {
-    hooks(Extensions::new().controller(NAME, |params| {
-        let p: Params = extension::params(params)?;
-        Ok(vec![reconciler(p.variant)])
-    }))
+    let reconcilers = Custom::reconcilers(NAME, |p: &Params| vec![reconciler(p.variant)]);
+    Extensions::new()
+        .controller(hooks(reconcilers))
+        .invariant(MAX_CONFIGMAPS, || Box::new(MaxConfigMaps::default()))
 }
 
-/// The entry's objects, actions, desired state and invariant, on either path.
-fn hooks(extensions: Extensions) -> Extensions {
-    extensions
-        .objects(NAME, |params| {
-            let p: Params = extension::params(params)?;
-            p.configsets.iter().map(seed).collect()
-        })
-        .action(NAME, |params, action| {
-            let p: Params = extension::params(params)?;
-            let a: ActionParams = extension::params(action)?;
+/// The entry's objects, actions and desired state, on either path.
+fn hooks(controller: Custom<Params>) -> Custom<Params> {
+    controller
+        .objects(|p| p.configsets.iter().map(seed).collect())
+        .action(|p, a: &ActionParams| {
             let Some(cs) = p.configsets.iter().find(|cs| cs.name == a.configset) else {
-                return Err(format!(
-                    "at .configset: one of the entry's configsets, not `{}`",
-                    a.configset
+                return Err(ParamError::at(
+                    ".configset",
+                    format!("one of the entry's configsets, not `{}`", a.configset),
                 ));
             };
             let kind = kind_of::<ConfigSet>();
@@ -261,6 +261,5 @@ fn hooks(extensions: Extensions) -> Extensions {
                 },
             })
         })
-        .convergence(NAME, converged)
-        .invariant(MAX_CONFIGMAPS, || Box::new(MaxConfigMaps::default()))
+        .convergence(converged)
 }

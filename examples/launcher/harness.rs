@@ -117,7 +117,7 @@ impl Check for OneInstancePerVm {
     }
 }
 
-fn seed(name: &str) -> Result<Object, String> {
+fn seed(name: &str) -> Result<Object, ParamError> {
     let mut vm = VirtualMachine::new(
         name,
         VirtualMachineSpec {
@@ -125,20 +125,17 @@ fn seed(name: &str) -> Result<Object, String> {
         },
     );
     vm.metadata.namespace = Some("default".into());
-    kinds().object(&vm)
+    kinds().object(&vm).map_err(|e| ParamError::at(".vms", e))
 }
 
 /// Everything this file adds to reconsim, by name.
 pub fn extensions() -> Extensions {
+    let launcher = Custom::program(NAME, |p: &Params, services| {
+        process(p.launch, services.endpoints.apiserver, services.cloud).boxed()
+    })
+    .objects(|p| p.vms.iter().map(|n| seed(n)).collect());
     Extensions::new()
-        .process(NAME, |entry, services| {
-            let p: Params = params(entry)?;
-            Ok(process(p.launch, services.endpoints.apiserver, services.cloud).boxed())
-        })
-        .objects(NAME, |entry| {
-            let p: Params = params(entry)?;
-            p.vms.iter().map(|n| seed(n)).collect()
-        })
+        .controller(launcher)
         .invariant(ONE_INSTANCE, || Box::new(OneInstancePerVm::default()))
         .host(reconsim_kube::intercept::host)
 }

@@ -41,8 +41,9 @@
 //! by its informers' resync).
 
 use reconsim::check::{Check, View, Violation};
+use reconsim::family::ParamError;
 use reconsim::scenario::build::PAUSE_IMAGE;
-use reconsim::scenario::extension::{self, Extensions};
+use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::sim::SimTime;
 use reconsim::world::api::{ApiOp, PatchOp};
 use reconsim::world::manager::Reconciler;
@@ -475,22 +476,13 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
 
 /// Everything this file adds to reconsim, by name.
 pub fn extensions() -> Extensions {
-    Extensions::new()
-        .controller(NAME, |params| {
-            let p: Params = extension::params(params)?;
-            Ok(vec![controller(p.variant)])
-        })
-        .objects(NAME, |params| {
-            let p: Params = extension::params(params)?;
-            Ok(p.podsets.iter().map(podset_object).collect())
-        })
-        .action(NAME, |params, action| {
-            let p: Params = extension::params(params)?;
-            let a: ScaleParams = extension::params(action)?;
+    let podset = Custom::reconcilers(NAME, |p: &Params| vec![controller(p.variant)])
+        .objects(|p| Ok(p.podsets.iter().map(podset_object).collect()))
+        .action(|p, a: &ScaleParams| {
             let Some(ps) = p.podsets.iter().find(|ps| ps.name == a.podset) else {
-                return Err(format!(
-                    "at .podset: one of the entry's podsets, not `{}`",
-                    a.podset
+                return Err(ParamError::at(
+                    ".podset",
+                    format!("one of the entry's podsets, not `{}`", a.podset),
                 ));
             };
             Ok(ApiOp::Patch {
@@ -502,6 +494,8 @@ pub fn extensions() -> Extensions {
                 resource_version: None,
             })
         })
-        .convergence(NAME, converged)
+        .convergence(converged);
+    Extensions::new()
+        .controller(podset)
         .invariant(MAX_PODS, || Box::new(MaxPods::default()))
 }

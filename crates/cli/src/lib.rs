@@ -10,8 +10,9 @@
 //! - [`check`]: invariants and convergence checks.
 //! - [`family`]: the family interface every family implements, builtin or a user's.
 //! - [`scenario`]: scenario files, the runner, fuzzing, replay and shrinking; users'
-//!   controllers and invariants as closures register in
+//!   controllers ([`scenario::extension::Custom`]) and invariants register in
 //!   [`scenario::extension::Extensions`], itself a family.
+//! - [`testing`]: a scenario of your own held to its expectation in a `#[test]`.
 //! - [`shipped`]: the shipped scenarios, built into the binary.
 //! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
 //!   user's binary with its own controllers ([`cli::main_with`]).
@@ -33,10 +34,11 @@
 //! ```
 
 pub mod cli;
+pub mod testing;
 
 /// What a user's harness and tests meet first: `use reconsim::prelude::*;`. Registering
-/// a controller or an invariant ([`Extensions`](prelude::Extensions), its params in the
-/// user's own types with [`params`](prelude::params)), checking the world
+/// a controller or an invariant ([`Extensions`](prelude::Extensions); a controller is a
+/// [`Custom`](prelude::Custom), its params in the user's own type), checking the world
 /// ([`Check`](prelude::Check) over a [`View`](prelude::View)), and holding a scenario to
 /// its seeds in a `#[test]`.
 ///
@@ -73,8 +75,8 @@ pub mod cli;
 pub mod prelude {
     pub use crate::families::builtin;
     pub use reconsim_check::{Check, View, Violation};
-    pub use reconsim_family::Services;
-    pub use reconsim_scenario::extension::params;
+    pub use reconsim_family::{ParamError, Services};
+    pub use reconsim_scenario::extension::Custom;
     pub use reconsim_scenario::{Expect, Extensions, Families, Outcome, Scenario, run};
     pub use reconsim_sim::{ProcId, SimTime};
     pub use reconsim_world::object::Object;

@@ -1,25 +1,22 @@
-//! Users' own controllers and invariants as closures: a family built by registration, for
-//! a controller that needs no kind or component of its own beyond what closures give.
+//! Users' own controllers and invariants, registered by name: a family built by
+//! registration, for a controller that needs no kind or component of its own beyond
+//! what its closures give.
 //!
 //! An [`Extensions`] is a [`Family`] like the builtin ones (its section is
 //! `controllers.custom`, a list of entries; its action is `custom`), registered the
-//! same way: `reconsim::families::builtin().with(extensions)`. It maps names to closures:
-//! - [`Extensions::controller`]: the reconcilers of one manager process, made from the
-//!   scenario entry's `params` (each run makes fresh ones; state never leaks between
-//!   runs). Optional hooks for the same name: [`Extensions::objects`] (the objects the
-//!   API server holds at t = 0, e.g. the custom resource the controller reconciles),
-//!   [`Extensions::action`] (what a `custom` workload action does, as one API call) and
-//!   [`Extensions::convergence`] (the controller's desired state, judged once faults
-//!   heal, like the builtin families' convergence checks);
-//! - [`Extensions::process`]: instead of reconcilers under reconsim's manager, the
-//!   entry's whole process, a world component made from its `params` (called again on
-//!   every restart of the run's world): how a user's unmodified kube-rs program runs
-//!   (reconsim-kube's `KubeBridge`, docs/kube.md), with [`Extensions::host`] to host
-//!   each run as real code needs;
+//! same way: `reconsim::families::builtin().with(extensions)`. It holds:
+//! - [`Extensions::controller`]: a controller, a [`Custom`] with its own params type:
+//!   an entry's `params` are parsed once at load into that type (errors name the JSON
+//!   path, `.controllers.custom[0].params.replicas`), and every hook gets them typed:
+//!   the reconcilers of one manager process ([`Custom::reconcilers`]) or the entry's
+//!   whole program ([`Custom::program`]: how a user's unmodified kube-rs program runs,
+//!   reconsim-kube's `KubeBridge`, docs/kube.md), the objects the API server holds at
+//!   t = 0, what a `custom` workload action does, and the controller's desired state;
 //! - [`Extensions::image`]: a container image by name, a world component made at every
 //!   start of a container that runs it: a Pod the user's program creates (an operator's
 //!   workload) is scheduled and its kubelet runs the registered program;
-//! - [`Extensions::invariant`]: a checker ([`Check`]) by invariant name.
+//! - [`Extensions::invariant`]: a checker ([`Check`]) by invariant name;
+//! - [`Extensions::host`]: how each run is hosted (real code's interception).
 //!
 //! A family of its own (a type implementing [`Family`] and [`FamilySection`], with typed
 //! parameters, its own kinds and components) is the other way to bring a controller;
@@ -40,63 +37,29 @@
 //! an unknown image does.
 //! docs/guide/writing-a-reconciler.md walks through all of it.
 
+mod custom;
+mod section;
+
+pub use custom::{ConvergenceFn, Custom, Params};
+pub use section::{CustomSection, CustomSpec, LEASE_NAMESPACE};
+
 use crate::build::PAUSE_IMAGE;
-use crate::format::known;
-use reconsim_check::{Check, NamedCheck, View};
-use reconsim_family::{
-    Context, Family, FamilySection, LeaseSpec, ParamError, RunHost, Services, WorkloadAction,
-};
-use reconsim_sim::Sim;
-use reconsim_world::Endpoints;
-use reconsim_world::Proc;
-use reconsim_world::api::ApiOp;
-use reconsim_world::apiserver::ApiServer;
+use custom::Registration;
+use reconsim_check::{Check, NamedCheck};
+use reconsim_family::{Family, FamilySection, ParamError, RunHost, Services};
 use reconsim_world::component::Component;
-use reconsim_world::informer::RelistNotify;
-use reconsim_world::kubelet::{Container, ContainerEnv, Images};
-use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
-use reconsim_world::object::Object;
-use serde::{Deserialize, Serialize};
+use reconsim_world::kubelet::ContainerEnv;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// Makes a controller's reconcilers from its scenario entry's `params`.
-pub type ControllerFn = dyn Fn(&Value) -> Result<Vec<Box<dyn Reconciler>>, String> + Send + Sync;
-/// Makes a controller's whole process from its scenario entry's `params` and the
-/// world's services (the API server's process, the cloud's).
-pub type ProcessFn = dyn Fn(&Value, &Services) -> Result<Box<dyn Component>, String> + Send + Sync;
-/// The objects a controller's scenario entry puts in the API server at t = 0.
-pub type ObjectsFn = dyn Fn(&Value) -> Result<Vec<Object>, String> + Send + Sync;
-/// A `custom` workload action as one API call: (the entry's params, the action's params).
-pub type ActionFn = dyn Fn(&Value, &Value) -> Result<ApiOp, String> + Send + Sync;
-/// The controller's desired state: `Err` says what is missing.
-pub type ConvergenceFn = dyn Fn(&View<'_>) -> Result<(), String> + Send + Sync;
 /// Makes the process of a container of a registered image from the container's
 /// environment (its pod, namespace, node) and the world's services.
 pub type ContainerFn = dyn Fn(&ContainerEnv, &Services) -> Box<dyn Component> + Send + Sync;
 
-/// The namespace of custom controllers' leader election Leases.
-pub const LEASE_NAMESPACE: &str = "default";
-
-/// What an entry runs: reconcilers under reconsim's manager, or a process of its own.
-#[derive(Clone)]
-enum Make {
-    Reconcilers(Arc<ControllerFn>),
-    Process(Arc<ProcessFn>),
-}
-
-#[derive(Clone)]
-struct Registered {
-    make: Make,
-    objects: Option<Arc<ObjectsFn>>,
-    action: Option<Arc<ActionFn>>,
-    convergence: Option<Arc<ConvergenceFn>>,
-}
-
-/// The controllers and invariants a binary registers by closures: the `custom` family.
-/// Cheap to clone (closures are shared).
+/// The controllers and invariants a binary registers: the `custom` family. Cheap to
+/// clone (closures are shared).
 ///
 /// ```
 /// use reconsim_check::{Check, View, Violation};
@@ -123,7 +86,7 @@ struct Registered {
 /// ```
 #[derive(Clone, Default)]
 pub struct Extensions {
-    controllers: BTreeMap<String, Registered>,
+    controllers: BTreeMap<String, Arc<dyn Registration>>,
     invariants: Vec<NamedCheck>,
     /// Container images by name: a `BTreeMap`, so the kubelets' registry is built in
     /// one order on every run.
@@ -136,34 +99,16 @@ impl Extensions {
         Self::default()
     }
 
-    /// Register controller `name`: `make` turns a scenario entry's `params` into the
-    /// reconcilers one manager process hosts (called for validation at load time and
-    /// once per run; an `Err` is reported at `.controllers.custom[i].params`).
+    /// Register a controller ([`Custom::reconcilers`] or [`Custom::program`], with its
+    /// hooks): scenario entries `{"name": <its name>, "node": ..., "params": ...}` run it.
     ///
     /// # Panics
-    /// If `name` is already registered.
-    pub fn controller(
-        self,
-        name: &str,
-        make: impl Fn(&Value) -> Result<Vec<Box<dyn Reconciler>>, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.register(name, Make::Reconcilers(Arc::new(make)))
-    }
-
-    /// Register controller `name` as a process of its own: `make` turns a scenario
-    /// entry's `params` and the world's services into the entry's component (called
-    /// for validation at load time, with placeholder services, and once per run). The
-    /// same hooks ([`Extensions::objects`], [`Extensions::action`],
-    /// [`Extensions::convergence`]) apply.
-    ///
-    /// # Panics
-    /// If `name` is already registered.
-    pub fn process(
-        self,
-        name: &str,
-        make: impl Fn(&Value, &Services) -> Result<Box<dyn Component>, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.register(name, Make::Process(Arc::new(make)))
+    /// If a controller of its name is already registered.
+    pub fn controller<P: Params>(mut self, controller: Custom<P>) -> Self {
+        let name = controller.name().to_string();
+        let old = self.controllers.insert(name.clone(), Arc::new(controller));
+        assert!(old.is_none(), "controller `{name}` is registered twice");
+        self
     }
 
     /// Register container image `name`: a Pod whose `spec.containers[0].image` is `name`
@@ -197,68 +142,6 @@ impl Extensions {
     /// per-thread generators follow its seed.
     pub fn host(mut self, host: RunHost) -> Self {
         self.host = Some(host);
-        self
-    }
-
-    fn register(mut self, name: &str, make: Make) -> Self {
-        let old = self.controllers.insert(
-            name.to_string(),
-            Registered {
-                make,
-                objects: None,
-                action: None,
-                convergence: None,
-            },
-        );
-        assert!(old.is_none(), "controller `{name}` is registered twice");
-        self
-    }
-
-    fn hook(&mut self, name: &str, what: &str) -> &mut Registered {
-        self.controllers.get_mut(name).unwrap_or_else(|| {
-            panic!("{what} for controller `{name}`: register the controller first")
-        })
-    }
-
-    /// The objects the API server holds at t = 0 for an entry of controller `name`
-    /// (names must be set; uid and resourceVersion are the server's).
-    ///
-    /// # Panics
-    /// If `name` is not registered yet.
-    pub fn objects(
-        mut self,
-        name: &str,
-        make: impl Fn(&Value) -> Result<Vec<Object>, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.hook(name, "objects").objects = Some(Arc::new(make));
-        self
-    }
-
-    /// What a workload action `{"custom": {"controller": name, "params": ...}}` does:
-    /// one API call from the user's host, made from the entry's params and the action's.
-    ///
-    /// # Panics
-    /// If `name` is not registered yet.
-    pub fn action(
-        mut self,
-        name: &str,
-        make: impl Fn(&Value, &Value) -> Result<ApiOp, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.hook(name, "action").action = Some(Arc::new(make));
-        self
-    }
-
-    /// Controller `name`'s desired state, checked when a scenario with a `convergence`
-    /// bound reaches it (without this hook the controller adds nothing to convergence).
-    ///
-    /// # Panics
-    /// If `name` is not registered yet.
-    pub fn convergence(
-        mut self,
-        name: &str,
-        converged: impl Fn(&View<'_>) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.hook(name, "convergence").convergence = Some(Arc::new(converged));
         self
     }
 
@@ -300,46 +183,8 @@ impl Extensions {
         self.controllers.is_empty() && self.invariants.is_empty() && self.images.is_empty()
     }
 
-    fn registered(&self, name: &str) -> &Registered {
-        self.controllers
-            .get(name)
-            .unwrap_or_else(|| panic!("controller `{name}` was validated as registered"))
-    }
-
-    /// The reconcilers of a custom entry (none for a process entry).
-    pub fn reconcilers(&self, spec: &CustomSpec) -> Result<Vec<Box<dyn Reconciler>>, String> {
-        match &self.registered(&spec.name).make {
-            Make::Reconcilers(make) => make(&spec.params),
-            Make::Process(_) => Ok(Vec::new()),
-        }
-    }
-
-    /// The process of a process entry (`None` for reconcilers).
-    pub fn process_of(
-        &self,
-        spec: &CustomSpec,
-        services: &Services,
-    ) -> Option<Result<Box<dyn Component>, String>> {
-        match &self.registered(&spec.name).make {
-            Make::Reconcilers(_) => None,
-            Make::Process(make) => Some(make(&spec.params, services)),
-        }
-    }
-
-    /// The objects of a custom entry (none without an `objects` hook).
-    pub fn seed_objects(&self, spec: &CustomSpec) -> Result<Vec<Object>, String> {
-        match &self.registered(&spec.name).objects {
-            Some(make) => make(&spec.params),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    /// The convergence check of a custom entry (always met without a hook).
-    pub fn converged(&self, spec: &CustomSpec, view: &View<'_>) -> Result<(), String> {
-        match &self.registered(&spec.name).convergence {
-            Some(check) => check(view),
-            None => Ok(()),
-        }
+    fn registered(&self, name: &str) -> Option<&dyn Registration> {
+        self.controllers.get(name).map(|r| &**r)
     }
 }
 
@@ -360,10 +205,7 @@ impl Family for Extensions {
     }
 
     fn parse(&self, section: &Value) -> Result<Box<dyn FamilySection>, ParamError> {
-        Ok(Box::new(Custom {
-            entries: reconsim_family::params::parse(section)?,
-            extensions: self.clone(),
-        }))
+        Ok(Box::new(CustomSection::parse(section, self.clone())?))
     }
 
     fn actions(&self) -> &[&str] {
@@ -379,275 +221,66 @@ impl Family for Extensions {
     }
 }
 
-/// One entry of `controllers.custom`: a registered controller, run as one manager
-/// process on `node`'s host.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CustomSpec {
-    /// The name the binary registered the controller under.
-    pub name: String,
-    /// The topology node whose host runs the process.
-    pub node: String,
-    /// The process name (a fault target); default: `name`. Two entries of one
-    /// controller (two replicas with leader election) need two names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process: Option<String>,
-    /// Handed to the controller's closures; its shape is the controller's own.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub params: Value,
-    /// Leader election on the Lease `default/<name>` with these timings; absent: none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leader_election: Option<LeaseSpec>,
-}
-
-impl CustomSpec {
-    /// The process's name.
-    pub fn process_name(&self) -> &str {
-        self.process.as_deref().unwrap_or(&self.name)
-    }
-}
-
-/// A `custom` workload action's params.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CustomAction {
-    controller: String,
-    #[serde(default)]
-    params: Value,
-}
-
-/// Parse a controller's `params` into its own type (derive `Deserialize`, with
-/// `#[serde(deny_unknown_fields)]` for strict files). The error starts with the JSON
-/// path inside `params` (`at .variant: unknown variant ...`), which validation appends
-/// to the entry's path.
-pub fn params<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
-    reconsim_family::params::parse(value).map_err(|e| {
-        let at = if e.path.is_empty() { "." } else { &e.path };
-        format!("at {at}: {}", e.message)
-    })
-}
-
-/// The error of a closure at `path`: a message `at .x: ...` (from [`params`]) moves its
-/// sub-path into the path.
-fn nested(path: &str, message: String) -> ParamError {
-    if let Some(rest) = message.strip_prefix("at .")
-        && let Some((sub, msg)) = rest.split_once(": ")
-    {
-        let sub = if sub.is_empty() {
-            String::new()
-        } else {
-            format!(".{sub}")
-        };
-        return ParamError::at(format!("{path}{sub}"), msg);
-    }
-    ParamError::at(path, message)
-}
-
-/// `controllers.custom`: the entries, one manager process each on its node's host, with
-/// the objects and convergence their hooks give.
-#[derive(Clone, Debug)]
-pub struct Custom {
-    pub entries: Vec<CustomSpec>,
-    extensions: Extensions,
-}
-
-/// Written as its entries.
-impl Serialize for Custom {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.entries.serialize(s)
-    }
-}
-
-impl FamilySection for Custom {
-    fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
-        let ext = &self.extensions;
-        let mut processes = BTreeSet::new();
-        let mut keys = BTreeSet::new();
-        if self.entries.is_empty() {
-            return Err(ParamError::at("", "at least one entry"));
-        }
-        for (i, c) in self.entries.iter().enumerate() {
-            let at = |field: &str| format!("[{i}].{field}");
-            if !ext.controllers.contains_key(&c.name) {
-                return Err(ParamError::at(
-                    at("name"),
-                    format!(
-                        "a controller this binary registers (known: {}), not `{}`",
-                        known(&ext.controller_names()),
-                        c.name
-                    ),
-                ));
-            }
-            context.node(&at("node"), &c.node)?;
-            let process = c.process_name();
-            if process.is_empty()
-                || context.processes.iter().any(|p| p == process)
-                || !processes.insert(process)
-            {
-                return Err(ParamError::at(
-                    at("process"),
-                    format!(
-                        "a unique process name, not `{process}` (set `process` to tell two entries apart)"
-                    ),
-                ));
-            }
-            if let Some(l) = c.leader_election {
-                l.check(&at("leader_election"))?;
-            }
-            let bad = |m: String| nested(&at("params"), m);
-            // Placeholder services: a process is made to validate its params, then
-            // dropped before it ever starts.
-            let placeholder = Services {
-                endpoints: Endpoints {
-                    apiserver: reconsim_sim::ProcId(0),
-                },
-                cloud: reconsim_sim::ProcId(0),
-            };
-            match ext.process_of(c, &placeholder) {
-                Some(Err(m)) => return Err(bad(m)),
-                Some(Ok(_)) if c.leader_election.is_some() => {
-                    return Err(ParamError::at(
-                        at("leader_election"),
-                        "no leader_election for a process entry (the program elects its own leader)",
-                    ));
-                }
-                Some(Ok(_)) => {}
-                None => match ext.reconcilers(c) {
-                    Err(m) => return Err(bad(m)),
-                    Ok(r) if r.is_empty() => {
-                        return Err(bad("params that make at least one reconciler".into()));
-                    }
-                    Ok(_) => {}
-                },
-            }
-            for o in ext.seed_objects(c).map_err(bad)? {
-                if o.meta.name.is_empty() || !keys.insert(o.key()) {
-                    return Err(bad(format!(
-                        "objects with unique, non-empty names; `{}` is not",
-                        o.key()
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn processes(&self) -> Vec<String> {
-        self.entries
-            .iter()
-            .map(|c| c.process_name().to_string())
-            .collect()
-    }
-
-    fn seed(&self, server: &mut ApiServer) {
-        for c in &self.entries {
-            for o in self.extensions.seed_objects(c).expect("validated params") {
-                server.seed_object(o);
-            }
-        }
-    }
-
-    /// The idling container users' pods run, and every registered image, each a
-    /// component made afresh at each container start.
-    fn images(&self, images: Images, services: &Services) -> Images {
-        let mut images = images.with(PAUSE_IMAGE, Container::image(None));
-        for (name, make) in &self.extensions.images {
-            let make = make.clone();
-            let services = *services;
-            images = images.with(name, move |env| Proc::Component(make(env, &services)));
-        }
-        images
-    }
-
-    /// One manager process per entry on its node's host.
-    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
-        for c in &self.entries {
-            let host = sim.host_by_name(&c.node).expect("validated node");
-            let process = c.process_name();
-            if let Some(made) = self.extensions.process_of(c, services) {
-                let component = made.expect("validated params");
-                sim.spawn(host, process, Proc::Component(component));
-                continue;
-            }
-            let leader = c
-                .leader_election
-                .map(|l| l.leader(LEASE_NAMESPACE, &c.name));
-            let reconcilers = self.extensions.reconcilers(c).expect("validated params");
-            sim.spawn(
-                host,
-                process,
-                Proc::Manager(Manager::new(
-                    ManagerConfig {
-                        identity: process.to_string(),
-                        leader,
-                        kubelet: None,
-                        pod: None,
-                        // Users' controllers are kube-rs code (kube-runtime's watcher).
-                        relist_notify: RelistNotify::Every,
-                        fence_ms: c.leader_election.map_or(0, |l| l.fence_ms),
-                        ..Default::default()
-                    },
-                    services.endpoints,
-                    reconcilers,
-                )),
-            );
-        }
-    }
-
-    fn converged(&self, view: &View<'_>) -> Result<(), String> {
-        for c in &self.entries {
-            self.extensions.converged(c, view)?;
-        }
-        Ok(())
-    }
-
-    /// `custom`: the API call the entry's action hook makes (its first entry's params).
-    fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
-        actions
-            .iter()
-            .map(|a| {
-                let CustomAction { controller, params } = a.params()?;
-                let Some(spec) = self.entries.iter().find(|c| c.name == controller) else {
-                    return Err(ParamError::at(
-                        a.path(".controller"),
-                        format!("the name of a controllers.custom entry, not `{controller}`"),
-                    ));
-                };
-                let Some(make) = &self.extensions.registered(&spec.name).action else {
-                    return Err(ParamError::at(
-                        a.path(".controller"),
-                        format!("a controller with an action hook; `{controller}` has none"),
-                    ));
-                };
-                make(&spec.params, &params).map_err(|m| nested(&a.path(".params"), m))
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::format::Scenario;
+    use reconsim_check::View;
+    use reconsim_world::Proc;
+    use reconsim_world::manager::Reconciler;
+    use reconsim_world::object::Object;
     use reconsim_world::object::{Lease, Resource};
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Replicas {
+        replicas: u32,
+    }
 
     #[test]
-    fn a_params_error_moves_its_path_into_the_field_path() {
-        #[derive(Debug, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        #[allow(dead_code)]
-        struct P {
-            replicas: u32,
-        }
-        let e = params::<P>(&serde_json::json!({"replicas": -1})).unwrap_err();
-        assert_eq!(
-            nested(".controllers.custom[0].params", e).path,
-            ".controllers.custom[0].params.replicas"
+    fn params_are_parsed_once_with_their_paths() {
+        let families = reconsim_family::Families::new().with(
+            Extensions::new()
+                .controller(
+                    Custom::reconcilers("idle", |p: &Replicas| {
+                        (0..p.replicas)
+                            .map(|_| Box::new(Idle) as Box<dyn Reconciler>)
+                            .collect()
+                    })
+                    .validate(|p| {
+                        if p.replicas > 3 {
+                            return Err(ParamError::at(".replicas", "at most 3"));
+                        }
+                        Ok(())
+                    }),
+                )
+                .invariant("never", || Box::new(Never)),
         );
-        let e = params::<P>(&serde_json::json!({})).unwrap_err();
-        let e = nested(".controllers.custom[0].params", e);
-        assert_eq!(e.path, ".controllers.custom[0].params");
-        assert!(e.message.contains("missing field `replicas`"), "{e}");
+        let error = |params: &str| {
+            let custom = format!(r#"{{"name": "idle", "node": "m", "params": {params}}}"#);
+            let e =
+                Scenario::parse("x.json", &scenario(&custom, r#""never""#), &families).unwrap_err();
+            (e.path, e.message)
+        };
+        let (path, msg) = error(r#"{"replicas": -1}"#);
+        assert_eq!(path, ".controllers.custom[0].params.replicas");
+        assert!(msg.contains("invalid value"), "{msg}");
+        let (path, msg) = error("{}");
+        assert_eq!(path, ".controllers.custom[0].params");
+        assert!(msg.contains("missing field `replicas`"), "{msg}");
+        assert_eq!(
+            error(r#"{"replicas": 4}"#),
+            (
+                ".controllers.custom[0].params.replicas".into(),
+                "at most 3".into()
+            )
+        );
+        let (path, msg) = error(r#"{"replicas": 0}"#);
+        assert_eq!(path, ".controllers.custom[0].params");
+        assert!(msg.contains("at least one reconciler"), "{msg}");
+        let ok = r#"{"name": "idle", "node": "m", "params": {"replicas": 2}}"#;
+        assert!(Scenario::parse("x.json", &scenario(ok, r#""never""#), &families).is_ok());
     }
 
     /// A reconciler that watches nothing and does nothing.
@@ -696,11 +329,15 @@ mod tests {
         }
     }
 
+    /// The `idle` controller: one [`Idle`] reconciler, no params.
+    fn idle() -> Custom<()> {
+        Custom::reconcilers("idle", |_| vec![Box::new(Idle) as Box<dyn Reconciler>])
+    }
+
     fn ext() -> reconsim_family::Families {
         reconsim_family::Families::new().with(
             Extensions::new()
-                .controller("idle", |_| Ok(vec![Box::new(Idle) as Box<dyn Reconciler>]))
-                .convergence("idle", |_| Err("never converges".into()))
+                .controller(idle().convergence(|_| Err("never converges".into())))
                 .invariant("always", || Box::new(Always))
                 .invariant("never", || Box::new(Never)),
         )
@@ -845,8 +482,7 @@ mod tests {
     fn a_pod_of_a_registered_image_runs_its_component_on_its_node() {
         use reconsim_world::object::{ObjectMeta, Pod, PodPhase, PodSpec};
         let ext = Extensions::new()
-            .controller("idle", |_| Ok(vec![Box::new(Idle) as Box<dyn Reconciler>]))
-            .objects("idle", |_| {
+            .controller(idle().objects(|_| {
                 let pod = |name: &str, image: &str| {
                     Object::new(
                         ObjectMeta::named("default", name),
@@ -860,7 +496,7 @@ mod tests {
                     )
                 };
                 Ok(vec![pod("worker", "worker:v1"), pod("stray", "nope:v1")])
-            })
+            }))
             .image("worker:v1", |env, _| {
                 Box::new(Worker {
                     pod: env.pod_name.clone(),
@@ -926,9 +562,9 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "register the controller first")]
-    fn a_hook_needs_its_controller() {
-        let _ = Extensions::new().objects("x", |_| Ok(vec![]));
+    #[should_panic(expected = "controller `idle` is registered twice")]
+    fn a_controller_is_registered_once() {
+        let _ = Extensions::new().controller(idle()).controller(idle());
     }
 
     #[test]

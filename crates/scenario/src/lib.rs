@@ -50,7 +50,7 @@ pub mod strategies;
 pub mod timeline;
 pub mod variants;
 
-pub use extension::Extensions;
+pub use extension::{Custom, Extensions};
 pub use format::{Expect, LoadError, Plan, Scenario};
 pub use reconsim_family::{Families, Family, FamilySection};
 pub use runner::{Outcome, run, run_world};
