@@ -449,10 +449,10 @@ fn the_bug_in_miniature_a_second_reconcile_on_the_same_cache() {
     // A PodSet of 2 and a cache that has not seen any of its Pods yet: the first
     // reconcile creates 2. A second reconcile on the same (stale) cache creates 2 more
     // without expectations, and waits with them.
+    use reconsim::family::params::NamespacedName;
     use reconsim::world::informer::Cache;
     let web = podset::podset_object(&podset::PodSetParams {
-        name: "web".into(),
-        namespace: "default".into(),
+        name: NamespacedName::new("default", "web"),
         replicas: 2,
     });
     let key = web.key();

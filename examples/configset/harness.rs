@@ -5,8 +5,10 @@
 
 use crate::controller::{self, ConfigSet, ConfigSetSpec, Ctx, LABEL, Read};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reconsim::check::{Check, View, Violation};
+use reconsim::check::View;
+use reconsim::check::replicas::{AtMostReplicas, controlled};
 use reconsim::family::ParamError;
+use reconsim::family::params::NamespacedName;
 use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::sim::ProcId;
 use reconsim::world::api::ApiOp;
@@ -50,24 +52,20 @@ pub enum Variant {
     Consistent,
 }
 
+/// A ConfigSet at t = 0.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigSetParams {
-    pub name: String,
-    #[serde(default = "default_namespace")]
-    pub namespace: String,
+    /// `web`, or `namespace/web`.
+    pub name: NamespacedName,
     pub replicas: u32,
-}
-
-fn default_namespace() -> String {
-    "default".to_string()
 }
 
 /// A `custom` workload action's `params`: scale a ConfigSet, or delete it.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActionParams {
-    pub configset: String,
+    pub configset: NamespacedName,
     /// The new `spec.replicas`; absent: delete the ConfigSet.
     #[serde(default)]
     pub replicas: Option<u32>,
@@ -110,28 +108,22 @@ pub fn reconciler(variant: Variant) -> Box<dyn reconsim::world::manager::Reconci
 
 fn seed(p: &ConfigSetParams) -> Result<Object, ParamError> {
     let mut cs = ConfigSet::new(
-        &p.name,
+        &p.name.name,
         ConfigSetSpec {
             replicas: p.replicas,
         },
     );
-    cs.metadata.namespace = Some(p.namespace.clone());
+    cs.metadata.namespace = Some(p.name.namespace.clone());
     kinds()
         .object(&cs)
         .map_err(|e| ParamError::at(".configsets", e))
 }
 
 /// The ConfigMaps `cs` controls that are not being deleted.
-fn active<'a>(view: &View<'a>, cs: &Object) -> Vec<&'a Arc<Object>> {
-    view.api
-        .list(kind_of::<ConfigMap>())
-        .filter(|cm| cm.meta.namespace == cs.meta.namespace && !cm.meta.is_deleting())
-        .filter(|cm| {
-            cm.meta
-                .controller_ref()
-                .is_some_and(|r| r.uid == cs.meta.uid)
-        })
-        .collect()
+fn active(view: &View<'_>, cs: &Object) -> usize {
+    controlled(view.api.list(kind_of::<ConfigMap>()), cs)
+        .filter(|cm| !cm.meta.is_deleting())
+        .count()
 }
 
 fn replicas(cs: &Object) -> u32 {
@@ -139,40 +131,11 @@ fn replicas(cs: &Object) -> u32 {
 }
 
 /// `configset_max_configmaps`: a ConfigMap never appears while its ConfigSet already has
-/// `replicas` of them. Judged when a ConfigMap is first seen in the API server (right
-/// after the write that made it), so a scale-down's moment of too many is not one;
-/// only a create on top of it is.
-#[derive(Clone, Debug, Default)]
-pub struct MaxConfigMaps {
-    seen: BTreeSet<Uid>,
-}
-
-impl Check for MaxConfigMaps {
-    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        for cs in view.api.list(kind_of::<ConfigSet>()) {
-            let cms = active(view, cs);
-            let mut fresh = false;
-            for cm in &cms {
-                fresh |= self.seen.insert(cm.meta.uid);
-            }
-            let want = replicas(cs);
-            if fresh && cms.len() > want as usize {
-                let mut objects = vec![format!("ConfigSet {}", cs.meta.name)];
-                objects.extend(cms.iter().map(|cm| format!("ConfigMap {}", cm.meta.name)));
-                return Some(Violation {
-                    invariant: MAX_CONFIGMAPS.into(),
-                    time: view.now,
-                    message: format!(
-                        "ConfigSet {} has {} ConfigMaps, replicas is {want}",
-                        cs.meta.name,
-                        cms.len()
-                    ),
-                    objects,
-                });
-            }
-        }
-        None
-    }
+/// `replicas` of them, judged when a ConfigMap is first seen in the API server
+/// (reconsim's ready checker; a scale-down's moment of too many is not a violation).
+pub fn max_configmaps() -> AtMostReplicas {
+    let kind = kind_of::<ConfigSet>();
+    AtMostReplicas::new(MAX_CONFIGMAPS, kind, kind_of::<ConfigMap>(), replicas)
 }
 
 /// The desired state: every ConfigSet has exactly `replicas` ConfigMaps and says so in
@@ -180,7 +143,7 @@ impl Check for MaxConfigMaps {
 pub fn converged(view: &View<'_>) -> Result<(), String> {
     let sets: Vec<&Arc<Object>> = view.api.list(kind_of::<ConfigSet>()).collect();
     for cs in &sets {
-        let have = active(view, cs).len();
+        let have = active(view, cs);
         let Some(c) = wire::decode::<ConfigSet>(cs) else {
             return Err(format!("ConfigSet {} does not decode", cs.meta.name));
         };
@@ -222,7 +185,7 @@ pub fn extensions() -> Extensions {
     });
     Extensions::new()
         .controller(hooks(program))
-        .invariant(MAX_CONFIGMAPS, || Box::new(MaxConfigMaps::default()))
+        .invariant(MAX_CONFIGMAPS, || Box::new(max_configmaps()))
         .host(reconsim_kube::intercept::host)
 }
 
@@ -232,7 +195,7 @@ pub fn extensions_reconcile_only() -> Extensions {
     let reconcilers = Custom::reconcilers(NAME, |p: &Params| vec![reconciler(p.variant)]);
     Extensions::new()
         .controller(hooks(reconcilers))
-        .invariant(MAX_CONFIGMAPS, || Box::new(MaxConfigMaps::default()))
+        .invariant(MAX_CONFIGMAPS, || Box::new(max_configmaps()))
 }
 
 /// The entry's objects, actions and desired state, on either path.
@@ -247,7 +210,7 @@ fn hooks(controller: Custom<Params>) -> Custom<Params> {
                 ));
             };
             let kind = kind_of::<ConfigSet>();
-            let key = ObjectKey::new(kind, &cs.namespace, &cs.name);
+            let key = ObjectKey::new(kind, &cs.name.namespace, &cs.name.name);
             Ok(match a.replicas {
                 Some(n) => reconsim_kube::write::merge(
                     kinds().served(kind).expect("served"),

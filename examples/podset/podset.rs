@@ -40,8 +40,10 @@
 //! skipped for expectations requeues itself at their expiry (the real controller is woken
 //! by its informers' resync).
 
-use reconsim::check::{Check, View, Violation};
+use reconsim::check::View;
+use reconsim::check::replicas::{AtMostReplicas, controlled};
 use reconsim::family::ParamError;
+use reconsim::family::params::NamespacedName;
 use reconsim::scenario::build::PAUSE_IMAGE;
 use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::sim::SimTime;
@@ -90,24 +92,20 @@ pub struct Params {
     pub podsets: Vec<PodSetParams>,
 }
 
+/// A PodSet at t = 0.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PodSetParams {
-    pub name: String,
-    #[serde(default = "default_namespace")]
-    pub namespace: String,
+    /// `web`, or `namespace/web`.
+    pub name: NamespacedName,
     pub replicas: u32,
-}
-
-fn default_namespace() -> String {
-    "default".to_string()
 }
 
 /// A `custom` workload action's `params`: scale a PodSet.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScaleParams {
-    pub podset: String,
+    pub podset: NamespacedName,
     pub replicas: u32,
 }
 
@@ -152,26 +150,12 @@ fn spec(name: &str, replicas: u32) -> PodSetSpec {
 /// The PodSet object `p` as the API server holds it at t = 0.
 pub fn podset_object(p: &PodSetParams) -> Object {
     Object::new(
-        ObjectMeta::named(&p.namespace, &p.name),
+        ObjectMeta::named(&p.name.namespace, &p.name.name),
         PodSet {
-            spec: spec(&p.name, p.replicas),
+            spec: spec(&p.name.name, p.replicas),
             status: Default::default(),
         },
     )
-}
-
-/// The Pods `podset` controls (controller reference to its uid) among `pods`.
-pub fn owned<'a>(
-    pods: impl Iterator<Item = &'a Arc<Object>>,
-    podset: &Object,
-) -> Vec<&'a Arc<Object>> {
-    pods.filter(|p| p.meta.namespace == podset.meta.namespace)
-        .filter(|p| {
-            p.meta
-                .controller_ref()
-                .is_some_and(|r| r.uid == podset.meta.uid)
-        })
-        .collect()
 }
 
 /// FilterActivePods: not deleting, not Succeeded or Failed.
@@ -404,53 +388,20 @@ pub fn controller(variant: Variant) -> Box<dyn Reconciler> {
 // ----- the invariant and the desired state --------------------------------------------
 
 /// `podset_max_pods`: a Pod never appears while its PodSet already has `replicas` active
-/// Pods. Judged when a Pod is first seen in the API server (right after the write that
-/// created it): the active Pods, the new one included, must not exceed replicas. A
-/// scale-down makes a PodSet briefly have more active Pods than replicas; that is not a
-/// violation, only a create on top of it is (so a scenario scales down only when no
-/// create can be in flight).
-#[derive(Clone, Debug, Default)]
-pub struct MaxPods {
-    seen: BTreeSet<Uid>,
-}
-
-impl Check for MaxPods {
-    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        for podset in view.api.list(PodSet::KIND) {
-            let pods = owned(view.api.list(Pod::KIND), podset);
-            let mut fresh = false;
-            for p in &pods {
-                fresh |= self.seen.insert(p.meta.uid) && is_active(p);
-            }
-            if !fresh {
-                continue;
-            }
-            let active: Vec<&&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
-            let want = replicas(podset);
-            if active.len() > want as usize {
-                let mut objects = vec![format!("PodSet {}", podset.meta.name)];
-                objects.extend(active.iter().map(|p| format!("Pod {}", p.meta.name)));
-                return Some(Violation {
-                    invariant: MAX_PODS.into(),
-                    time: view.now,
-                    message: format!(
-                        "PodSet {} has {} active Pods, replicas is {want}",
-                        podset.meta.name,
-                        active.len()
-                    ),
-                    objects,
-                });
-            }
-        }
-        None
-    }
+/// Pods, judged when a Pod is first seen in the API server (reconsim's ready checker;
+/// a scale-down's moment of too many is not a violation, only a create on top of it).
+pub fn max_pods() -> AtMostReplicas {
+    AtMostReplicas::new(MAX_PODS, PodSet::KIND, Pod::KIND, replicas)
+        .live(is_active)
+        .counted_as("active Pods")
 }
 
 /// The desired state: every PodSet has exactly `replicas` active Pods, all Running.
 pub fn converged(view: &View<'_>) -> Result<(), String> {
     for podset in view.api.list(PodSet::KIND) {
-        let pods = owned(view.api.list(Pod::KIND), podset);
-        let active: Vec<&&Arc<Object>> = pods.iter().filter(|p| is_active(p)).collect();
+        let active: Vec<&Arc<Object>> = controlled(view.api.list(Pod::KIND), podset)
+            .filter(|p| is_active(p))
+            .collect();
         let want = replicas(podset) as usize;
         if active.len() != want {
             return Err(format!(
@@ -486,9 +437,9 @@ pub fn extensions() -> Extensions {
                 ));
             };
             Ok(ApiOp::Patch {
-                key: ObjectKey::new(PodSet::KIND, &ps.namespace, &ps.name),
+                key: ObjectKey::new(PodSet::KIND, &ps.name.namespace, &ps.name.name),
                 ops: vec![PatchOp::Spec(Body::new(PodSet {
-                    spec: spec(&ps.name, a.replicas),
+                    spec: spec(&ps.name.name, a.replicas),
                     status: Default::default(),
                 }))],
                 resource_version: None,
@@ -497,5 +448,5 @@ pub fn extensions() -> Extensions {
         .convergence(converged);
     Extensions::new()
         .controller(podset)
-        .invariant(MAX_PODS, || Box::new(MaxPods::default()))
+        .invariant(MAX_PODS, || Box::new(max_pods()))
 }

@@ -9,10 +9,12 @@
 //! - [`invariant`]: the `Check` trait and the checker that runs one by name.
 //! - [`view`]: what checkers may read.
 //! - [`violation`]: a violation: which invariant, when, what, which objects.
+//! - [`replicas`]: a checker ready to use, "at most `replicas` live children per owner".
 //!
 //! The families bring their own checkers (crates/families/*/src/invariants.rs).
 
 pub mod invariant;
+pub mod replicas;
 pub mod view;
 pub mod violation;
 

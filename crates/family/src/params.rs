@@ -85,6 +85,71 @@ pub fn parse<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ParamE
     })
 }
 
+/// A namespaced object's name in a file: `"web"` (in `default`) or `"prod/web"`.
+///
+/// ```
+/// use reconsim_family::params::{NamespacedName, parse};
+///
+/// let web: NamespacedName = parse(&serde_json::json!("web")).unwrap();
+/// assert_eq!((web.namespace.as_str(), web.name.as_str()), ("default", "web"));
+/// let db: NamespacedName = parse(&serde_json::json!("prod/db")).unwrap();
+/// assert_eq!(db.to_string(), "prod/db");
+/// assert!(parse::<NamespacedName>(&serde_json::json!("a/b/c")).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct NamespacedName {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl NamespacedName {
+    /// The namespace a bare name is in.
+    pub const DEFAULT_NAMESPACE: &'static str = "default";
+
+    pub fn new(namespace: &str, name: &str) -> Self {
+        NamespacedName {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl TryFrom<String> for NamespacedName {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, String> {
+        let (namespace, name) = match s.split_once('/') {
+            Some((ns, name)) => (ns, name),
+            None => (Self::DEFAULT_NAMESPACE, s.as_str()),
+        };
+        if namespace.is_empty() || name.is_empty() || name.contains('/') {
+            return Err(format!("`name` or `namespace/name`, not `{s}`"));
+        }
+        Ok(NamespacedName {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl From<NamespacedName> for String {
+    fn from(n: NamespacedName) -> String {
+        n.to_string()
+    }
+}
+
+/// `name` in the default namespace, else `namespace/name`: as files write it.
+impl fmt::Display for NamespacedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace == Self::DEFAULT_NAMESPACE {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
 /// An inclusive range `[lo, hi]` drawn uniformly; written `[lo, hi]` in files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "[u64; 2]", into = "[u64; 2]")]
