@@ -4,8 +4,8 @@
 //! That exact shape is rare in the model (about 2 % of runs; 4 and 4 is common):
 //! tests/report_shapes.rs measures it.
 
+use reconsim::cloud::InstanceState;
 use reconsim::families::builtin;
-use reconsim::families::cloud::InstanceState;
 use reconsim::scenario::build::build;
 use reconsim::scenario::{faults, library};
 use reconsim::sim::{SimTime, TraceMode};
@@ -27,7 +27,7 @@ fn peaks(name: &str, seed: u64) -> (usize, usize) {
         let view = reconsim::scenario::runner::view(&world);
         machines = machines.max(view.api.list(Machine::KIND).count());
         instances = instances.max(
-            reconsim::families::cloud::instances(&view, &mut None)
+            reconsim::cloud::instances(&view, &mut None)
                 .filter(|i| {
                     !matches!(
                         i.state,
@@ -130,7 +130,7 @@ fn only_nodes_a_machine_waits_for_join_and_the_others_pile_up_csrs() {
             );
         }
         let csrs = view.api.list(CertificateSigningRequest::KIND).count();
-        let booted = reconsim::families::cloud::instances(&view, &mut None)
+        let booted = reconsim::cloud::instances(&view, &mut None)
             .filter(|i| i.state == InstanceState::Running)
             .count();
         if booted > joined.len() {

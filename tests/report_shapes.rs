@@ -15,10 +15,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use reconsim::cloud::InstanceState;
 use reconsim::families::builtin;
 use reconsim::families::capi::KcpSpec;
 use reconsim::families::capi::KcpVariant;
-use reconsim::families::cloud::InstanceState;
 use reconsim::families::mco::model::McoMachine;
 use reconsim::scenario::build::build;
 use reconsim::scenario::{Scenario, faults, library};
@@ -56,7 +56,7 @@ struct MachineApiShape {
 /// Live means pending, running, stopping or stopped: what the AWS console of the report
 /// lists and what a bill counts; shutting-down and terminated are not.
 fn live_instances(view: &reconsim::check::View<'_>) -> usize {
-    reconsim::families::cloud::instances(view, &mut None)
+    reconsim::cloud::instances(view, &mut None)
         .filter(|i| {
             !matches!(
                 i.state,

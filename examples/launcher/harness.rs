@@ -4,7 +4,7 @@
 //! instances. This file is the only one that imports reconsim.
 
 use crate::launcher::{self, Cloud, CloudError, Launch, VirtualMachine, VirtualMachineSpec};
-use reconsim::families::cloud::{self as sim_cloud, Ec2, InstanceState};
+use reconsim::cloud::{self as sim_cloud, Ec2, InstanceState};
 use reconsim::prelude::*;
 use reconsim_kube::kinds::Kinds;
 use reconsim_kube::{Handle, KubeBridge};

@@ -4,9 +4,10 @@
 //! - [`sim`]: the kernel (virtual time, seeded streams, processes, network, faults, trace).
 //! - [`world`]: the generic cluster: open object model, API server, informers, leases,
 //!   nodes, kubelets, the controller host and the component interface.
-//! - [`families`]: the builtin families (machine-api, Cluster API, MCO and the cloud
-//!   they share): kinds, components, controllers with their buggy and fixed variants,
-//!   invariants, and their registry ([`families::builtin`]).
+//! - [`cloud`]: the EC2-like cloud every world runs (process 1), which families share.
+//! - [`families`]: the builtin families (machine-api, Cluster API, MCO): kinds,
+//!   components, controllers with their buggy and fixed variants, invariants, and their
+//!   registry ([`families::builtin`]).
 //! - [`check`]: invariants and convergence checks.
 //! - [`family`]: the family interface every family implements, builtin or a user's.
 //! - [`scenario`]: scenario files, the runner, fuzzing, replay and shrinking; users'
@@ -98,15 +99,17 @@ pub mod shipped {
 }
 
 pub use reconsim_check as check;
+pub use reconsim_cloud as cloud;
 pub use reconsim_family as family;
 pub use reconsim_scenario as scenario;
 pub use reconsim_sim as sim;
 pub use reconsim_world as world;
 
 /// The builtin families: the seed incidents' kinds, components, controllers and
-/// invariants, and the cloud they share.
+/// invariants.
 pub mod families {
     pub use reconsim_capi as capi;
+    /// The cloud every world runs, also at [`crate::cloud`] (it is core, not a family).
     pub use reconsim_cloud as cloud;
     pub use reconsim_machineapi as machineapi;
     pub use reconsim_mco as mco;

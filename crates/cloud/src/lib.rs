@@ -1,5 +1,9 @@
 //! The simulated cloud provider (EC2-like): instances, eventual consistency, node join.
 //!
+//! Core, not a family: every world runs it as process 1 (the scenario format's `cloud`
+//! section and its two faults are top level), and families share it (machine-api and
+//! KCP launch through it, a user's program reaches it through `Services::cloud`).
+//!
 //! One process ([`Cloud`], a [`Component`]) owns every instance ([`node_lifecycle`] is
 //! the cluster's controller that deletes the Nodes of gone instances); clients talk to it over
 //! the network (a [`CloudOp`] in a `Msg::Request`, the [`CloudResult`] back in a
