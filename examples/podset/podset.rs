@@ -237,6 +237,8 @@ impl std::fmt::Display for Failed {
     }
 }
 
+impl std::error::Error for Failed {}
+
 /// One reconcile of a PodSet: read the cache, observe, decide, act, write status. An
 /// error is returned after the status write, as manageReplicas's is.
 pub async fn reconcile(podset: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, Failed> {

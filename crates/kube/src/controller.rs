@@ -33,6 +33,7 @@ use reconsim_world::manager::{
     Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
 };
 use reconsim_world::object::{Kind, Object, ObjectKey};
+use reconsim_world::reconcile_error::{ReconcileError, Unexpected};
 use serde::de::DeserializeOwned;
 use std::collections::VecDeque;
 use std::fmt;
@@ -188,10 +189,38 @@ fn response(status: u16, body: &serde_json::Value) -> http::Response<WireBody> {
         .expect("a status code and a header make a response")
 }
 
+/// Why the adapter ended a reconcile in error when the reconcile itself did not fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriveError {
+    /// The cached object is not served on the wire, or does not decode as the
+    /// controller's type.
+    Undecodable(String),
+    /// kube's `Action` (its `Debug`) whose delay this reconsim cannot read: a kube
+    /// version it does not know.
+    UnknownAction(String),
+    /// The reconcile did what reconsim cannot drive (never waits, awaits something
+    /// else than its client and tokio's timers, makes endless immediate requests).
+    Unsupported(String),
+}
+
+impl std::fmt::Display for DriveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DriveError::Undecodable(m) | DriveError::Unsupported(m) => f.write_str(m),
+            DriveError::UnknownAction(action) => write!(
+                f,
+                "cannot read the delay of kube's {action} (a kube version this reconsim does not know)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DriveError {}
+
 /// The delay of kube-runtime's `Action`, whose field is private: read from its `Debug`
 /// (`Action { requeue_after: Some(1.5s) }`) and checked by rebuilding it, so a change
 /// of kube's format is an error, never a wrong delay.
-pub fn requeue_after(action: &Action) -> Result<Option<Duration>, String> {
+pub fn requeue_after(action: &Action) -> Result<Option<Duration>, DriveError> {
     if *action == Action::await_change() {
         return Ok(None);
     }
@@ -202,9 +231,7 @@ pub fn requeue_after(action: &Action) -> Result<Option<Duration>, String> {
         .and_then(|(d, _)| parse_duration(d));
     match parsed {
         Some(d) if Action::requeue(d) == *action => Ok(Some(d)),
-        _ => Err(format!(
-            "cannot read the delay of kube's {text} (a kube version this reconsim does not know)"
-        )),
+        _ => Err(DriveError::UnknownAction(text)),
     }
 }
 
@@ -259,7 +286,7 @@ where
                     )
                 })
             })
-            .map_err(Step::Error)?;
+            .map_err(|m| Step::error(DriveError::Undecodable(m)))?;
         let object = Arc::new(decoded);
         let outcome: Outcome<E> = Arc::default();
         let context = &self.context;
@@ -287,7 +314,7 @@ where
     fn pump(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
         for _ in 0..ANSWERS_PER_STEP_MAX {
             let (Some(run), Some(live)) = (&mut self.running, &mut self.live) else {
-                return Step::Error("no reconcile in progress".into());
+                return Step::protocol("no reconcile in progress");
             };
             live.scope.set_time(ctx.true_now, ctx.now);
             let park = live.driver.step(&mut live.scope);
@@ -309,17 +336,17 @@ where
                     Park::Timer { after_ms } => Step::Sleep { ms: after_ms },
                     Park::Busy => {
                         self.running = None;
-                        Step::Error(
+                        Step::error(DriveError::Unsupported(
                             "the reconcile never waits (a task polls without an await that waits)"
                                 .into(),
-                        )
+                        ))
                     }
                     Park::Idle => {
                         self.running = None;
-                        Step::Error(
+                        Step::error(DriveError::Unsupported(
                             "the reconcile awaited something reconsim does not drive (only its client's requests and tokio's timers are; docs/kube.md)"
                                 .into(),
-                        )
+                        ))
                     }
                 };
             };
@@ -353,9 +380,9 @@ where
             }
         }
         self.running = None;
-        Step::Error(format!(
+        Step::error(DriveError::Unsupported(format!(
             "the reconcile made {ANSWERS_PER_STEP_MAX} requests in a row that reconsim answers at once (unsupported ones?)"
-        ))
+        )))
     }
 
     fn ended(
@@ -369,24 +396,23 @@ where
                 Ok(after) => Step::Done {
                     requeue_after_ms: after.map(ms_ceil),
                 },
-                Err(e) => Step::Error(e),
+                Err(e) => Step::error(e),
             },
             Err(e) => {
                 let Some(live) = &mut self.live else {
-                    return Step::Error("no reconcile in progress".into());
+                    return Step::protocol("no reconcile in progress");
                 };
                 let policy = &self.error_policy;
                 let action = live
                     .driver
                     .enter(&mut live.scope, || policy(object, &e, live.ctx.clone()));
-                let reason = e.to_string();
-                ctx.note(|| format!("error_policy after: {reason}"));
+                ctx.note(|| format!("error_policy after: {e}"));
                 match requeue_after(&action) {
                     Ok(after) => Step::Failed {
-                        reason,
+                        reason: ReconcileError::new(e),
                         requeue_after_ms: after.map(ms_ceil),
                     },
-                    Err(e) => Step::Error(e),
+                    Err(e) => Step::error(e),
                 }
             }
         }
@@ -440,7 +466,7 @@ where
             Some(reply) => {
                 let Some((answer, shape)) = self.running.as_mut().and_then(|r| r.pending.take())
                 else {
-                    return Step::Error("a reply without a request in progress".into());
+                    return Step::protocol("a reply without a request in progress");
                 };
                 match reply {
                     Reply::Api(result) => {
@@ -453,8 +479,9 @@ where
                     Reply::TimedOut => drop(answer),
                     other => {
                         self.running = None;
-                        return Step::Error(format!(
-                            "a reply reconsim-kube never asked for: {other:?}"
+                        return Step::error(Unexpected::new(
+                            "a reply reconsim-kube never asked for",
+                            &other,
                         ));
                     }
                 }

@@ -17,6 +17,7 @@
 //! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
 //! - [`component`]: families' own processes, messages and timers (open components).
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
+//! - [`reconcile_error`]: a reconcile's error, typed until its note is written.
 //! - [`runtime`]: reconcilers in kube-runtime's shape (async `reconcile`, `error_policy`,
 //!   `Api<K>`, `Store`), polled by the manager over its step machine.
 //! - [`script`]: a scripted client for user actions and tests.
@@ -36,6 +37,7 @@ pub mod manager;
 pub mod msg;
 pub mod object;
 pub mod proc;
+pub mod reconcile_error;
 pub mod runtime;
 pub mod script;
 pub mod workloads;

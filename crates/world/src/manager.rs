@@ -31,6 +31,7 @@ use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
 use crate::proc::{Endpoints, WorldCtx};
+use crate::reconcile_error::{Protocol, ReconcileError};
 use reconsim_sim::{ProcId, SimRng, SimTime};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -114,12 +115,12 @@ pub enum Step {
     /// (controller-runtime's `Result{RequeueAfter}`).
     Done { requeue_after_ms: Option<u64> },
     /// The reconcile failed: requeue with backoff (controller-runtime's rate limiter).
-    Error(String),
+    Error(ReconcileError),
     /// The reconcile failed and its error policy said when to retry (kube-runtime's
     /// `error_policy`, [`crate::runtime`]): noted as an error, requeued after
     /// `requeue_after_ms` if set.
     Failed {
-        reason: String,
+        reason: ReconcileError,
         requeue_after_ms: Option<u64>,
     },
     /// The reconcile ended asking to run again after the per-item backoff
@@ -144,6 +145,16 @@ impl Step {
         Step::Done {
             requeue_after_ms: Some(ms),
         }
+    }
+
+    /// The reconcile failed with `error`, requeued with backoff.
+    pub fn error(error: impl std::error::Error + 'static) -> Self {
+        Step::Error(ReconcileError::new(error))
+    }
+
+    /// The reconcile's protocol with the manager broke (see [`Protocol`]).
+    pub fn protocol(what: &'static str) -> Self {
+        Step::error(Protocol(what))
     }
 }
 
@@ -856,22 +867,25 @@ impl Manager {
                 let (how, reason, requeue) = match &end {
                     Step::Done { requeue_after_ms } => {
                         c.queue.forget(&key);
-                        ("", "", *requeue_after_ms)
+                        ("", None, *requeue_after_ms)
                     }
-                    Step::Error(reason) => {
-                        (" in error: ", reason.as_str(), Some(c.queue.fail(&key)))
+                    Step::Error(reason) => (" in error: ", Some(reason), Some(c.queue.fail(&key))),
+                    Step::RateLimited => {
+                        (", requeued rate-limited", None, Some(c.queue.fail(&key)))
                     }
-                    Step::RateLimited => (", requeued rate-limited", "", Some(c.queue.fail(&key))),
                     Step::Failed {
                         reason,
                         requeue_after_ms,
-                    } => (" in error: ", reason.as_str(), *requeue_after_ms),
+                    } => (" in error: ", Some(reason), *requeue_after_ms),
                     Step::Call(_) | Step::Sleep { .. } | Step::Crash { .. } => {
                         unreachable!("matched above")
                     }
                 };
                 let name = c.reconciler.name();
-                ctx.note(|| format!("{name} reconcile of {key} ends{how}{reason}"));
+                ctx.note(|| {
+                    let reason = reason.map(ToString::to_string).unwrap_or_default();
+                    format!("{name} reconcile of {key} ends{how}{reason}")
+                });
                 c.queue.done();
                 if let Some(ms) = requeue {
                     self.add_after(i, key, ms, ctx);

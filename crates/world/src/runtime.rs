@@ -35,6 +35,7 @@ use crate::fault::FailpointAction;
 use crate::informer::Cache;
 use crate::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner};
 use crate::object::{Body, Kind, Object, ObjectKey, Resource, Uid};
+use crate::reconcile_error::ReconcileError;
 use reconsim_sim::{ProcId, SimRng, SimTime};
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -681,7 +682,7 @@ impl Controller {
     ) -> Box<dyn Reconciler>
     where
         C: 'static,
-        E: fmt::Display + 'static,
+        E: std::error::Error + 'static,
         F: Fn(Arc<Object>, Arc<C>) -> Fut + 'static,
         Fut: Future<Output = Result<Action, E>> + 'static,
         P: Fn(Arc<Object>, &E, Arc<C>) -> Action + 'static,
@@ -731,7 +732,7 @@ impl<C, E, F, P, M> fmt::Debug for Adapter<C, E, F, P, M> {
 impl<C, E, F, Fut, P, M> Reconciler for Adapter<C, E, F, P, M>
 where
     C: 'static,
-    E: fmt::Display + 'static,
+    E: std::error::Error + 'static,
     F: Fn(Arc<Object>, Arc<C>) -> Fut + 'static,
     Fut: Future<Output = Result<Action, E>> + 'static,
     P: Fn(Arc<Object>, &E, Arc<C>) -> Action + 'static,
@@ -778,7 +779,7 @@ where
             Some(reply) => *self.link.reply.borrow_mut() = Some(reply),
         }
         let Some((_, future, _)) = &mut self.running else {
-            return Step::Error("a reply without a reconcile in progress".into());
+            return Step::protocol("a reply without a reconcile in progress");
         };
         self.link.ctx.set(ctx as *mut ReconcileCtx<'_> as *mut ());
         let polled = future
@@ -792,9 +793,8 @@ where
                 Some(Effect::Crash(restart_after_ms)) => Step::Crash { restart_after_ms },
                 None => {
                     self.running = None;
-                    Step::Error(
-                        "the reconcile awaited something reconsim does not drive (only its clients' requests are)"
-                            .into(),
+                    Step::protocol(
+                        "the reconcile awaited something reconsim does not drive (only its clients' requests are)",
                     )
                 }
             },
@@ -812,9 +812,9 @@ where
                         let action = (self.error_policy)(object, &e, self.ctx.clone());
                         self.link.ctx.set(std::ptr::null_mut());
                         match action.next {
-                            Next::RateLimited => Step::Error(e.to_string()),
+                            Next::RateLimited => Step::error(e),
                             next => Step::Failed {
-                                reason: e.to_string(),
+                                reason: ReconcileError::new(e),
                                 requeue_after_ms: match next {
                                     Next::After(ms) => Some(ms),
                                     _ => None,

@@ -702,9 +702,9 @@ fn requeue_after_reconciles_again_exactly_after_the_delay() {
 fn errors_requeue_with_doubling_backoff_capped_and_success_forgets() {
     // 22 failures (5 ms doubling reaches the 1000 s cap at the 19th), one success that
     // requeues after 1 s, then failures again: the first retry is back at 5 ms.
-    let mut plans = vec![Plan::ending(Step::Error("boom".into())); 22];
+    let mut plans = vec![Plan::ending(failed("boom")); 22];
     plans.push(Plan::ending(Step::requeue_after(1_000)));
-    plans.push(Plan::ending(Step::Error("again".into())));
+    plans.push(Plan::ending(failed("again")));
     let mut w = world(
         3,
         vec![],
@@ -1087,7 +1087,7 @@ fn same_seed_gives_the_same_trace_hash() {
                 elected(
                     "m1",
                     Recorder::widget_sets(vec![
-                        Plan::ending(Step::Error("x".into())).gets(1),
+                        Plan::ending(failed("x")).gets(1),
                         Plan::ending(Step::requeue_after(700)).sleep(300),
                     ]),
                 ),
@@ -1135,4 +1135,20 @@ fn a_restarted_leader_is_a_new_candidate_and_waits_its_old_lease_out() {
     w.sim.run_until(SimTime::from_secs(40));
     assert!(manager(&w.sim, m0).running());
     assert_eq!(holder(&w).as_deref(), Some("m0_2"));
+}
+
+/// A reconcile's error of the test's own.
+#[derive(Debug)]
+struct Boom(&'static str);
+
+impl std::fmt::Display for Boom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Boom {}
+
+fn failed(what: &'static str) -> Step {
+    Step::error(Boom(what))
 }

@@ -67,6 +67,7 @@ use reconsim_world::object::{
     Body, Kind, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
 };
 use reconsim_world::object::{Node, Resource};
+use reconsim_world::reconcile_error::Unexpected;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -103,6 +104,27 @@ pub struct KcpOptions {
     pub workload_client_ms_min: u64,
     pub workload_client_ms_max: u64,
 }
+
+/// The KCP controller's own errors (upstream's names where it has them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KcpError {
+    /// selectMachineForScaleDown found no Machine to delete.
+    NoMachineToDelete,
+    /// Removing the etcd member would leave the control plane below its minimum
+    /// (kubeadm's `ErrControlPlaneMinNodes`).
+    ControlPlaneMinNodes,
+}
+
+impl std::fmt::Display for KcpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KcpError::NoMachineToDelete => "failed to pick control plane Machine to delete",
+            KcpError::ControlPlaneMinNodes => "ErrControlPlaneMinNodes",
+        })
+    }
+}
+
+impl std::error::Error for KcpError {}
 
 /// What reconcileHealth guards.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -405,7 +427,7 @@ impl KcpController {
         candidates: Vec<Arc<Object>>,
     ) -> Step {
         let Some(victim) = select_for_scale_down(&candidates) else {
-            return Step::Error("failed to pick control plane Machine to delete".into());
+            return Step::error(KcpError::NoMachineToDelete);
         };
         if self.options.scale_down_checks_deleting_first {
             // v0.3.3 built the workload client before the early check.
@@ -564,15 +586,15 @@ impl Reconciler for KcpController {
         match std::mem::take(&mut self.phase) {
             // Never waits on a reply: the decision is taken when the client is built.
             Phase::Idle | Phase::UpgradeByCount { .. } | Phase::ScaleDownEarly { .. } => {
-                Step::Error("reply without a reconcile in progress".into())
+                Step::protocol("reply without a reconcile in progress")
             }
             Phase::Connecting(next) => match reply {
                 Answer::Woke => self.issue(ctx, *next),
-                other => Step::Error(format!("while connecting: {other:?}")),
+                other => Step::error(Unexpected::new("while connecting", &other)),
             },
             Phase::UpgradeNodes { need } => {
                 let Some(nodes) = node_names(&reply) else {
-                    return Step::Error(format!("cluster status: {reply:?}"));
+                    return Step::error(Unexpected::new("cluster status", &reply));
                 };
                 let replicas = self.spec().replicas as usize;
                 ctx.note(|| {
@@ -594,7 +616,7 @@ impl Reconciler for KcpController {
             }
             Phase::HealthNodes { then } => {
                 let Some(nodes) = node_names(&reply) else {
-                    return Step::Error(format!("control plane health: {reply:?}"));
+                    return Step::error(Unexpected::new("control plane health", &reply));
                 };
                 // checkNodeNoExecuteCondition: a node with a NoExecute taint (e.g.
                 // unreachable) fails the check.
@@ -698,18 +720,18 @@ impl Reconciler for KcpController {
             }
             Phase::Create => match reply {
                 Answer::Api(Ok(_)) => Step::RateLimited,
-                other => Step::Error(format!("create machine: {other:?}")),
+                other => Step::error(Unexpected::new("create machine", &other)),
             },
             Phase::Forward { victim } => match reply {
                 Answer::Service(Ok(_)) => self.list_nodes(Phase::RemoveMemberNodes { victim }),
-                other => Step::Error(format!("failed to move leadership: {other:?}")),
+                other => Step::error(Unexpected::new("failed to move leadership", &other)),
             },
             Phase::RemoveMemberNodes { victim } => {
                 let Some(nodes) = node_names(&reply) else {
-                    return Step::Error(format!("remove etcd member: {reply:?}"));
+                    return Step::error(Unexpected::new("remove etcd member", &reply));
                 };
                 if nodes.len() < 2 {
-                    return Step::Error("ErrControlPlaneMinNodes".into());
+                    return Step::error(KcpError::ControlPlaneMinNodes);
                 }
                 let name = node_ref(&victim).expect("checked").to_string();
                 self.etcd_call(
@@ -720,11 +742,11 @@ impl Reconciler for KcpController {
             Phase::RemoveMember { victim } => match reply {
                 // TargetClusterControlPlaneIsHealthy before removing the Machine.
                 Answer::Service(Ok(_)) => self.connect(ctx, Phase::RemovedHealthNodes { victim }),
-                other => Step::Error(format!("failed to remove etcd member: {other:?}")),
+                other => Step::error(Unexpected::new("failed to remove etcd member", &other)),
             },
             Phase::RemovedHealthNodes { victim } => {
                 let Some(nodes) = node_names(&reply) else {
-                    return Step::Error(format!("control plane health: {reply:?}"));
+                    return Step::error(Unexpected::new("control plane health", &reply));
                 };
                 if any_no_execute(&reply) || !self.control_plane_healthy(ctx, &nodes) {
                     ctx.note(|| {
@@ -746,11 +768,11 @@ impl Reconciler for KcpController {
             }
             Phase::RemoveEndpoint { victim } => match reply {
                 Answer::Service(Ok(_)) => self.delete(&victim),
-                other => Step::Error(format!("failed to update kubeadm config: {other:?}")),
+                other => Step::error(Unexpected::new("failed to update kubeadm config", &other)),
             },
             Phase::Delete => match reply {
                 Answer::Api(Ok(_)) => Step::RateLimited,
-                other => Step::Error(format!("delete machine: {other:?}")),
+                other => Step::error(Unexpected::new("delete machine", &other)),
             },
         }
     }

@@ -35,6 +35,7 @@ use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::manager::{Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use reconsim_world::object::{Node, Resource};
+use reconsim_world::reconcile_error::Unexpected;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -310,7 +311,7 @@ impl Reconciler for CapiMachineController {
             }
             (Phase::RecordCreated, Answer::Api(Ok(_))) => Step::requeue_after(REQUEUE_INFRA_MS),
             (Phase::RecordNodeRef, Answer::Api(Ok(_))) => Step::done(),
-            (phase, reply) => Step::Error(format!("{phase:?} failed: {reply:?}")),
+            (phase, reply) => Step::error(Unexpected::new(format!("{phase:?} failed"), &reply)),
         }
     }
 

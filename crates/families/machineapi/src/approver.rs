@@ -65,6 +65,8 @@ impl std::fmt::Display for NotYet {
     }
 }
 
+impl std::error::Error for NotYet {}
+
 fn error_policy(_: Arc<Object>, _: &NotYet, _: Arc<Ctx>) -> Action {
     Action::rate_limited()
 }

@@ -15,7 +15,18 @@
 //! - [`section`]: the family in scenario files ([`MachineApi`], `controllers.machine_api`):
 //!   its MachineSets, its controllers as pods, the `scale_machine_set` action.
 //!
-//! The cloud its Machine controller calls is the [`reconsim_cloud`] family's.
+//! The cloud its Machine controller calls is the world's ([`reconsim_cloud`]).
+//!
+//! A binary registers it by value; scenario files name its section and invariants:
+//!
+//! ```
+//! use reconsim_family::Family;
+//!
+//! let family = reconsim_machineapi::MachineApi;
+//! assert_eq!(family.name(), "machine_api");
+//! let invariants: Vec<String> = family.invariants().into_iter().map(|c| c.name).collect();
+//! assert!(invariants.iter().any(|n| n == "no_duplicate_machines"));
+//! ```
 
 pub mod approver;
 pub mod invariants;

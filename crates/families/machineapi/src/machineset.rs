@@ -46,6 +46,8 @@ impl std::fmt::Display for SyncError {
     }
 }
 
+impl std::error::Error for SyncError {}
+
 /// The MachineSet controller (For(MachineSet), Owns(Machine)). It keeps nothing between
 /// reconciles: its context is its client.
 pub fn controller() -> Box<dyn Reconciler> {

@@ -48,6 +48,7 @@ use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
 use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
 use reconsim_world::object::{Kind, Object, ObjectKey, selector_matches};
 use reconsim_world::object::{Node, Resource};
+use reconsim_world::reconcile_error::Unexpected;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -115,7 +116,7 @@ pub struct RenderController {
     pool: Option<Arc<Object>>,
     name: String,
     content: std::collections::BTreeMap<String, String>,
-    error: Option<String>,
+    error: Option<Unexpected>,
     /// Configs this controller deleted (observation for tests).
     pub deleted: Vec<String>,
 }
@@ -307,7 +308,7 @@ impl RenderController {
     fn finish(&mut self) -> Step {
         self.phase = Phase::Idle;
         match self.error.take() {
-            Some(e) => Step::Error(e),
+            Some(e) => Step::error(e),
             None => Step::done(),
         }
     }
@@ -365,18 +366,18 @@ impl Reconciler for RenderController {
             return self.start(ctx);
         };
         match std::mem::take(&mut self.phase) {
-            Phase::Idle => Step::Error("reply without a reconcile in progress".into()),
+            Phase::Idle => Step::protocol("reply without a reconcile in progress"),
             Phase::Delaying => self.start(ctx),
             Phase::Creating => match reply {
                 Reply::Api(Ok(_)) | Reply::Api(Err(ApiError::AlreadyExists)) => self.target(ctx),
-                other => Step::Error(format!("creating {}: {other:?}", self.name)),
+                other => Step::error(Unexpected::new(format!("creating {}", self.name), &other)),
             },
             Phase::Targeting => match reply {
                 Reply::Api(Ok(ApiOk::Object(pool))) => {
                     self.pool = Some(pool);
                     self.collect(ctx)
                 }
-                other => Step::Error(format!("updating pool status: {other:?}")),
+                other => Step::error(Unexpected::new("updating pool status", &other)),
             },
             Phase::Collecting { ops, next } => {
                 match (&ops[next], reply) {
@@ -386,7 +387,7 @@ impl Reconciler for RenderController {
                     (_, Reply::Api(Ok(_) | Err(ApiError::NotFound))) => {}
                     (op, other) => {
                         self.error
-                            .get_or_insert_with(|| format!("gc {op:?}: {other:?}"));
+                            .get_or_insert_with(|| Unexpected::new(format!("gc {op:?}"), &other));
                     }
                 }
                 if next + 1 < ops.len() {
@@ -430,7 +431,7 @@ pub struct NodeController {
     pool: Option<Arc<Object>>,
     target: String,
     moves: Vec<ObjectKey>,
-    error: Option<String>,
+    error: Option<Unexpected>,
 }
 
 impl NodeController {
@@ -525,7 +526,7 @@ impl NodeController {
     fn finish(&mut self) -> Step {
         self.phase = NodePhase::Idle;
         match self.error.take() {
-            Some(e) => Step::Error(e),
+            Some(e) => Step::error(e),
             None => Step::done(),
         }
     }
@@ -554,16 +555,16 @@ impl Reconciler for NodeController {
             return self.start(ctx);
         };
         match std::mem::take(&mut self.phase) {
-            NodePhase::Idle => Step::Error("reply without a reconcile in progress".into()),
+            NodePhase::Idle => Step::protocol("reply without a reconcile in progress"),
             NodePhase::Status => match reply {
                 Reply::Api(Ok(_)) => self.move_nodes(),
                 // A stale pool (the render controller wrote it): start over.
-                other => Step::Error(format!("updating pool status: {other:?}")),
+                other => Step::error(Unexpected::new("updating pool status", &other)),
             },
             NodePhase::Moving { nodes, next } => {
                 if !matches!(reply, Reply::Api(Ok(_))) {
                     self.error
-                        .get_or_insert_with(|| format!("setting desiredConfig: {reply:?}"));
+                        .get_or_insert_with(|| Unexpected::new("setting desiredConfig", &reply));
                 }
                 if next + 1 < nodes.len() {
                     self.phase = NodePhase::Moving {
