@@ -16,8 +16,20 @@
 //!   variants, the KubeadmControlPlane at t = 0, the processes, the `scale_kcp` and
 //!   `upgrade_kcp` actions.
 //!
-//! The cloud its Machine controller and its etcd model call is the [`reconsim_cloud`]
-//! family's.
+//! The cloud its Machine controller and its etcd model call is the world's
+//! ([`reconsim_cloud`]).
+//!
+//! A binary registers it by value; scenario files name its section and invariants:
+//!
+//! ```
+//! use reconsim_capi::invariants::NewMachines;
+//! use reconsim_family::Family;
+//!
+//! let family = reconsim_capi::Kcp;
+//! assert_eq!(family.name(), "kcp");
+//! let invariants: Vec<String> = family.invariants().into_iter().map(|c| c.name).collect();
+//! assert!(invariants.iter().any(|n| n == NewMachines::NO_CREATE_WHILE_DELETING));
+//! ```
 
 pub mod etcd;
 pub mod invariants;

@@ -11,6 +11,17 @@
 //!   check.
 //! - [`section`]: the family in scenario files ([`Mco`], `controllers.mco`): pools,
 //!   sources, machines, the controller's GC policy, the `create_machine_config` action.
+//!
+//! A binary registers it by value; scenario files name its section and invariants:
+//!
+//! ```
+//! use reconsim_family::Family;
+//!
+//! let family = reconsim_mco::Mco;
+//! assert_eq!(family.name(), "mco");
+//! let invariants: Vec<String> = family.invariants().into_iter().map(|c| c.name).collect();
+//! assert!(invariants.iter().any(|n| n == "no_missing_referenced_config"));
+//! ```
 
 pub mod controllers;
 pub mod invariants;
