@@ -26,7 +26,7 @@ use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::{Families, Scenario};
 use reconsim::world::component::Component;
 use reconsim_kube::KubeBridge;
-use reconsim_kube::kinds::{Kinds, kind_of};
+use reconsim_kube::kinds::{Kinds, ObjectError, kind_of};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -182,7 +182,7 @@ fn entry(name: &'static str, path: Path) -> Custom<Params> {
         }),
     };
     controller.objects(move |_| {
-        let object = |o: Result<_, String>| o.map_err(|e| ParamError::at("", e));
+        let object = |o: Result<_, ObjectError>| o.map_err(|e| ParamError::at("", e.to_string()));
         let mut objects = Vec::new();
         for name in MEMBERS {
             let mut m = Member::new(name, MemberSpec {});

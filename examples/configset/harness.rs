@@ -116,7 +116,7 @@ fn seed(p: &ConfigSetParams) -> Result<Object, ParamError> {
     cs.metadata.namespace = Some(p.name.namespace.clone());
     kinds()
         .object(&cs)
-        .map_err(|e| ParamError::at(".configsets", e))
+        .map_err(|e| ParamError::at(".configsets", e.to_string()))
 }
 
 /// The ConfigMaps `cs` controls that are not being deleted.

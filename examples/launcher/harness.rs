@@ -125,7 +125,9 @@ fn seed(name: &str) -> Result<Object, ParamError> {
         },
     );
     vm.metadata.namespace = Some("default".into());
-    kinds().object(&vm).map_err(|e| ParamError::at(".vms", e))
+    kinds()
+        .object(&vm)
+        .map_err(|e| ParamError::at(".vms", e.to_string()))
 }
 
 /// Everything this file adds to reconsim, by name.

@@ -210,23 +210,27 @@ impl Kinds {
 
     /// `object` as the world stores it (a test's or a scenario's seed object); an error
     /// for a kind not served or JSON the server would refuse.
-    pub fn object<K>(&self, object: &K) -> Result<reconsim_world::object::Object, String>
+    pub fn object<K>(&self, object: &K) -> Result<reconsim_world::object::Object, ObjectError>
     where
         K: kube::Resource<DynamicType = ()> + serde::Serialize,
         K::Scope: 'static,
     {
         let kind = kind_of::<K>();
-        let served = self
-            .served(kind)
-            .ok_or_else(|| format!("{kind} is not served (register it in Kinds)"))?;
-        let v = serde_json::to_value(object).map_err(|e| format!("{kind}: {e}"))?;
+        let served = self.served(kind).ok_or(ObjectError::NotServed(kind))?;
+        let v = serde_json::to_value(object).map_err(|e| ObjectError::Refused {
+            kind,
+            message: e.to_string(),
+        })?;
         let namespace = v["metadata"]["namespace"]
             .as_str()
             .unwrap_or("")
             .to_string();
         crate::wire::from_json(&v, served, &namespace)
             .map(|p| p.object)
-            .map_err(|r| format!("{kind}: {}", r.message))
+            .map_err(|r| ObjectError::Refused {
+                kind,
+                message: r.message,
+            })
     }
 
     /// Every served kind.
@@ -234,3 +238,26 @@ impl Kinds {
         self.by_path.values().copied()
     }
 }
+
+/// Why [`Kinds::object`] could not make a world object of a kube-rs one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectError {
+    /// The kind is not among the served ones (register it: `Kinds::new().crd::<K>()`).
+    NotServed(Kind),
+    /// Its JSON does not serialize, or the API server would refuse it (a bad name, a
+    /// missing field).
+    Refused { kind: Kind, message: String },
+}
+
+impl std::fmt::Display for ObjectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectError::NotServed(kind) => {
+                write!(f, "{kind} is not served (register it in Kinds)")
+            }
+            ObjectError::Refused { kind, message } => write!(f, "{kind}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for ObjectError {}
