@@ -35,7 +35,6 @@ use crate::object::{
 };
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -50,13 +49,7 @@ const GENERATE_NAME_PREFIX_MAX: usize = 58;
 /// A Pod's default grace period (terminationGracePeriodSeconds; semantics.md 3.6).
 pub const POD_GRACE_PERIOD_SECONDS_DEFAULT: u64 = 30;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// Run the garbage collector's sweep.
-    GcSweep,
-    /// Send the held watch events that are due.
-    ReleaseWatch,
-}
+pub use crate::timer::ApiServerTimer as Timer;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiServerConfig {

@@ -32,7 +32,6 @@ use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -48,17 +47,7 @@ pub const MIN_WATCH_TIMEOUT_MS: u64 = 300_000;
 /// How long a reflector waits for the answer to a list or watch-open request.
 pub const REQUEST_TIMEOUT_MS: u64 = READ_IDLE_TIMEOUT_MS + PING_TIMEOUT_MS;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// The connection health check of informer `id`.
-    Health { id: u32 },
-    /// Retry the list of reflector `index` of informer `id`.
-    Relist { id: u32, index: u32 },
-    /// Request `req` of reflector `index` of informer `id` is overdue if still pending.
-    Request { id: u32, index: u32, req: u64 },
-    /// Watch `watch_id` of reflector `index` of informer `id` reached its timeout.
-    WatchEnd { id: u32, index: u32, watch_id: u64 },
-}
+pub use crate::timer::InformerTimer as Timer;
 
 /// A read-only view of cached objects, ordered by key.
 #[derive(Clone, Debug, Default)]

@@ -58,40 +58,13 @@ use crate::object::{
 };
 use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{HostId, ProcId, SimTime, TimerId};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The namespace of node heartbeat Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// Renew the node Lease (the periodic heartbeat).
-    RenewLease { epoch: u32 },
-    /// Retry a failed Lease renew.
-    RetryLease { epoch: u32 },
-    /// Node status and pod housekeeping.
-    Sync { epoch: u32 },
-    /// A crash-looping container's back-off is over.
-    Restart {
-        epoch: u32,
-        namespace: String,
-        name: String,
-        uid: Uid,
-    },
-    /// A [`Container`] with an exit time exits.
-    ContainerExit,
-    /// Look at the bootstrap CSR again (or make a new one).
-    CsrPoll { epoch: u32 },
-    /// A terminating pod's grace period is over: kill its container.
-    Kill {
-        epoch: u32,
-        namespace: String,
-        name: String,
-        uid: Uid,
-    },
-}
+pub use crate::timer::KubeletTimer as Timer;
 
 /// What a container process is told when its kubelet starts it.
 #[derive(Clone, Debug)]

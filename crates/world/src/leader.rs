@@ -69,21 +69,7 @@ pub const JITTER_FACTOR_TENTHS: u64 = 12;
 /// How many leadership changes a [`Candidate`] remembers; older ones are dropped.
 pub const HISTORY_MAX: usize = 4096;
 
-/// The timers of an elector (and of its [`Candidate`] host). `epoch` ties a timer to one run of
-/// the elector, so timers of a run that ended (lost leadership, reset) do nothing.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// The next tryAcquireOrRenew of the acquire loop, or the next poll inside a renew window.
-    Attempt { epoch: u64 },
-    /// Start the next renew window (`wait.Until`'s period after a successful window).
-    RenewWindow { epoch: u64 },
-    /// Renew window `window` ends: leadership is lost unless it succeeded.
-    RenewDeadline { epoch: u64, window: u64 },
-    /// Give up waiting for the answer to request `req`.
-    RequestTimeout { req: u64 },
-    /// [`Candidate`] only: rejoin the election after losing it (a restarted container).
-    Rejoin,
-}
+pub use crate::timer::LeaderTimer as Timer;
 
 /// Timing and lock of an election. Durations in milliseconds of the elector's own clock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]

@@ -22,7 +22,9 @@
 //!   `Api<K>`, `Store`), polled by the manager over its step machine.
 //! - [`script`]: a scripted client for user actions and tests.
 //! - [`fault`]: world faults injected by the kernel.
-//! - [`msg`]: the message and timer enums (the core's own, and payload envelopes).
+//! - [`payload`]: a family's messages, type-erased.
+//! - [`timer`]: every component's timers, and the tag that routes a fired one.
+//! - [`msg`]: the message enum (the core's own messages, and payload envelopes).
 //! - [`proc`]: the process enum the kernel runs (the core's components and `Component`).
 
 pub mod api;
@@ -36,10 +38,12 @@ pub mod lifecycle;
 pub mod manager;
 pub mod msg;
 pub mod object;
+pub mod payload;
 pub mod proc;
 pub mod reconcile_error;
 pub mod runtime;
 pub mod script;
+pub mod timer;
 pub mod workloads;
 
 pub use component::{Component, Message, Payload};

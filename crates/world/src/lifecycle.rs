@@ -42,17 +42,10 @@ use crate::object::{
 use crate::object::{Lease, Pod, Resource};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime, TimerId};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// node-monitor-period.
-    Monitor,
-    /// The earliest pending toleration runs out.
-    Evict,
-}
+pub use crate::timer::LifecycleTimer as Timer;
 
 /// The controller's durations (docs/semantics.md 5.2-5.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -265,26 +265,7 @@ pub trait Reconciler: Debug {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// A delayed add of `key` to controller `ctrl`'s queue; `token` names the delay it
-    /// was set for (only the key's pending one adds).
-    Requeue {
-        ctrl: u16,
-        key: ObjectKey,
-        token: u64,
-    },
-    /// Request `req` of controller `ctrl` timed out unless answered.
-    RequestTimeout { ctrl: u16, req: u64 },
-    /// Sleep `req` of controller `ctrl` is over.
-    Wake { ctrl: u16, req: u64 },
-    /// The informer of the `kind`-th watched kind resyncs, every `period_ms`.
-    Resync { kind: u16, period_ms: u64 },
-    /// Watch events held by a [`WorldFault::WatchStall`] are due.
-    ReleaseWatch,
-    /// The new leader's fence is over.
-    FenceOver,
-}
+pub use crate::timer::ManagerTimer as Timer;
 
 /// controller-runtime's work queue for one controller (one worker).
 #[derive(Clone, Debug, Default)]

@@ -1,14 +1,15 @@
 //! Everything processes of the world send each other, and the timers they set.
 //!
 //! The core's own messages (the API protocol, container exits, connection resets) are
-//! typed variants, so dispatch on the hot path is static and every message hashes into
-//! the trace; a family's messages travel in the three payload envelopes of
-//! [`crate::component`] (`Request`, `Response`, `Family`). Each component owns its own
-//! timer enum; [`Timer`] routes a fired timer back to the component that set it.
+//! typed variants, so every message hashes into the trace as itself; a family's
+//! messages travel in the three payload envelopes (`Request`, `Response`, `Family`) as
+//! [`Payload`]s. Each component owns its own timer enum ([`crate::timer`]); [`Timer`]
+//! routes a fired timer back to the component that set it. This module names no
+//! component, so that every component can import it.
 
 use crate::api::{ApiRequest, ApiResponse, WatchEvent};
-use crate::component::Payload;
-use crate::{apiserver, informer, kubelet, leader, lifecycle, manager, script, workloads};
+use crate::payload::{Message, Payload};
+pub use crate::timer::Timer;
 use serde::Serialize;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -58,19 +59,33 @@ pub enum Lost {
     Watch(u64),
 }
 
-/// A timer, tagged with the component that set it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    ApiServer(apiserver::Timer),
-    Kubelet(kubelet::Timer),
-    Lifecycle(lifecycle::Timer),
-    Workloads(workloads::Timer),
-    Informer(informer::Timer),
-    Leader(leader::Timer),
-    Manager(manager::Timer),
-    Script(script::Timer),
-    /// A family component's own timer.
-    Family(Payload),
+/// The payload envelopes, built from a family's own message.
+impl Msg {
+    /// A call of `request` to a service; `id` matches its [`Msg::response`].
+    pub fn request<T: Message>(id: u64, request: T) -> Msg {
+        Msg::Request {
+            id,
+            body: Payload::new(request),
+        }
+    }
+
+    /// A service's answer to the request with `id`.
+    pub fn response<T: Message>(id: u64, answer: T) -> Msg {
+        Msg::Response {
+            id,
+            body: Payload::new(answer),
+        }
+    }
+
+    /// A one-way message between a family's own processes.
+    pub fn family<T: Message>(message: T) -> Msg {
+        Msg::Family(Payload::new(message))
+    }
+
+    /// A family's timer, to set with `ctx.set_timer`.
+    pub fn family_timer<T: Message>(timer: T) -> Msg {
+        Msg::Timer(Timer::Family(Payload::new(timer)))
+    }
 }
 
 /// Request ids: the high 16 bits name the component inside a process that sent the

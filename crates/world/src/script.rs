@@ -8,14 +8,9 @@ use crate::fault::WorldFault;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// Send step `n` of the script.
-    Step(usize),
-}
+pub use crate::timer::ScriptTimer as Timer;
 
 /// One scripted request.
 #[derive(Clone, Debug)]

@@ -44,15 +44,10 @@ use crate::object::{
 use crate::object::{Node, Resource, selector_matches};
 use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
-use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum Timer {
-    /// Periodic full pass (retries unschedulable pods, expired expectations).
-    Resync,
-}
+pub use crate::timer::WorkloadsTimer as Timer;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WorkloadsConfig {
