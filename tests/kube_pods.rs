@@ -16,7 +16,6 @@ use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::{Outcome, run_world};
 use reconsim::scenario::{Plan, Scenario};
 use reconsim::sim::{ProcState, TraceMode};
-use reconsim::world::Proc;
 use reconsim::world::apiserver::ApiServer;
 use reconsim::world::object::ObjectKey;
 use reconsim_kube::kinds::kind_of;
@@ -233,7 +232,7 @@ fn run(s: &Scenario, seed: u64) -> (Outcome, World) {
 }
 
 fn api(world: &World) -> &ApiServer {
-    let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
+    let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
         unreachable!("process 0 is the API server")
     };
     api

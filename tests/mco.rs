@@ -9,7 +9,8 @@ use reconsim::families::mco::section::CONTROLLER;
 use reconsim::scenario::build::{World, build};
 use reconsim::scenario::{Scenario, faults, library, run_world};
 use reconsim::sim::{SimTime, TraceMode};
-use reconsim::world::Proc;
+use reconsim::world::apiserver::ApiServer;
+use reconsim::world::manager::Manager;
 use reconsim_mco::model::{MachineConfig, MachineConfigPool};
 use reconsim_world::object::{ConditionStatus, Node, Resource};
 
@@ -36,7 +37,7 @@ fn machines(world: &World) -> Vec<&McoMachine> {
 }
 
 fn api(world: &World) -> &reconsim::world::apiserver::ApiServer {
-    let Proc::ApiServer(a) = world.sim.actor(world.apiserver) else {
+    let Some(a) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
         unreachable!()
     };
     a
@@ -52,7 +53,7 @@ fn target(world: &World, pool: &str) -> String {
 
 fn render_controller(world: &World) -> &RenderController {
     let p = world.sim.proc_by_name(CONTROLLER).expect("the controller");
-    let Proc::Manager(m) = world.sim.actor(p) else {
+    let Some(m) = world.sim.actor(p).component::<Manager>() else {
         unreachable!()
     };
     m.reconciler(0)

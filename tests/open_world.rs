@@ -236,11 +236,7 @@ impl FamilySection for StorageSection {
 
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
         let host = sim.add_host("storage");
-        let storage = sim.spawn(
-            host,
-            "storage",
-            Proc::Component(Box::new(Storage::default())),
-        );
+        let storage = sim.spawn(host, "storage", Proc::new(Storage::default()));
         let idempotent = self.variant == Variant::Token;
         let controller = Controller::new::<Bucket>("bucket-controller").run(
             reconcile,
@@ -255,7 +251,7 @@ impl FamilySection for StorageSection {
         sim.spawn(
             node,
             "bucket-controller",
-            Proc::Manager(Manager::new(
+            Proc::new(Manager::new(
                 ManagerConfig {
                     identity: "bucket-controller".into(),
                     leader: None,

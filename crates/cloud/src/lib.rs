@@ -274,7 +274,7 @@ impl InstanceRecord {
 /// let host = sim.add_host("cloud");
 /// let endpoints = Endpoints { apiserver: reconsim_sim::ProcId(0) };
 /// let cloud = Cloud::new(CloudConfig::default(), endpoints, Images::default());
-/// let cloud = sim.spawn(host, "cloud", Proc::Component(Box::new(cloud)));
+/// let cloud = sim.spawn(host, "cloud", Proc::new(cloud));
 /// let launch = |at_ms, token: Option<&str>| CloudStep {
 ///     at_ms,
 ///     op: CloudOp::RunInstances {
@@ -283,10 +283,9 @@ impl InstanceRecord {
 ///     },
 /// };
 /// let steps = vec![launch(0, Some("t-1")), launch(1_000, Some("t-1")), launch(2_000, None)];
-/// let client = sim.spawn(host, "client", Proc::Component(Box::new(CloudClient::new(cloud, steps))));
+/// let client = sim.spawn(host, "client", Proc::new(CloudClient::new(cloud, steps)));
 /// sim.run_until(SimTime::from_secs(5));
-/// let Proc::Component(c) = sim.actor(client) else { unreachable!() };
-/// let c = c.as_any().downcast_ref::<CloudClient>().unwrap();
+/// let c = sim.actor(client).component::<CloudClient>().unwrap();
 /// let id = |step| c.instances(step)[0].id.clone();
 /// assert_eq!(id(0), id(1));
 /// assert_ne!(id(0), id(2));
@@ -472,7 +471,7 @@ impl Cloud {
                 let pid = ctx.spawn_on(
                     node_name.clone(),
                     format!("kubelet/{node_name}"),
-                    Proc::Kubelet(kubelet),
+                    Proc::new(kubelet),
                 );
                 r.kubelet = Some(pid);
                 ctx.note(|| format!("cloud: {id} joins as node {node_name}"));

@@ -12,7 +12,7 @@ use reconsim_cloud::{
 };
 use reconsim_sim::{Fault, FaultPlan, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault};
 use reconsim_world::apiserver::ApiServer;
-use reconsim_world::kubelet::Images;
+use reconsim_world::kubelet::{Images, Kubelet};
 use reconsim_world::{Endpoints, Proc, WorldFault};
 use std::collections::BTreeMap;
 
@@ -55,19 +55,15 @@ impl World {
         let apiserver = sim.spawn(
             cp,
             "apiserver",
-            Proc::ApiServer(ApiServer::new(Default::default())),
+            Proc::new(ApiServer::new(Default::default())),
         );
         let endpoints = Endpoints { apiserver };
         let cloud = sim.spawn(
             cp,
             "cloud",
-            Proc::Component(Box::new(Cloud::new(config, endpoints, Images::default()))),
+            Proc::new(Cloud::new(config, endpoints, Images::default())),
         );
-        let client = sim.spawn(
-            user,
-            "client",
-            Proc::Component(Box::new(CloudClient::new(cloud, steps))),
-        );
+        let client = sim.spawn(user, "client", Proc::new(CloudClient::new(cloud, steps)));
         World { sim, cloud, client }
     }
 
@@ -457,20 +453,20 @@ fn join_spawns_a_kubelet_on_a_new_host_after_the_join_delay() {
     let inst = w.cloud().instance(&id(1)).unwrap();
     let record = w.cloud().record(&id(1)).unwrap();
     assert_eq!(record.joined_at, Some(inst.launch_time.plus_ms(25_000)));
-    match w.sim.actor(kubelet) {
-        Proc::Kubelet(k) => {
-            assert_eq!(k.config.node_name, node);
-            assert_eq!(
-                k.config.provider_id.as_deref(),
-                Some(format!("aws:///us-east-1a/{}", id(1)).as_str())
-            );
-            assert_eq!(
-                k.config.labels.get(ZONE_LABEL).map(String::as_str),
-                Some("us-east-1a")
-            );
-        }
-        p => panic!("not a kubelet: {p:?}"),
-    }
+    let k = w
+        .sim
+        .actor(kubelet)
+        .component::<Kubelet>()
+        .expect("a kubelet");
+    assert_eq!(k.config.node_name, node);
+    assert_eq!(
+        k.config.provider_id.as_deref(),
+        Some(format!("aws:///us-east-1a/{}", id(1)).as_str())
+    );
+    assert_eq!(
+        k.config.labels.get(ZONE_LABEL).map(String::as_str),
+        Some("us-east-1a")
+    );
 }
 
 #[test]
@@ -520,16 +516,16 @@ fn tags_with_the_label_prefix_become_node_labels() {
     );
     w.run_until_secs(30);
     let kubelet = w.cloud().kubelet(&id(1)).expect("joined");
-    match w.sim.actor(kubelet) {
-        Proc::Kubelet(k) => {
-            assert_eq!(
-                k.config.labels.get("role").map(String::as_str),
-                Some("worker")
-            );
-            assert!(!k.config.labels.contains_key("other"));
-        }
-        p => panic!("not a kubelet: {p:?}"),
-    }
+    let k = w
+        .sim
+        .actor(kubelet)
+        .component::<Kubelet>()
+        .expect("a kubelet");
+    assert_eq!(
+        k.config.labels.get("role").map(String::as_str),
+        Some("worker")
+    );
+    assert!(!k.config.labels.contains_key("other"));
 }
 
 #[test]
@@ -550,11 +546,9 @@ fn terminate_shuts_the_machine_down_with_every_process_on_it() {
     w.run_until_secs(39);
     let kubelet = w.cloud().kubelet(&id(1)).expect("joined");
     let host = w.sim.proc_host(kubelet);
-    let app = w.sim.spawn(
-        host,
-        "app",
-        Proc::Component(Box::new(CloudClient::new(w.cloud, vec![]))),
-    );
+    let app = w
+        .sim
+        .spawn(host, "app", Proc::new(CloudClient::new(w.cloud, vec![])));
     w.run_until_secs(39);
     assert_eq!(w.sim.proc_state(app), ProcState::Running);
     w.run_until_secs(41);

@@ -97,9 +97,9 @@ fn script_world(seed: u64, kinds: &Kinds) -> Sim<Proc> {
     let api = sim.spawn(
         api_host,
         "apiserver",
-        Proc::ApiServer(ApiServer::new(Default::default())),
+        Proc::new(ApiServer::new(Default::default())),
     );
-    sim.spawn(user_host, "script", Proc::Script(Script::new(api, steps)));
+    sim.spawn(user_host, "script", Proc::new(Script::new(api, steps)));
     sim
 }
 

@@ -80,15 +80,11 @@ impl KubeWorld {
         let mut sim = Sim::new(config, faults);
         let api_host = sim.add_host("api");
         let user_host = sim.add_host("user");
-        let apiserver = sim.spawn(
-            api_host,
-            "apiserver",
-            Proc::ApiServer(ApiServer::new(apiserver)),
-        );
+        let apiserver = sim.spawn(api_host, "apiserver", Proc::new(ApiServer::new(apiserver)));
         let program = sim.spawn(
             user_host,
             "kube-program",
-            Proc::Component(
+            Proc::from(
                 KubeBridge::new(apiserver, kinds, program)
                     .once()
                     .recording()
@@ -104,11 +100,9 @@ impl KubeWorld {
 
     /// The program's process, for its results and requests.
     pub fn bridge(&self) -> &KubeBridge {
-        let Proc::Component(c) = self.sim.actor(self.program) else {
-            unreachable!("the program's process is a component")
-        };
-        c.as_any()
-            .downcast_ref::<KubeBridge>()
+        self.sim
+            .actor(self.program)
+            .component::<KubeBridge>()
             .expect("the program's process is a KubeBridge")
     }
 }

@@ -58,41 +58,35 @@ fn world(
     let apiserver = sim.spawn(
         api_host,
         "apiserver",
-        Proc::ApiServer(ApiServer::new(ApiServerConfig::default())),
+        Proc::new(ApiServer::new(ApiServerConfig::default())),
     );
     let endpoints = Endpoints { apiserver };
     let cloud = sim.spawn(
         cloud_host,
         "cloud",
-        Proc::Component(Box::new(Cloud::new(
+        Proc::new(Cloud::new(
             CloudConfig::default(),
             endpoints,
             Images::default(),
-        ))),
+        )),
     );
     let bridge = KubeBridge::new(apiserver, Kinds::new(), program)
         .service("cloud", cloud)
         .once();
-    let program = sim.spawn(user_host, "launcher", Proc::Component(bridge.boxed()));
+    let program = sim.spawn(user_host, "launcher", Proc::from(bridge.boxed()));
     (sim, cloud, program)
 }
 
 fn results(sim: &Sim<Proc>, program: ProcId) -> Vec<String> {
-    let Proc::Component(c) = sim.actor(program) else {
-        unreachable!("the program's process")
-    };
-    c.as_any()
-        .downcast_ref::<KubeBridge>()
-        .expect("a bridge")
+    sim.actor(program)
+        .component::<KubeBridge>()
+        .expect("the program's process: a bridge")
         .results
         .clone()
 }
 
 fn cloud(sim: &Sim<Proc>, cloud: ProcId) -> &Cloud {
-    let Proc::Component(c) = sim.actor(cloud) else {
-        unreachable!("the cloud's process")
-    };
-    c.as_any().downcast_ref::<Cloud>().expect("the cloud")
+    sim.actor(cloud).component::<Cloud>().expect("the cloud")
 }
 
 #[test]

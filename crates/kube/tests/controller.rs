@@ -123,14 +123,14 @@ fn world(
     let mut b = Bundle::new("b", spec);
     b.metadata.namespace = Some("default".into());
     server.seed_object(kinds().object(&b).expect("a Bundle"));
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
     let host = sim.add_host("h-m0");
     let config = ManagerConfig {
         identity: "m0".into(),
         ..Default::default()
     };
     let manager = Manager::new(config, Endpoints { apiserver: api }, vec![controller(log)]);
-    sim.spawn(host, "m0", Proc::Manager(manager));
+    sim.spawn(host, "m0", Proc::new(manager));
     sim
 }
 
@@ -150,7 +150,7 @@ fn twice(build: impl Fn() -> Sim<Proc>, until: SimTime) -> Sim<Proc> {
 }
 
 fn config_maps(sim: &Sim<Proc>) -> Vec<String> {
-    let Proc::ApiServer(api) = sim.actor(reconsim_sim::ProcId(0)) else {
+    let Some(api) = sim.actor(reconsim_sim::ProcId(0)).component::<ApiServer>() else {
         panic!("process 0 is the API server")
     };
     api.list(reconsim_kube::kinds::kind_of::<ConfigMap>())

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use reconsim_kube::{Kinds, KubeWorld, Program, intercept};
 use reconsim_sim::{Fault, FaultPlan, RecordKind, SimTime, TimedFault, TraceMode};
-use reconsim_world::apiserver::ApiServerConfig;
+use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::fault::{FailpointAction, WorldFault};
 use std::sync::Arc;
 
@@ -79,8 +79,7 @@ fn run(with_failpoint: bool, armed: Option<FailpointAction>) -> Run {
             FaultPlan::new(faults),
         );
         w.sim.run_until(SimTime::from_secs(60));
-        let server = w.sim.actor(w.apiserver);
-        let reconsim_world::proc::Proc::ApiServer(server) = server else {
+        let Some(server) = w.sim.actor(w.apiserver).component::<ApiServer>() else {
             unreachable!("the API server's process")
         };
         let mut created_ms: Vec<(String, u64)> = server

@@ -39,14 +39,14 @@ fn a_program_that_returns_restarts_after_the_kubelets_backoff() {
         let apiserver = sim.spawn(
             api,
             "apiserver",
-            reconsim_world::Proc::ApiServer(reconsim_world::apiserver::ApiServer::new(
+            reconsim_world::Proc::new(reconsim_world::apiserver::ApiServer::new(
                 ApiServerConfig::default(),
             )),
         );
         sim.spawn(
             user,
             "kube-program",
-            reconsim_world::Proc::Component(
+            reconsim_world::Proc::from(
                 reconsim_kube::KubeBridge::new(apiserver, Kinds::new(), program).boxed(),
             ),
         );

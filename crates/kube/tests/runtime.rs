@@ -11,7 +11,7 @@ use kube::runtime::watcher;
 use kube::{CustomResource, Resource, ResourceExt};
 use reconsim_kube::{Kinds, KubeWorld, Program, intercept};
 use reconsim_sim::{SimTime, TraceMode};
-use reconsim_world::apiserver::ApiServerConfig;
+use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -114,7 +114,7 @@ fn run(seed: u64, until: SimTime) -> Outcome {
             program(log.clone()),
         );
         w.sim.run_until(until);
-        let reconsim_world::Proc::ApiServer(api) = w.sim.actor(w.apiserver) else {
+        let Some(api) = w.sim.actor(w.apiserver).component::<ApiServer>() else {
             panic!("process 0 is the API server")
         };
         let config_maps = api

@@ -6,8 +6,8 @@ use k8s_openapi::api::core::v1::ConfigMap as WireConfigMap;
 use kube::api::{Api, PostParams};
 use reconsim_kube::{Kinds, KubeWorld, Program};
 use reconsim_sim::TraceMode;
+use reconsim_world::apiserver::ApiServer;
 use reconsim_world::object::ObjectKey;
-use reconsim_world::proc::Proc;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -68,7 +68,7 @@ fn kube_rs_code_creates_and_reads_a_config_map_through_the_simulated_api_server(
     );
     assert_eq!(w.bridge().requests.len(), 4);
     // It is in the simulated API server's store, as the world's own ConfigMap.
-    let Proc::ApiServer(api) = w.sim.actor(w.apiserver) else {
+    let Some(api) = w.sim.actor(w.apiserver).component::<ApiServer>() else {
         panic!()
     };
     let key = ObjectKey {

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use reconsim_kube::{Kinds, KubeWorld, Program};
 use reconsim_sim::{SimTime, TraceMode};
-use reconsim_world::Proc;
+use reconsim_world::apiserver::ApiServer;
 use reconsim_world::object::{self as world, ObjectKey, Resource};
 use serde_json::json;
 use std::sync::Arc;
@@ -152,7 +152,7 @@ fn kube_rs_code_and_the_worlds_components_see_one_object() {
         ]
     );
     // What the world's own components read: the typed objects.
-    let Proc::ApiServer(server) = w.sim.actor(w.apiserver) else {
+    let Some(server) = w.sim.actor(w.apiserver).component::<ApiServer>() else {
         unreachable!("process 0 is the API server")
     };
     let get = |kind, ns: &str, name: &str| {

@@ -68,7 +68,7 @@ pub fn build_recording(
         section.seed(&mut server);
         images = section.images(images, &services);
     }
-    let apiserver = sim.spawn(host(&sim, "api"), "apiserver", Proc::ApiServer(server));
+    let apiserver = sim.spawn(host(&sim, "api"), "apiserver", Proc::new(server));
     let c = &scenario.cloud;
     let cloud_config = CloudConfig {
         boot_ms_min: c.boot_ms.lo,
@@ -92,23 +92,19 @@ pub fn build_recording(
     let spawned = sim.spawn(
         host(&sim, "cloud"),
         "cloud",
-        Proc::Component(Box::new(Cloud::new(
-            cloud_config,
-            endpoints,
-            images.clone(),
-        ))),
+        Proc::new(Cloud::new(cloud_config, endpoints, images.clone())),
     );
     assert_eq!((apiserver, spawned), (endpoints.apiserver, cloud));
     let cm = host(&sim, "controller-manager");
     sim.spawn(
         cm,
         "node-lifecycle",
-        Proc::Lifecycle(NodeLifecycle::new(Default::default(), endpoints)),
+        Proc::new(NodeLifecycle::new(Default::default(), endpoints)),
     );
     sim.spawn(
         cm,
         "workloads",
-        Proc::Workloads(Workloads::new(Default::default(), endpoints)),
+        Proc::new(Workloads::new(Default::default(), endpoints)),
     );
     if scenario.cloud.node_lifecycle {
         // The cloud provider's half of kube-controller-manager: Nodes of gone instances go.
@@ -119,7 +115,7 @@ pub fn build_recording(
         sim.spawn(
             cm,
             node_lifecycle::NAME,
-            Proc::Manager(Manager::new(
+            Proc::new(Manager::new(
                 config,
                 endpoints,
                 vec![node_lifecycle::controller(cloud)],
@@ -154,7 +150,7 @@ pub fn build_recording(
         sim.spawn(
             host(&sim, node),
             &format!("kubelet/{node}"),
-            Proc::Kubelet(Kubelet::new(config, endpoints, images.clone())),
+            Proc::new(Kubelet::new(config, endpoints, images.clone())),
         );
     }
     for section in scenario.sections() {
@@ -170,7 +166,7 @@ pub fn build_recording(
     sim.spawn(
         host(&sim, "user"),
         "user",
-        Proc::Script(Script::new(apiserver, steps)),
+        Proc::new(Script::new(apiserver, steps)),
     );
     World {
         sim,

@@ -226,8 +226,8 @@ mod tests {
     use super::*;
     use crate::format::Scenario;
     use reconsim_check::View;
-    use reconsim_world::Proc;
-    use reconsim_world::manager::Reconciler;
+    use reconsim_world::apiserver::ApiServer;
+    use reconsim_world::manager::{Manager, Reconciler};
     use reconsim_world::object::Object;
     use reconsim_world::object::{Lease, Resource};
     use serde::Deserialize;
@@ -435,7 +435,7 @@ mod tests {
             reconsim_sim::TraceMode::Hash,
         );
         world.sim.run_until(reconsim_sim::SimTime::from_secs(5));
-        let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
+        let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
             unreachable!("process 0 is the API server")
         };
         let key = reconsim_world::object::ObjectKey::new(
@@ -452,7 +452,7 @@ mod tests {
             "the process's first start: its name and a uniquifier"
         );
         let p = world.sim.proc_by_name("idle-0").expect("the process");
-        let Proc::Manager(m) = world.sim.actor(p) else {
+        let Some(m) = world.sim.actor(p).component::<Manager>() else {
             unreachable!("a manager")
         };
         assert!(m.running(), "it leads, so its controllers run");
@@ -525,7 +525,7 @@ mod tests {
             panic!("the registered image's component")
         };
         assert_eq!((w.pod.as_str(), w.node.as_str()), ("worker", "w"));
-        let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
+        let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
             unreachable!("process 0 is the API server")
         };
         let phase = |name: &str| {

@@ -13,7 +13,8 @@ use crate::build::{World, build_recording};
 use crate::format::{Plan, Scenario};
 use reconsim_check::{Checker, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
-use reconsim_world::Proc;
+use reconsim_world::apiserver::ApiServer;
+use reconsim_world::component::UNREAD;
 use serde::Serialize;
 
 /// The result of one run.
@@ -41,7 +42,7 @@ pub const CONVERGENCE: &str = "convergence";
 
 /// The world as checkers see it (ground truth).
 pub fn view<'a>(world: &'a World) -> View<'a> {
-    let Proc::ApiServer(api) = world.sim.actor(world.apiserver) else {
+    let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
         unreachable!("process 0 is the API server")
     };
     View {
@@ -146,10 +147,8 @@ fn run_here(
         })
         .collect();
     let end = SimTime(scenario.duration_ms);
-    let api = world.apiserver;
-    // The API server's write count at the last check: its reads change nothing. And each
-    // component's change count (`Component::changes`), by process index.
-    let mut api_writes = u64::MAX;
+    // Each component's change count at the last check (`Component::changes`: the API
+    // server's writes, the cloud's launches and terminations, ...), by process index.
     let mut changes: Vec<u64> = Vec::new();
     let mut violation = None;
     let mut pending_convergence = deadline;
@@ -171,28 +170,19 @@ fn run_here(
                 }
             }
             let relevant = match step {
-                StepKind::Handled(p) if p == api => {
-                    let Proc::ApiServer(a) = world.sim.actor(api) else {
-                        unreachable!("process 0 is the API server")
-                    };
-                    std::mem::replace(&mut api_writes, a.writes()) != a.writes()
-                }
-                StepKind::Handled(p) => match world.sim.actor(p) {
-                    // A component that counts its changes is checked only after one.
-                    Proc::Component(c) => match c.changes() {
-                        Some(v) => {
-                            let i = p.index();
-                            if changes.len() <= i {
-                                changes.resize(i + 1, u64::MAX);
-                            }
-                            std::mem::replace(&mut changes[i], v) != v
+                // A step is checked if it moved its component's change count; never
+                // for a component that holds nothing checkers read (a kubelet, a
+                // manager); always for one that does not count.
+                StepKind::Handled(p) => match world.sim.actor(p).changes() {
+                    Some(UNREAD) => false,
+                    Some(v) => {
+                        let i = p.index();
+                        if changes.len() <= i {
+                            changes.resize(i + 1, u64::MAX);
                         }
-                        None => true,
-                    },
-                    // The cloud and every family service are components; the
-                    // others (kubelets, managers) change nothing checkers read but
-                    // through the API server.
-                    _ => false,
+                        std::mem::replace(&mut changes[i], v) != v
+                    }
+                    None => true,
                 },
                 StepKind::Lost(_) => false,
                 StepKind::Fault { .. } => true,

@@ -60,14 +60,14 @@ fn run(informers: usize, seed: u64) -> (u64, f64, u64) {
         ObjectMeta::named("ns", "m"),
         Body::new(Widget::default()),
     ));
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
     for i in 0..informers {
         let host = sim.add_host(&format!("node-{i}"));
         let informer = Informer::new(0, &[Widget::KIND], api);
         sim.spawn(
             host,
             &format!("watcher-{i}"),
-            Proc::Informer(Watcher::new(informer)),
+            Proc::new(Watcher::new(informer)),
         );
     }
     let key = ObjectKey::new(Widget::KIND, "ns", "m");
@@ -82,7 +82,7 @@ fn run(informers: usize, seed: u64) -> (u64, f64, u64) {
         })
         .collect();
     let writer_host = sim.add_host("writer");
-    sim.spawn(writer_host, "writer", Proc::Script(Script::new(api, steps)));
+    sim.spawn(writer_host, "writer", Proc::new(Script::new(api, steps)));
     let end = SimTime::from_ms(2_000 + WRITES * WRITE_EVERY_MS);
     let start = Instant::now();
     sim.run_until(end);

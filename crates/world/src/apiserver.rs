@@ -27,13 +27,13 @@
 //!   released events built, at their resourceVersion, not the store's.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
+use crate::component::{Component, WorldCtx};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer as AnyTimer};
 use crate::object::{Kind, Object, ObjectKey, Uid, of_kind};
 use crate::object::{
     Pod, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration, pod_spec_update_forbidden,
 };
-use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -112,7 +112,7 @@ pub struct ApiServer {
     /// deletionGracePeriodSeconds > 0): no update removes them, only a delete with a
     /// zero grace period (their kubelet's confirmation) does.
     awaiting_grace: BTreeSet<Uid>,
-    /// Writes served, for statistics.
+    /// Writes to the store: statistics, and its change count (`Component::changes`).
     writes: u64,
     /// The watch-cache lag in force ([`WorldFault::WatchLag`]); 0: none.
     watch_lag_ms: u64,
@@ -199,19 +199,20 @@ impl ApiServer {
         self.history_floor = self.resource_version;
         arc
     }
+}
 
-    // ----- the process -----------------------------------------------------------------
-
+/// The API server as a process of the world.
+impl Component for ApiServer {
     /// Arm a garbage-collector sweep: at the start of a run (seeded objects may have
     /// dangling owners) and after a restart (the sweep pending at the crash died with it).
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.schedule_gc(ctx);
         for peer in std::mem::take(&mut self.reset_peers) {
             ctx.send(peer, Msg::ConnectionReset);
         }
     }
 
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         // etcd keeps the objects; open watches die with their connections, which the
         // host resets (their clients hear of it when the server is back).
         self.reset_peers
@@ -226,7 +227,7 @@ impl ApiServer {
         self.watch_lag_ms = 0;
     }
 
-    pub fn on_fault(&mut self, fault: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+    fn on_fault(&mut self, fault: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
         // Overlapping lags add up, as the cloud's do.
         if let WorldFault::WatchLag { lag_ms } = fault {
             self.watch_lag_ms = if active {
@@ -244,7 +245,7 @@ impl ApiServer {
         }
     }
 
-    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let Msg::Api(ApiRequest { id, op }) = msg else {
             return;
         };
@@ -254,7 +255,10 @@ impl ApiServer {
         }
     }
 
-    pub fn on_timer(&mut self, timer: Timer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, timer: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        let AnyTimer::ApiServer(timer) = timer else {
+            panic!("timer {timer:?} reached the wrong component: the API server");
+        };
         match timer {
             Timer::GcSweep => self.gc_sweep(ctx),
             Timer::ReleaseWatch => {
@@ -268,6 +272,18 @@ impl ApiServer {
         }
     }
 
+    /// Its writes (a GC sweep's deletions too): a read or a watch changes nothing a
+    /// checker reads.
+    fn changes(&self) -> Option<u64> {
+        Some(self.writes)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl ApiServer {
     /// Serve one request. `None` only for a watch, which answers itself (its response
     /// must precede the replayed events on the FIFO link).
     fn serve(

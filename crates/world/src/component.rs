@@ -1,22 +1,92 @@
-//! Open components: the processes a family adds to the world (a cloud API, an etcd
-//! model, a config server, a user's external service), with messages and timers of
-//! their own, without an enum of the core to edit.
+//! The one interface of the world's processes: the core's components (the API server,
+//! kubelets, controllers, managers) and those a family adds (a cloud API, an etcd
+//! model, a config server, a user's external service) are each a [`Component`], run
+//! by the kernel as a [`Proc`], with messages and timers of their own, without an enum
+//! of the core to edit.
 //!
 //! A family's message is any [`Message`], carried as a [`Payload`]. Three envelopes of
 //! [`crate::Msg`] carry payloads: `Request { id, body }` to a service, `Response { id,
 //! body }` back to its caller (the `id` matches them, so a reconciler's call to a
 //! service has the same timeout and interleaving semantics as an API call), and
 //! `Family(body)` for one-way messages between a family's own processes; a family's
-//! timers are `Timer::Family(body)`. A family's process implements [`Component`] and
-//! runs as `Proc::Component`.
+//! timers are `Timer::Family(body)`.
+//!
+//! This module names no component: they all import it (the kernel's side of a
+//! [`Proc`], its `Actor` impl, is [`crate::proc`]).
 
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer};
 pub use crate::payload::{Message, Payload};
-use crate::proc::WorldCtx;
 use reconsim_sim::ProcId;
 use std::any::Any;
 use std::fmt;
+
+/// The kernel context as the world's components see it.
+pub type WorldCtx<'a> = reconsim_sim::Ctx<'a, Proc>;
+
+/// Where the shared services live; handed to every component at construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Endpoints {
+    pub apiserver: ProcId,
+}
+
+/// A process of the world: one component behind the one interface, so the kernel's
+/// process type never lists the components (a family adds its own without editing it).
+///
+/// ```
+/// use reconsim_world::Proc;
+/// use reconsim_world::script::Script;
+///
+/// let proc = Proc::new(Script::new(reconsim_sim::ProcId(0), vec![]));
+/// assert!(proc.component::<Script>().is_some());
+/// assert!(proc.component::<reconsim_world::kubelet::Container>().is_none());
+/// ```
+pub struct Proc(Box<dyn Component>);
+
+impl Proc {
+    pub fn new(component: impl Component) -> Proc {
+        Proc(Box::new(component))
+    }
+
+    /// The component, as its own type: `sim.actor(p).component::<ApiServer>()`.
+    pub fn component<T: Component>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
+    /// Its component's [`Component::changes`]: a runner checks invariants only after a
+    /// step that changed what they read.
+    pub fn changes(&self) -> Option<u64> {
+        self.0.changes()
+    }
+
+    /// The component behind the interface, for the kernel's side ([`crate::proc`]).
+    pub(crate) fn get(&self) -> &dyn Component {
+        &*self.0
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut dyn Component {
+        &mut *self.0
+    }
+}
+
+/// A component built behind a box already (a family's image or process factory).
+impl From<Box<dyn Component>> for Proc {
+    fn from(component: Box<dyn Component>) -> Proc {
+        Proc(component)
+    }
+}
+
+/// The component's own `Debug`: a process prints as what it runs.
+impl fmt::Debug for Proc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// [`Component::changes`] of a component that holds nothing a checker reads (a kubelet,
+/// a manager: what they do shows in the API server's store), so a runner checks nothing
+/// after its steps. A count no component reaches.
+pub const UNREAD: u64 = u64::MAX;
 
 /// What calls a family's service process (the cloud): a reconciler's
 /// [`crate::runtime::Client`], or a real program's handle (reconsim-kube's `Handle`).
@@ -32,14 +102,15 @@ pub trait ServiceCaller: Clone + 'static {
     ) -> impl std::future::Future<Output = Result<T, Self::Error>>;
 }
 
-/// A family's process: the same handlers the core's components have. Effects go
-/// through `ctx` only (send, set a timer, draw randomness), so the kernel owns every
-/// interleaving.
+/// A process's logic: the core's (the API server, a kubelet, a manager) and a family's
+/// alike. Effects go through `ctx` only (send, set a timer, draw randomness), so the
+/// kernel owns every interleaving.
 pub trait Component: fmt::Debug + 'static {
     fn on_start(&mut self, _ctx: &mut WorldCtx<'_>) {}
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>);
     /// A timer this component set (`Timer::Family`, or a core helper's timer such as an
-    /// informer's).
+    /// informer's). Another component's timer here is a broken invariant: the kernel
+    /// fires a timer only in the process that set it.
     fn on_timer(&mut self, _timer: Timer, _ctx: &mut WorldCtx<'_>) {}
     /// The process lost its memory (its restart calls `on_start` again).
     fn on_crash(&mut self) {}
@@ -47,6 +118,7 @@ pub trait Component: fmt::Debug + 'static {
     /// A count that grows whenever state a checker may read changes, and only then: a
     /// step after which it stands still (a poll answered, a read served) needs no check.
     /// `None` (the default): unknown, so checkers run after every step of the component.
+    /// `Some(UNREAD)`: it holds nothing a checker reads ([`UNREAD`]).
     fn changes(&self) -> Option<u64> {
         None
     }

@@ -27,10 +27,9 @@
 //! cached object's is ignored, so overlapping list and watch replay are harmless.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, WatchEvent};
-use crate::fault::WorldFault;
+use crate::component::{Component, UNREAD, WorldCtx};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
-use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -538,12 +537,14 @@ impl Watcher {
             log_dropped: 0,
         }
     }
+}
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+impl Component for Watcher {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.informer.start(ctx);
     }
 
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let mut changes = Vec::new();
         self.informer.handle(&msg, ctx, &mut changes);
         for o in changes {
@@ -555,15 +556,25 @@ impl Watcher {
         }
     }
 
-    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        let AnyTimer::Informer(t) = t else {
+            panic!("timer {t:?} reached the wrong component: a watcher");
+        };
         self.informer.on_timer(&t, ctx);
     }
 
     /// The process died: its cache and connections are gone.
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         let kinds: Vec<Kind> = self.informer.kinds().collect();
         self.informer = Informer::new(self.informer.id, &kinds, self.informer.apiserver);
     }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    /// Its log is for tests, not for checkers.
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

@@ -47,6 +47,7 @@
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
 use crate::apiserver::POD_GRACE_PERIOD_SECONDS_DEFAULT;
+use crate::component::{Component, Endpoints, Proc, UNREAD, WorldCtx};
 use crate::fault::WorldFault;
 use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
@@ -56,7 +57,6 @@ use crate::object::{
     Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodPhase,
     PodStatus, Taint, Uid,
 };
-use crate::proc::{Endpoints, Proc, WorldCtx};
 use reconsim_sim::{HostId, ProcId, SimTime, TimerId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -288,41 +288,6 @@ impl Kubelet {
         &self.config.node_name
     }
 
-    // ----- the process ------------------------------------------------------------------
-
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
-        if !self.stopped {
-            self.boot(ctx);
-        }
-    }
-
-    pub fn on_crash(&mut self) {
-        // The kubelet's memory is gone; the runtime's record is not, but the restart
-        // timers died with the process.
-        for c in self.containers.values_mut() {
-            c.restart_timer = None;
-        }
-        self.node_req = None;
-        self.lease_req = None;
-        self.registered = false;
-        self.lease = None;
-        self.csr = None;
-    }
-
-    pub fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
-        if *f != WorldFault::KubeletStop {
-            return;
-        }
-        if active && !self.stopped {
-            self.stopped = true;
-            self.on_crash();
-            self.epoch += 1;
-        } else if !active && self.stopped {
-            self.stopped = false;
-            self.boot(ctx);
-        }
-    }
-
     /// Start as a fresh kubelet process: register, heartbeat, relist, reconcile.
     fn boot(&mut self, ctx: &mut WorldCtx<'_>) {
         self.epoch += 1;
@@ -413,8 +378,44 @@ impl Kubelet {
             Msg::Timer(AnyTimer::Kubelet(Timer::Sync { epoch })),
         );
     }
+}
 
-    pub fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+/// The kubelet as a process of the world.
+impl Component for Kubelet {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        if !self.stopped {
+            self.boot(ctx);
+        }
+    }
+
+    fn on_crash(&mut self) {
+        // The kubelet's memory is gone; the runtime's record is not, but the restart
+        // timers died with the process.
+        for c in self.containers.values_mut() {
+            c.restart_timer = None;
+        }
+        self.node_req = None;
+        self.lease_req = None;
+        self.registered = false;
+        self.lease = None;
+        self.csr = None;
+    }
+
+    fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        if *f != WorldFault::KubeletStop {
+            return;
+        }
+        if active && !self.stopped {
+            self.stopped = true;
+            self.on_crash();
+            self.epoch += 1;
+        } else if !active && self.stopped {
+            self.stopped = false;
+            self.boot(ctx);
+        }
+    }
+
+    fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         if let Msg::ContainerExited = msg {
             // The runtime sees the exit even while the kubelet is stopped.
             self.container_exited(from, ctx);
@@ -441,7 +442,7 @@ impl Kubelet {
         }
     }
 
-    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         if self.stopped {
             return;
         }
@@ -488,6 +489,17 @@ impl Kubelet {
         }
     }
 
+    /// Its pods' state is in the API server's store.
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Kubelet {
     fn api(&mut self, ctx: &mut WorldCtx<'_>, id: u64, op: ApiOp) {
         ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
     }
@@ -1062,18 +1074,20 @@ impl Container {
     pub fn image(
         exit_after_ms: Option<u64>,
     ) -> impl Fn(&ContainerEnv) -> Proc + Send + Sync + 'static {
-        move |env| Proc::Container(Container::new(env, exit_after_ms))
+        move |env| Proc::new(Container::new(env, exit_after_ms))
     }
+}
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+impl Component for Container {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         if let Some(ms) = self.exit_after_ms {
             ctx.set_timer(ms, Msg::Timer(AnyTimer::Kubelet(Timer::ContainerExit)));
         }
     }
 
-    pub fn on_msg(&mut self, _from: ProcId, _msg: Msg, _ctx: &mut WorldCtx<'_>) {}
+    fn on_msg(&mut self, _from: ProcId, _msg: Msg, _ctx: &mut WorldCtx<'_>) {}
 
-    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         if t == AnyTimer::Kubelet(Timer::ContainerExit) {
             ctx.send(self.kubelet, Msg::ContainerExited);
             let me = ctx.me();
@@ -1081,7 +1095,11 @@ impl Container {
         }
     }
 
-    pub fn on_crash(&mut self) {}
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

@@ -54,11 +54,10 @@
 //! Times written into the Lease (acquireTime, renewTime) are the writer's own clock.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
-use crate::fault::WorldFault;
+use crate::component::{Component, UNREAD, WorldCtx};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::Resource;
 use crate::object::{Body, Lease, Object, ObjectKey, ObjectMeta};
-use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use serde::Serialize;
 use std::sync::Arc;
@@ -607,31 +606,6 @@ impl Candidate {
         self.elector.is_leader()
     }
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
-        self.elector.start(ctx);
-    }
-
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        let h = self.elector.handle(&msg, ctx);
-        self.react(h, ctx);
-    }
-
-    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
-        if t == Timer::Rejoin {
-            self.elector.reset();
-            self.elector.start(ctx);
-            return;
-        }
-        let h = self.elector.on_timer(&t, ctx);
-        self.react(h, ctx);
-    }
-
-    pub fn on_crash(&mut self) {
-        self.elector.reset();
-    }
-
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
-
     fn react(&mut self, h: Handled, ctx: &mut WorldCtx<'_>) {
         let Some(event) = h.event else {
             return;
@@ -653,5 +627,42 @@ impl Candidate {
                 ctx.set_timer(after_ms, Msg::Timer(AnyTimer::Leader(Timer::Rejoin)));
             }
         }
+    }
+}
+
+impl Component for Candidate {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.elector.start(ctx);
+    }
+
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let h = self.elector.handle(&msg, ctx);
+        self.react(h, ctx);
+    }
+
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        let AnyTimer::Leader(t) = t else {
+            panic!("timer {t:?} reached the wrong component: a candidate");
+        };
+        if t == Timer::Rejoin {
+            self.elector.reset();
+            self.elector.start(ctx);
+            return;
+        }
+        let h = self.elector.on_timer(&t, ctx);
+        self.react(h, ctx);
+    }
+
+    fn on_crash(&mut self) {
+        self.elector.reset();
+    }
+
+    /// Its history is for tests; the Lease it holds is in the API server's store.
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }

@@ -1,8 +1,9 @@
 //! The simulated environment controllers run in: the API server, informers, leases and
 //! leader election, nodes, kubelets and pods, and the cloud provider.
 //!
-//! Every part is a component of a kernel process ([`proc::Proc`]); they talk only by
-//! messages ([`msg::Msg`]) over the simulated network, so every request of a real client
+//! Every part is a [`Component`], run as a kernel process ([`Proc`]), the core's own
+//! and a family's alike; they talk only by messages ([`msg::Msg`]) over the simulated
+//! network, so every request of a real client
 //! is a point where the scheduler can interleave other processes. Semantics follow the
 //! real systems; docs/semantics.md lists each rule with its source.
 //!
@@ -15,7 +16,8 @@
 //! - [`kubelet`]: a node's agent: registration, heartbeats, running pods as processes.
 //! - [`lifecycle`]: the node lifecycle controller: NotReady, taints, eviction.
 //! - [`workloads`]: Deployments and the scheduler: pods for replicas, bound to nodes.
-//! - [`component`]: families' own processes, messages and timers (open components).
+//! - [`component`]: the one interface of every process, the core's and a family's, and
+//!   [`Proc`], the process the kernel runs.
 //! - [`manager`]: the controller host (work queue, reconcile loop) users plug into.
 //! - [`reconcile_error`]: a reconcile's error, typed until its note is written.
 //! - [`runtime`]: reconcilers in kube-runtime's shape (async `reconcile`, `error_policy`,
@@ -25,7 +27,7 @@
 //! - [`payload`]: a family's messages, type-erased.
 //! - [`timer`]: every component's timers, and the tag that routes a fired one.
 //! - [`msg`]: the message enum (the core's own messages, and payload envelopes).
-//! - [`proc`]: the process enum the kernel runs (the core's components and `Component`).
+//! - [`proc`]: the kernel's side of a process: dispatch, SIGTERM, message classes.
 
 pub mod api;
 pub mod apiserver;
@@ -46,8 +48,7 @@ pub mod script;
 pub mod timer;
 pub mod workloads;
 
-pub use component::{Component, Message, Payload};
+pub use component::{Component, Endpoints, Message, Payload, Proc, WorldCtx};
 pub use fault::WorldFault;
 pub use msg::Msg;
 pub use object::{Kind, Object, ObjectKey, ObjectMeta};
-pub use proc::{Endpoints, Proc, WorldCtx};

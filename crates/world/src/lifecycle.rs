@@ -31,7 +31,7 @@
 //! startup grace period, Memory/Disk/PID pressure conditions.
 
 use crate::api::{ApiOp, ApiRequest, PatchOp};
-use crate::fault::WorldFault;
+use crate::component::{Component, Endpoints, UNREAD, WorldCtx};
 use crate::informer::Informer;
 use crate::kubelet::NODE_LEASE_NAMESPACE;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
@@ -40,7 +40,6 @@ use crate::object::{
     TaintEffect, Toleration, Uid,
 };
 use crate::object::{Lease, Pod, Resource};
-use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime, TimerId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -118,8 +117,11 @@ impl NodeLifecycle {
     pub fn evictions(&self) -> u64 {
         self.evictions
     }
+}
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+/// The node lifecycle controller as a process of the world.
+impl Component for NodeLifecycle {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.informer.start(ctx);
         ctx.set_timer(
             self.config.monitor_period_ms,
@@ -127,16 +129,14 @@ impl NodeLifecycle {
         );
     }
 
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         self.health.clear();
         self.evicted.clear();
         self.orphans.clear();
         self.evict_timer = None;
     }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
-
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let mut changes = Vec::new();
         if self.informer.handle(&msg, ctx, &mut changes)
             && !changes.is_empty()
@@ -155,7 +155,7 @@ impl NodeLifecycle {
         // Responses to our writes are not needed: the next period re-reads the cache.
     }
 
-    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         match t {
             AnyTimer::Informer(t) => {
                 self.informer.on_timer(&t, ctx);
@@ -181,6 +181,17 @@ impl NodeLifecycle {
         }
     }
 
+    /// Its taints and evictions are writes to the API server.
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl NodeLifecycle {
     fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) {
         let id = self.ids.issue();
         ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));

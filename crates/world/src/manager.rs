@@ -23,14 +23,13 @@
 //! interleaving point for the scheduler, exactly where a real controller awaits.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest};
-use crate::component::{Message, Payload};
+use crate::component::{Component, Endpoints, Message, Payload, UNREAD, WorldCtx};
 pub use crate::fault::Failpoints;
 use crate::fault::{FailpointAction, WorldFault};
 use crate::informer::{Informer, RelistNotify};
 use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
-use crate::proc::{Endpoints, WorldCtx};
 use crate::reconcile_error::{Protocol, ReconcileError};
 use reconsim_sim::{ProcId, SimRng, SimTime};
 use serde::Serialize;
@@ -486,11 +485,14 @@ impl Manager {
     pub fn reconciles(&self) -> Vec<u64> {
         self.controllers.iter().map(|c| c.reconciles).collect()
     }
+}
 
+/// The controller host as a process of the world.
+impl Component for Manager {
     /// Leader election runs as `<identity>_<start>`: controller-runtime's id is the
     /// hostname, "_" and a new uuid at every process start (semantics 1.14), so a
     /// restarted process is a new candidate and waits out the lease its former self held.
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.running = false;
         self.exited = false;
         self.starts += 1;
@@ -509,7 +511,7 @@ impl Manager {
         }
     }
 
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         self.running = false;
         self.fence_until = None;
         // The socket buffers died with the process; a fault's end is not delivered to it.
@@ -526,7 +528,7 @@ impl Manager {
     }
 
     /// A `Failpoint` fault arms (or, at its end, disarms) a failpoint of this process.
-    pub fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+    fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
         if matches!(f, WorldFault::Resync) && active && !self.exited {
             let kinds: Vec<_> = self.informer.kinds().collect();
             for kind in kinds {
@@ -550,18 +552,7 @@ impl Manager {
         }
     }
 
-    /// Every cached object of `kind`, as an update with old == new (a resync).
-    fn resync(&mut self, kind: crate::object::Kind, ctx: &mut WorldCtx<'_>) {
-        if self.informer.synced() {
-            let mut changes = std::mem::take(&mut self.changes);
-            changes.extend(self.informer.cache().list(kind).cloned());
-            self.offer(&changes, ctx);
-            changes.clear();
-            self.changes = changes;
-        }
-    }
-
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         if self.exited {
             return;
         }
@@ -583,41 +574,7 @@ impl Manager {
         self.handle(msg, ctx);
     }
 
-    /// A message as it reaches the manager's code (after any watch stall).
-    fn handle(&mut self, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        let mut changes = std::mem::take(&mut self.changes);
-        if self.informer.handle(&msg, ctx, &mut changes) {
-            self.offer(&changes, ctx);
-            changes.clear();
-            self.changes = changes;
-            self.maybe_start(ctx);
-            return;
-        }
-        self.changes = changes;
-        if let Some(e) = &mut self.elector {
-            let handled = e.handle(&msg, ctx);
-            if handled.ours {
-                self.on_leader_event(handled.event, ctx);
-                return;
-            }
-        }
-        let (id, reply) = match msg {
-            Msg::ApiResp(r) => (r.id, Reply::Api(r.result)),
-            Msg::Response { id, body } => (id, Reply::Service(body)),
-            _ => return,
-        };
-        if let Some(i) = self
-            .controllers
-            .iter()
-            .position(|c| c.in_flight == Some(id))
-        {
-            self.controllers[i].in_flight = None;
-            self.step(i, Some(reply), ctx);
-            self.pump(i, ctx);
-        }
-    }
-
-    pub fn on_timer(&mut self, timer: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, timer: AnyTimer, ctx: &mut WorldCtx<'_>) {
         if self.exited {
             return;
         }
@@ -673,6 +630,62 @@ impl Manager {
                 }
             }
             other => panic!("manager got a foreign timer {other:?}"),
+        }
+    }
+
+    /// Its reconcilers' state shows in the API server's store (tests read it).
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Manager {
+    /// Every cached object of `kind`, as an update with old == new (a resync).
+    fn resync(&mut self, kind: crate::object::Kind, ctx: &mut WorldCtx<'_>) {
+        if self.informer.synced() {
+            let mut changes = std::mem::take(&mut self.changes);
+            changes.extend(self.informer.cache().list(kind).cloned());
+            self.offer(&changes, ctx);
+            changes.clear();
+            self.changes = changes;
+        }
+    }
+
+    /// A message as it reaches the manager's code (after any watch stall).
+    fn handle(&mut self, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        let mut changes = std::mem::take(&mut self.changes);
+        if self.informer.handle(&msg, ctx, &mut changes) {
+            self.offer(&changes, ctx);
+            changes.clear();
+            self.changes = changes;
+            self.maybe_start(ctx);
+            return;
+        }
+        self.changes = changes;
+        if let Some(e) = &mut self.elector {
+            let handled = e.handle(&msg, ctx);
+            if handled.ours {
+                self.on_leader_event(handled.event, ctx);
+                return;
+            }
+        }
+        let (id, reply) = match msg {
+            Msg::ApiResp(r) => (r.id, Reply::Api(r.result)),
+            Msg::Response { id, body } => (id, Reply::Service(body)),
+            _ => return,
+        };
+        if let Some(i) = self
+            .controllers
+            .iter()
+            .position(|c| c.in_flight == Some(id))
+        {
+            self.controllers[i].in_flight = None;
+            self.step(i, Some(reply), ctx);
+            self.pump(i, ctx);
         }
     }
 

@@ -1,77 +1,25 @@
-//! The world's process type: the core's components, and any family's.
+//! The kernel's side of a world process: [`Proc`]'s `Actor` impl hands each event to
+//! the process's component, answers SIGTERM the same way for every process, and tells
+//! the kernel what the world's messages are (decision points, request ids, what a
+//! connection that gave up or dropped a message means).
 //!
-//! The core's components are variants (static dispatch on the hot path); a family's
-//! process is a [`Component`] behind `Proc::Component`. User reconcilers plug in
-//! through [`crate::manager::Manager`], which hosts any [`crate::manager::Reconciler`].
+//! User reconcilers plug in through [`crate::manager::Manager`], which hosts any
+//! [`crate::manager::Reconciler`]; every process is a [`crate::Component`].
 
 use crate::api::{ApiOp, ApiRequest};
-use crate::component::Component;
+pub use crate::component::{Endpoints, Proc, WorldCtx};
 use crate::fault::WorldFault;
 use crate::msg::{Lost, Msg, Timer};
 use crate::object::{Lease, ObjectKey, Resource};
-use crate::{apiserver, informer, kubelet, leader, lifecycle, manager, script, workloads};
+use crate::timer::ManagerTimer;
 use reconsim_sim::{Actor, EventClass, ProcId, TimerId};
-
-/// The kernel context as the world's components see it.
-pub type WorldCtx<'a> = reconsim_sim::Ctx<'a, Proc>;
-
-/// Where the shared services live; handed to every component at construction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Endpoints {
-    pub apiserver: ProcId,
-}
-
-#[derive(Debug)]
-pub enum Proc {
-    ApiServer(apiserver::ApiServer),
-    Kubelet(kubelet::Kubelet),
-    Lifecycle(lifecycle::NodeLifecycle),
-    Workloads(workloads::Workloads),
-    Manager(manager::Manager),
-    Script(script::Script),
-    /// A pod's container with no logic of its own (idles, or exits after a while).
-    Container(kubelet::Container),
-    /// A process that only takes part in a leader election.
-    Candidate(leader::Candidate),
-    /// A process that only runs an informer and logs its cache changes.
-    Informer(informer::Watcher),
-    /// A family's process (a cloud API, an etcd model, a config server, ...).
-    Component(Box<dyn Component>),
-}
-
-impl Proc {
-    /// A family's component, as its own type: `sim.actor(p).component::<Cloud>()`.
-    pub fn component<T: Component>(&self) -> Option<&T> {
-        match self {
-            Proc::Component(c) => c.as_any().downcast_ref::<T>(),
-            _ => None,
-        }
-    }
-}
-
-macro_rules! each {
-    ($self:ident, $p:ident => $e:expr) => {
-        match $self {
-            Proc::ApiServer($p) => $e,
-            Proc::Kubelet($p) => $e,
-            Proc::Lifecycle($p) => $e,
-            Proc::Workloads($p) => $e,
-            Proc::Manager($p) => $e,
-            Proc::Script($p) => $e,
-            Proc::Container($p) => $e,
-            Proc::Candidate($p) => $e,
-            Proc::Informer($p) => $e,
-            Proc::Component($p) => $e,
-        }
-    };
-}
 
 impl Actor for Proc {
     type Msg = Msg;
     type Fault = WorldFault;
 
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
-        each!(self, p => p.on_start(ctx))
+        self.get_mut().on_start(ctx)
     }
 
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
@@ -83,34 +31,22 @@ impl Actor for Proc {
             ctx.stop(ctx.me());
             return;
         }
-        each!(self, p => p.on_msg(from, msg, ctx))
+        self.get_mut().on_msg(from, msg, ctx)
     }
 
     fn on_timer(&mut self, _id: TimerId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let Msg::Timer(timer) = msg else {
             panic!("a timer carried a non-timer message: {msg:?}");
         };
-        match (self, timer) {
-            (Proc::ApiServer(p), Timer::ApiServer(t)) => p.on_timer(t, ctx),
-            (Proc::Kubelet(p), t) => p.on_timer(t, ctx),
-            (Proc::Lifecycle(p), t) => p.on_timer(t, ctx),
-            (Proc::Workloads(p), t) => p.on_timer(t, ctx),
-            (Proc::Manager(p), t) => p.on_timer(t, ctx),
-            (Proc::Script(p), Timer::Script(t)) => p.on_timer(t, ctx),
-            (Proc::Container(p), t) => p.on_timer(t, ctx),
-            (Proc::Candidate(p), Timer::Leader(t)) => p.on_timer(t, ctx),
-            (Proc::Informer(p), Timer::Informer(t)) => p.on_timer(t, ctx),
-            (Proc::Component(p), t) => p.on_timer(t, ctx),
-            (p, t) => panic!("timer {t:?} reached the wrong component {p:?}"),
-        }
+        self.get_mut().on_timer(timer, ctx)
     }
 
     fn on_crash(&mut self) {
-        each!(self, p => p.on_crash())
+        self.get_mut().on_crash()
     }
 
     fn on_fault(&mut self, fault: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
-        each!(self, p => p.on_fault(fault, active, ctx))
+        self.get_mut().on_fault(fault, active, ctx)
     }
 
     /// Decision points for event anchors: API writes (a Lease's are renewals), reads,
@@ -140,10 +76,7 @@ impl Actor for Proc {
 
     /// A reconcile's sleep between two of its steps (GetWorkloadCluster's connect).
     fn continues(timer: &Msg) -> bool {
-        matches!(
-            timer,
-            Msg::Timer(Timer::Manager(manager::Timer::Wake { .. }))
-        )
+        matches!(timer, Msg::Timer(Timer::Manager(ManagerTimer::Wake { .. })))
     }
 
     /// The kind of object a request reads or writes, or a watch event reports on.
@@ -181,17 +114,11 @@ impl Actor for Proc {
     }
 
     fn retransmits_ms(&self, msg: &Msg, sent: bool) -> Option<u64> {
-        match self {
-            Proc::Component(c) => c.retransmits_ms(msg, sent),
-            _ => None,
-        }
+        self.get().retransmits_ms(msg, sent)
     }
 
     fn lane(&self, msg: &Msg) -> u32 {
-        match self {
-            Proc::Component(c) => c.lane(msg),
-            _ => 0,
-        }
+        self.get().lane(msg)
     }
 
     /// A client's connection gave up: its request failed, or its watch broke.

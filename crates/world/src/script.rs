@@ -4,9 +4,8 @@
 //! it to drive the API server through the network like any other client.
 
 use crate::api::{ApiOp, ApiRequest, ApiResponse, WatchEvent};
-use crate::fault::WorldFault;
+use crate::component::{Component, UNREAD, WorldCtx};
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
-use crate::proc::WorldCtx;
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::BTreeMap;
 
@@ -51,8 +50,11 @@ impl Script {
             .find(|(s, _, _)| *s == step)
             .map(|(_, _, r)| r)
     }
+}
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+/// The scripted client as a process of the world.
+impl Component for Script {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now().as_ms();
         for (i, step) in self.steps.iter().enumerate() {
             ctx.set_timer(
@@ -62,7 +64,7 @@ impl Script {
         }
     }
 
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::ApiResp(resp) => {
                 if let Some(step) = self.sent.remove(&resp.id) {
@@ -74,15 +76,22 @@ impl Script {
         }
     }
 
-    pub fn on_timer(&mut self, t: Timer, ctx: &mut WorldCtx<'_>) {
-        let Timer::Step(i) = t;
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+        let AnyTimer::Script(Timer::Step(i)) = t else {
+            panic!("timer {t:?} reached the wrong component: a script");
+        };
         let id = self.ids.issue();
         self.sent.insert(id, i);
         let op = self.steps[i].op.clone();
         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
     }
 
-    pub fn on_crash(&mut self) {}
+    /// Its responses are for tests, not for checkers.
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

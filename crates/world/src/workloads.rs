@@ -34,7 +34,7 @@
 //! every batch of changes: clusters in scenarios are small.
 
 use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, PatchOp};
-use crate::fault::WorldFault;
+use crate::component::{Component, Endpoints, UNREAD, WorldCtx};
 use crate::informer::Informer;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{
@@ -42,7 +42,6 @@ use crate::object::{
     OwnerReference, Pod, PodPhase, PodSpec, PodStatus, Uid,
 };
 use crate::object::{Node, Resource, selector_matches};
-use crate::proc::{Endpoints, WorldCtx};
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -140,8 +139,11 @@ impl Workloads {
     pub fn binds(&self) -> u64 {
         self.binds
     }
+}
 
-    pub fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+/// The Deployment controller and scheduler as a process of the world.
+impl Component for Workloads {
+    fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.informer.start(ctx);
         ctx.set_timer(
             self.config.resync_ms,
@@ -149,16 +151,14 @@ impl Workloads {
         );
     }
 
-    pub fn on_crash(&mut self) {
+    fn on_crash(&mut self) {
         self.expectations.clear();
         self.create_reqs.clear();
         self.assumed.clear();
         self.bind_reqs.clear();
     }
 
-    pub fn on_fault(&mut self, _f: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
-
-    pub fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
+    fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let mut changes = Vec::new();
         if self.informer.handle(&msg, ctx, &mut changes) {
             if !changes.is_empty() {
@@ -200,7 +200,7 @@ impl Workloads {
         }
     }
 
-    pub fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
+    fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         match t {
             AnyTimer::Informer(t) => {
                 self.informer.on_timer(&t, ctx);
@@ -216,6 +216,17 @@ impl Workloads {
         }
     }
 
+    /// Its pods and binds are writes to the API server.
+    fn changes(&self) -> Option<u64> {
+        Some(UNREAD)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Workloads {
     fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) -> u64 {
         let id = self.ids.issue();
         ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));

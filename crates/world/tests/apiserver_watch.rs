@@ -198,7 +198,7 @@ fn unwatch_stops_the_stream() {
     let pid = w.sim.spawn(
         host,
         "watch",
-        Proc::Script(Script::new(
+        Proc::new(Script::new(
             w.api,
             vec![
                 Step {
@@ -260,7 +260,7 @@ fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
     ];
     let pid = w
         .sim
-        .spawn(host, "lister", Proc::Script(Script::new(w.api, steps)));
+        .spawn(host, "lister", Proc::new(Script::new(w.api, steps)));
     w.run_to(3_000);
     let s = w.script(pid);
     let names = |step: usize| -> (Vec<String>, u64) {
@@ -341,7 +341,7 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
     ];
     let pid = w
         .sim
-        .spawn(host, "writer", Proc::Script(Script::new(w.api, steps)));
+        .spawn(host, "writer", Proc::new(Script::new(w.api, steps)));
     w.run_to(3_000);
     let s = w.script(pid);
     let answered = |step: usize| s.responses.iter().find(|r| r.0 == step).unwrap().1;

@@ -102,25 +102,23 @@ impl World {
         let mut sim = Sim::new(cfg, FaultPlan::new(faults));
         let h_api = sim.add_host("api");
         let h_node = sim.add_host("node");
-        let api = sim.spawn(h_api, "apiserver", Proc::ApiServer(ApiServer::new(config)));
-        sim.spawn(h_api, "writer", Proc::Script(Script::new(api, steps)));
+        let api = sim.spawn(h_api, "apiserver", Proc::new(ApiServer::new(config)));
+        sim.spawn(h_api, "writer", Proc::new(Script::new(api, steps)));
         let informer = Informer::new(0, &[Widget::KIND], api).notifying(notify);
-        let watcher = sim.spawn(h_node, "watcher", Proc::Informer(Watcher::new(informer)));
+        let watcher = sim.spawn(h_node, "watcher", Proc::new(Watcher::new(informer)));
         World { sim, api, watcher }
     }
 
     fn server(&self) -> &ApiServer {
-        match self.sim.actor(self.api) {
-            Proc::ApiServer(a) => a,
-            p => panic!("not the API server: {p:?}"),
-        }
+        let p = self.sim.actor(self.api);
+        p.component::<ApiServer>()
+            .unwrap_or_else(|| panic!("not the API server: {p:?}"))
     }
 
     fn watcher(&self) -> &Watcher {
-        match self.sim.actor(self.watcher) {
-            Proc::Informer(w) => w,
-            p => panic!("not a watcher: {p:?}"),
-        }
+        let p = self.sim.actor(self.watcher);
+        p.component::<Watcher>()
+            .unwrap_or_else(|| panic!("not a watcher: {p:?}"))
     }
 
     fn informer(&self) -> &Informer {

@@ -71,28 +71,28 @@ fn world_with(
         };
         server.seed_object(Object::new(ObjectMeta::named(NS, LOCK), Body::new(lease)));
     }
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
     let cands = names
         .iter()
         .map(|n| {
             let h = sim.add_host(&format!("h-{n}"));
             let c = Candidate::new(config.clone(), n.to_string(), api).with_on_lost(on_lost);
-            sim.spawn(h, n, Proc::Candidate(c))
+            sim.spawn(h, n, Proc::new(c))
         })
         .collect();
     World { sim, api, cands }
 }
 
 fn cand(sim: &Sim<Proc>, p: ProcId) -> &Candidate {
-    match sim.actor(p) {
-        Proc::Candidate(c) => c,
-        other => panic!("not a candidate: {other:?}"),
-    }
+    let other = sim.actor(p);
+    other
+        .component::<Candidate>()
+        .unwrap_or_else(|| panic!("not a candidate: {other:?}"))
 }
 
 /// The stored Lease, as the API server holds it.
 fn lease(w: &World) -> Option<Lease> {
-    let Proc::ApiServer(a) = w.sim.actor(w.api) else {
+    let Some(a) = w.sim.actor(w.api).component::<ApiServer>() else {
         panic!("not the API server")
     };
     a.get(&defaults().lease_key())

@@ -347,8 +347,8 @@ fn world(
     for o in seeded {
         server.seed_object(o);
     }
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
-    sim.spawn(api_host, "script", Proc::Script(Script::new(api, script)));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
+    sim.spawn(api_host, "script", Proc::new(Script::new(api, script)));
     let endpoints = Endpoints { apiserver: api };
     let mgrs = mgrs
         .into_iter()
@@ -363,17 +363,17 @@ fn world(
                 ..Default::default()
             };
             let manager = Manager::new(config, endpoints, vec![Box::new(m.recorder)]);
-            sim.spawn(host, m.name, Proc::Manager(manager))
+            sim.spawn(host, m.name, Proc::new(manager))
         })
         .collect();
     World { sim, api, mgrs }
 }
 
 fn manager(sim: &Sim<Proc>, p: ProcId) -> &Manager {
-    match sim.actor(p) {
-        Proc::Manager(m) => m,
-        other => panic!("not a manager: {other:?}"),
-    }
+    let other = sim.actor(p);
+    other
+        .component::<Manager>()
+        .unwrap_or_else(|| panic!("not a manager: {other:?}"))
 }
 
 fn rec(sim: &Sim<Proc>, p: ProcId) -> &Recorder {
@@ -386,7 +386,7 @@ fn rec(sim: &Sim<Proc>, p: ProcId) -> &Recorder {
 }
 
 fn stored(w: &World, key: &ObjectKey) -> std::sync::Arc<Object> {
-    let Proc::ApiServer(a) = w.sim.actor(w.api) else {
+    let Some(a) = w.sim.actor(w.api).component::<ApiServer>() else {
         panic!("not the API server")
     };
     a.get(key).expect("stored").clone()
@@ -923,9 +923,9 @@ fn without_the_lease_a_manager_syncs_but_never_reconciles() {
         "other".into(),
         w.api,
     );
-    let other = w.sim.spawn(h, "other", Proc::Candidate(other));
+    let other = w.sim.spawn(h, "other", Proc::new(other));
     w.sim.run_until(SimTime::from_secs(120));
-    let Proc::Candidate(c) = w.sim.actor(other) else {
+    let Some(c) = w.sim.actor(other).component::<Candidate>() else {
         unreachable!()
     };
     assert!(c.is_leader());

@@ -34,7 +34,7 @@ struct Cluster {
 fn images() -> Images {
     Images::default()
         .with("idle", |env| {
-            Proc::Script(Script::new(env.endpoints.apiserver, vec![]))
+            Proc::new(Script::new(env.endpoints.apiserver, vec![]))
         })
         .with("crash", Container::image(Some(1_000)))
 }
@@ -70,19 +70,19 @@ fn cluster_with(
     for o in seeded {
         server.seed_object(o);
     }
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
     // No cloud in these tests.
     let endpoints = Endpoints { apiserver: api };
     let cp = sim.add_host("control-plane");
     sim.spawn(
         cp,
         "node-lifecycle",
-        Proc::Lifecycle(NodeLifecycle::new(Default::default(), endpoints)),
+        Proc::new(NodeLifecycle::new(Default::default(), endpoints)),
     );
     sim.spawn(
         cp,
         "workloads",
-        Proc::Workloads(Workloads::new(Default::default(), endpoints)),
+        Proc::new(Workloads::new(Default::default(), endpoints)),
     );
     let mut kubelets = BTreeMap::new();
     for (n, taints) in nodes {
@@ -98,12 +98,12 @@ fn cluster_with(
         let pid = sim.spawn(
             host,
             &format!("kubelet/{n}"),
-            Proc::Kubelet(Kubelet::new(config, endpoints, images())),
+            Proc::new(Kubelet::new(config, endpoints, images())),
         );
         kubelets.insert(n.to_string(), pid);
     }
     let user = sim.add_host("user");
-    sim.spawn(user, "user", Proc::Script(Script::new(api, steps)));
+    sim.spawn(user, "user", Proc::new(Script::new(api, steps)));
     Cluster { sim, api, kubelets }
 }
 
@@ -117,17 +117,15 @@ impl Cluster {
     }
 
     fn server(&self) -> &ApiServer {
-        match self.sim.actor(self.api) {
-            Proc::ApiServer(a) => a,
-            p => panic!("not the API server: {p:?}"),
-        }
+        let p = self.sim.actor(self.api);
+        p.component::<ApiServer>()
+            .unwrap_or_else(|| panic!("not the API server: {p:?}"))
     }
 
     fn kubelet(&self, node: &str) -> &Kubelet {
-        match self.sim.actor(self.kubelets[node]) {
-            Proc::Kubelet(k) => k,
-            p => panic!("not a kubelet: {p:?}"),
-        }
+        let p = self.sim.actor(self.kubelets[node]);
+        p.component::<Kubelet>()
+            .unwrap_or_else(|| panic!("not a kubelet: {p:?}"))
     }
 
     fn node_obj(&self, name: &str) -> Option<Arc<Object>> {
@@ -177,17 +175,15 @@ impl Cluster {
     }
 
     fn workloads(&self) -> &Workloads {
-        match self.sim.actor(self.proc("workloads").expect("spawned")) {
-            Proc::Workloads(w) => w,
-            p => panic!("not the workloads controller: {p:?}"),
-        }
+        let p = self.sim.actor(self.proc("workloads").expect("spawned"));
+        p.component::<Workloads>()
+            .unwrap_or_else(|| panic!("not the workloads controller: {p:?}"))
     }
 
     fn script(&self) -> &Script {
-        match self.sim.actor(self.proc("user").expect("spawned")) {
-            Proc::Script(s) => s,
-            p => panic!("not the user's script: {p:?}"),
-        }
+        let p = self.sim.actor(self.proc("user").expect("spawned"));
+        p.component::<Script>()
+            .unwrap_or_else(|| panic!("not the user's script: {p:?}"))
     }
 
     fn proc(&self, name: &str) -> Option<ProcId> {
@@ -337,7 +333,7 @@ fn a_bootstrapping_kubelet_registers_only_once_its_csr_is_approved() {
     let steps = vec![step(0, approve)];
     let user = c.sim.host_by_name("user").unwrap();
     c.sim
-        .spawn(user, "approver", Proc::Script(Script::new(c.api, steps)));
+        .spawn(user, "approver", Proc::new(Script::new(c.api, steps)));
     c.run_to_s(40 * 60 + 10);
     assert!(c.kubelet("w0").certified());
     assert!(c.node_obj("w0").is_some(), "registered once approved");

@@ -156,8 +156,8 @@ fn world(
     let api_host = sim.add_host("api");
     let mut server = ApiServer::new(Default::default());
     server.seed_object(widget_set("ws-a", 2));
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
-    sim.spawn(api_host, "script", Proc::Script(Script::new(api, script)));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
+    sim.spawn(api_host, "script", Proc::new(Script::new(api, script)));
     let host = sim.add_host("h-m0");
     let config = ManagerConfig {
         identity: "m0".into(),
@@ -167,15 +167,15 @@ fn world(
         ..Default::default()
     };
     let manager = Manager::new(config, Endpoints { apiserver: api }, vec![reconciler]);
-    sim.spawn(host, "m0", Proc::Manager(manager));
+    sim.spawn(host, "m0", Proc::new(manager));
     World { sim, api }
 }
 
 fn server(w: &World) -> &ApiServer {
-    match w.sim.actor(w.api) {
-        Proc::ApiServer(a) => a,
-        other => panic!("not the API server: {other:?}"),
-    }
+    let other = w.sim.actor(w.api);
+    other
+        .component::<ApiServer>()
+        .unwrap_or_else(|| panic!("not the API server: {other:?}"))
 }
 
 /// The live Widgets `ws-a` owns, and its status.replicas.

@@ -290,7 +290,7 @@ impl KcpSpec {
         let etcd = sim.spawn(
             api,
             "etcd",
-            Proc::Component(Box::new(Etcd::new(
+            Proc::new(Etcd::new(
                 EtcdConfig {
                     poll_ms: self.etcd.poll_ms,
                     call_ms_min: self.etcd.call_ms.lo,
@@ -300,10 +300,10 @@ impl KcpSpec {
                 },
                 endpoints,
                 cloud,
-            ))),
+            )),
         );
         let manager = |name: &str, r: Box<dyn reconsim_world::manager::Reconciler>| {
-            Proc::Manager(Manager::new(
+            Proc::new(Manager::new(
                 ManagerConfig {
                     identity: name.to_string(),
                     leader: None,

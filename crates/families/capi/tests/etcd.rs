@@ -49,7 +49,7 @@ impl World {
         let apiserver = sim.spawn(
             cp,
             "apiserver",
-            Proc::ApiServer(ApiServer::new(Default::default())),
+            Proc::new(ApiServer::new(Default::default())),
         );
         let endpoints = Endpoints { apiserver };
         let config = CloudConfig {
@@ -65,18 +65,14 @@ impl World {
         let cloud = sim.spawn(
             cp,
             "cloud",
-            Proc::Component(Box::new(Cloud::new(config, endpoints, Images::default()))),
+            Proc::new(Cloud::new(config, endpoints, Images::default())),
         );
         let etcd = sim.spawn(
             cp,
             "etcd",
-            Proc::Component(Box::new(Etcd::new(EtcdConfig::default(), endpoints, cloud))),
+            Proc::new(Etcd::new(EtcdConfig::default(), endpoints, cloud)),
         );
-        sim.spawn(
-            user,
-            "client",
-            Proc::Component(Box::new(CloudClient::new(cloud, steps))),
-        );
+        sim.spawn(user, "client", Proc::new(CloudClient::new(cloud, steps)));
         World {
             sim,
             apiserver,
@@ -91,20 +87,20 @@ impl World {
     }
 
     fn nodes(&self) -> usize {
-        match self.sim.actor(self.apiserver) {
-            Proc::ApiServer(a) => a.list(Node::KIND).count(),
-            p => panic!("not the API server: {p:?}"),
-        }
+        self.api().list(Node::KIND).count()
     }
 
     fn control_plane_nodes(&self) -> usize {
-        match self.sim.actor(self.apiserver) {
-            Proc::ApiServer(a) => a
-                .list(Node::KIND)
-                .filter(|n| reconsim_capi::kinds::is_control_plane_node(n))
-                .count(),
-            p => panic!("not the API server: {p:?}"),
-        }
+        self.api()
+            .list(Node::KIND)
+            .filter(|n| reconsim_capi::kinds::is_control_plane_node(n))
+            .count()
+    }
+
+    fn api(&self) -> &ApiServer {
+        let p = self.sim.actor(self.apiserver);
+        p.component::<ApiServer>()
+            .unwrap_or_else(|| panic!("not the API server: {p:?}"))
     }
 }
 

@@ -184,7 +184,7 @@ impl FamilySection for MachineApiSpec {
             ..Default::default()
         };
         let approver = Manager::new(config, services.endpoints, vec![approver::controller()]);
-        sim.spawn(host, approver::NAME, Proc::Manager(approver));
+        sim.spawn(host, approver::NAME, Proc::new(approver));
     }
 
     /// cluster-machine-approver approves the nodes that join.
@@ -333,7 +333,7 @@ fn images(images: Images, ma: &MachineApiSpec, cloud: ProcId) -> Images {
     let manager = |leader: Option<LeaderConfig>,
                    make: fn(MachineOptions, ProcId) -> Box<dyn Reconciler>| {
         move |env: &reconsim_world::kubelet::ContainerEnv| {
-            Proc::Manager(Manager::new(
+            Proc::new(Manager::new(
                 ManagerConfig {
                     identity: env.pod_name.clone(),
                     leader: leader.clone(),

@@ -330,10 +330,10 @@ impl McoSpec {
             Some(sim.spawn(
                 host,
                 BOOTSTRAP_SERVER,
-                Proc::Component(Box::new(MachineConfigServer::new(
+                Proc::new(MachineConfigServer::new(
                     ServerMode::Bootstrap { configs },
                     endpoints,
-                ))),
+                )),
             ))
         } else {
             None
@@ -341,17 +341,17 @@ impl McoSpec {
         let server = sim.spawn(
             infra,
             SERVER,
-            Proc::Component(Box::new(MachineConfigServer::new(
+            Proc::new(MachineConfigServer::new(
                 ServerMode::Cluster {
                     record_hand_outs: self.gc.records_hand_outs(),
                 },
                 endpoints,
-            ))),
+            )),
         );
         sim.spawn(
             infra,
             CONTROLLER,
-            Proc::Manager(Manager::new(
+            Proc::new(Manager::new(
                 ManagerConfig {
                     identity: CONTROLLER.into(),
                     leader: None,
@@ -377,7 +377,7 @@ impl McoSpec {
         sim.spawn(
             infra,
             OPERATOR,
-            Proc::Script(Script::new(endpoints.apiserver, steps)),
+            Proc::new(Script::new(endpoints.apiserver, steps)),
         );
         let t = &self.timing;
         for g in &self.machines {
@@ -401,11 +401,7 @@ impl McoSpec {
                     },
                     timing,
                 };
-                sim.spawn(
-                    host,
-                    name,
-                    Proc::Component(Box::new(McoMachine::new(spec, endpoints))),
-                );
+                sim.spawn(host, name, Proc::new(McoMachine::new(spec, endpoints)));
             }
         }
     }

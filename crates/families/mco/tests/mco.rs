@@ -94,14 +94,14 @@ fn world_with_plan(
     for o in seeded {
         server.seed_object(o);
     }
-    let api = sim.spawn(api_host, "apiserver", Proc::ApiServer(server));
+    let api = sim.spawn(api_host, "apiserver", Proc::new(server));
     let endpoints = Endpoints { apiserver: api };
-    sim.spawn(infra, "user", Proc::Script(Script::new(api, steps)));
+    sim.spawn(infra, "user", Proc::new(Script::new(api, steps)));
     (World { sim, api }, endpoints, infra)
 }
 
 fn store(w: &World) -> &ApiServer {
-    let Proc::ApiServer(a) = w.sim.actor(w.api) else {
+    let Some(a) = w.sim.actor(w.api).component::<ApiServer>() else {
         unreachable!()
     };
     a
@@ -148,18 +148,18 @@ fn a_machine_boots_joins_and_its_daemon_loads_the_served_config() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: false,
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -167,7 +167,7 @@ fn a_machine_boots_joins_and_its_daemon_loads_the_served_config() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     // Served, not yet registered: the config is the booting machine's only reference.
     w.sim.run_until(SimTime::from_secs(2));
@@ -203,18 +203,18 @@ fn the_server_records_a_hand_out_before_answering() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: true,
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -222,7 +222,7 @@ fn the_server_records_a_hand_out_before_answering() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     w.sim.run_until(SimTime::from_secs(2));
     assert_eq!(machine(&w, m).served(), Some(name.as_str()));
@@ -271,18 +271,18 @@ fn the_cluster_server_reads_the_pool_live_not_from_a_lagging_watch() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: false,
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -290,7 +290,7 @@ fn the_cluster_server_reads_the_pool_live_not_from_a_lagging_watch() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     w.sim.run_until(SimTime::from_secs(2));
     assert_eq!(machine(&w, m).served(), Some(new_name.as_str()));
@@ -311,23 +311,23 @@ fn a_registered_machine_heartbeats_and_its_node_never_goes_unknown() {
     w.sim.spawn(
         infra,
         "node-lifecycle",
-        Proc::Lifecycle(NodeLifecycle::new(Default::default(), endpoints)),
+        Proc::new(NodeLifecycle::new(Default::default(), endpoints)),
     );
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: false,
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -335,7 +335,7 @@ fn a_registered_machine_heartbeats_and_its_node_never_goes_unknown() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     let node_key = ObjectKey::new(Node::KIND, "", "worker-0");
     // Registered at about 3 s; check every 5 s for 10 minutes.
@@ -380,18 +380,18 @@ fn the_server_refuses_a_target_it_cannot_find_and_the_machine_retries() {
     let mcs = w.sim.spawn(
         infra,
         "machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Cluster {
                 record_hand_outs: false,
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("worker-0");
     let m = w.sim.spawn(
         host,
         "worker-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "worker-0".into(),
                 pool: "worker".into(),
@@ -399,7 +399,7 @@ fn the_server_refuses_a_target_it_cannot_find_and_the_machine_retries() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     w.sim.run_until(SimTime::from_secs(60));
     assert_eq!(machine(&w, m).phase(), &Phase::Fetching);
@@ -414,18 +414,18 @@ fn the_daemon_waits_five_minutes_for_a_missing_config_then_degrades() {
     let mcs = w.sim.spawn(
         bs,
         "bootstrap-machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Bootstrap {
                 configs: BTreeMap::from([("master".into(), "rendered-master-never".into())]),
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("master-0");
     let m = w.sim.spawn(
         host,
         "master-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "master-0".into(),
                 pool: "master".into(),
@@ -433,7 +433,7 @@ fn the_daemon_waits_five_minutes_for_a_missing_config_then_degrades() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     // Annotated at about 4 s; the daemon then polls every 10 s.
     w.sim
@@ -469,18 +469,18 @@ fn the_daemon_picks_up_a_config_created_within_five_minutes() {
     let mcs = w.sim.spawn(
         bs,
         "bootstrap-machine-config-server",
-        Proc::Component(Box::new(MachineConfigServer::new(
+        Proc::new(MachineConfigServer::new(
             ServerMode::Bootstrap {
                 configs: BTreeMap::from([("master".into(), "rendered-master-late".into())]),
             },
             endpoints,
-        ))),
+        )),
     );
     let host = w.sim.add_host("master-0");
     let m = w.sim.spawn(
         host,
         "master-0",
-        Proc::Component(Box::new(McoMachine::new(
+        Proc::new(McoMachine::new(
             MachineConfigSpec {
                 name: "master-0".into(),
                 pool: "master".into(),
@@ -488,7 +488,7 @@ fn the_daemon_picks_up_a_config_created_within_five_minutes() {
                 timing: quick_timing(),
             },
             endpoints,
-        ))),
+        )),
     );
     w.sim.run_until(SimTime::from_secs(600));
     assert_eq!(machine(&w, m).phase(), &Phase::Running);

@@ -192,7 +192,7 @@ impl FamilySection for CustomSection {
         for (name, make) in &self.extensions.images {
             let make = make.clone();
             let services = *services;
-            images = images.with(name, move |env| Proc::Component(make(env, &services)));
+            images = images.with(name, move |env| Proc::from(make(env, &services)));
         }
         images
     }
@@ -204,7 +204,7 @@ impl FamilySection for CustomSection {
             let host = sim.host_by_name(&c.node).expect("validated node");
             let process = c.process_name();
             if let Some(component) = registered.program(params, services) {
-                sim.spawn(host, process, Proc::Component(component));
+                sim.spawn(host, process, Proc::from(component));
                 continue;
             }
             let leader = c
@@ -213,7 +213,7 @@ impl FamilySection for CustomSection {
             sim.spawn(
                 host,
                 process,
-                Proc::Manager(Manager::new(
+                Proc::new(Manager::new(
                     ManagerConfig {
                         identity: process.to_string(),
                         leader,

@@ -9,8 +9,11 @@ use crate::build::World;
 use crate::faults::{Choose, fault_of, targets};
 use crate::format::{FaultKind, Plan, Range, Scenario};
 use reconsim_sim::{Anchor, DecisionPoint, EventClass, Fault, PartitionMode, Position, TimedFault};
+use reconsim_world::WorldFault;
+use reconsim_world::apiserver::ApiServer;
+use reconsim_world::manager::Manager;
 use reconsim_world::object::Lease;
-use reconsim_world::{Proc, WorldFault};
+use reconsim_world::script::Script;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A generator's choices for one plan: its target and partition mode enumerated, its
@@ -58,18 +61,14 @@ impl Cast {
         let mut host_of = BTreeMap::new();
         for (p, actor) in sim.actors() {
             let name = sim.proc_name(p).to_string();
-            match actor {
-                Proc::Manager(_) => {
-                    controllers.insert(name.clone());
-                }
-                Proc::Script(_) => {
-                    users.insert(name.clone());
-                }
-                _ => {}
+            if actor.component::<Manager>().is_some() {
+                controllers.insert(name.clone());
+            } else if actor.component::<Script>().is_some() {
+                users.insert(name.clone());
             }
             host_of.insert(name, sim.host_name(sim.proc_host(p)).to_string());
         }
-        let Proc::ApiServer(api) = sim.actor(world.apiserver) else {
+        let Some(api) = sim.actor(world.apiserver).component::<ApiServer>() else {
             unreachable!("process 0 is the API server")
         };
         let lease_ms = api

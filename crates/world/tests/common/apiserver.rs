@@ -38,7 +38,7 @@ impl World {
         let mut sim = Sim::new(cfg, plan);
         let h_api = sim.add_host("api");
         sim.add_host("client");
-        let api = sim.spawn(h_api, "apiserver", Proc::ApiServer(ApiServer::new(config)));
+        let api = sim.spawn(h_api, "apiserver", Proc::new(ApiServer::new(config)));
         World {
             sim,
             api,
@@ -48,17 +48,15 @@ impl World {
     }
 
     pub fn server(&self) -> &ApiServer {
-        match self.sim.actor(self.api) {
-            Proc::ApiServer(a) => a,
-            p => panic!("not the API server: {p:?}"),
-        }
+        let p = self.sim.actor(self.api);
+        p.component::<ApiServer>()
+            .unwrap_or_else(|| panic!("not the API server: {p:?}"))
     }
 
     pub fn script(&self, pid: ProcId) -> &Script {
-        match self.sim.actor(pid) {
-            Proc::Script(s) => s,
-            p => panic!("not a script: {p:?}"),
-        }
+        let p = self.sim.actor(pid);
+        p.component::<Script>()
+            .unwrap_or_else(|| panic!("not a script: {p:?}"))
     }
 
     /// Send one request from a fresh client process and wait for its answer.
@@ -69,7 +67,7 @@ impl World {
         let pid = self.sim.spawn(
             host,
             &format!("call-{}", self.calls),
-            Proc::Script(Script::new(self.api, vec![Step { at_ms, op }])),
+            Proc::new(Script::new(self.api, vec![Step { at_ms, op }])),
         );
         self.run_for(ROUND_TRIP_MS);
         self.script(pid)
@@ -109,7 +107,7 @@ impl World {
         self.sim.spawn(
             host,
             name,
-            Proc::Script(Script::new(self.api, vec![Step { at_ms, op }])),
+            Proc::new(Script::new(self.api, vec![Step { at_ms, op }])),
         )
     }
 
