@@ -18,7 +18,7 @@ use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer};
 pub use crate::payload::{Message, Payload};
 use reconsim_sim::ProcId;
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt;
 
 /// The kernel context as the world's components see it.
@@ -40,46 +40,60 @@ pub struct Endpoints {
 /// let proc = Proc::new(Script::new(reconsim_sim::ProcId(0), vec![]));
 /// assert!(proc.component::<Script>().is_some());
 /// assert!(proc.component::<reconsim_world::kubelet::Container>().is_none());
+///
+/// let boxed: Box<dyn reconsim_world::Component> = Box::new(Script::new(reconsim_sim::ProcId(0), vec![]));
+/// assert!(Proc::from(boxed).component::<Script>().is_some());
 /// ```
-pub struct Proc(Box<dyn Component>);
+pub struct Proc {
+    /// The component's type, beside the box: a checker's scan for one type
+    /// (`component::<T>()` over every process) reads no component but the one it finds.
+    type_id: TypeId,
+    component: Box<dyn Component>,
+}
 
 impl Proc {
     pub fn new(component: impl Component) -> Proc {
-        Proc(Box::new(component))
+        Proc::from(Box::new(component) as Box<dyn Component>)
     }
 
     /// The component, as its own type: `sim.actor(p).component::<ApiServer>()`.
     pub fn component<T: Component>(&self) -> Option<&T> {
-        self.0.as_any().downcast_ref::<T>()
+        if self.type_id != TypeId::of::<T>() {
+            return None;
+        }
+        self.component.as_any().downcast_ref::<T>()
     }
 
     /// Its component's [`Component::changes`]: a runner checks invariants only after a
     /// step that changed what they read.
     pub fn changes(&self) -> Option<u64> {
-        self.0.changes()
+        self.component.changes()
     }
 
     /// The component behind the interface, for the kernel's side ([`crate::proc`]).
     pub(crate) fn get(&self) -> &dyn Component {
-        &*self.0
+        &*self.component
     }
 
     pub(crate) fn get_mut(&mut self) -> &mut dyn Component {
-        &mut *self.0
+        &mut *self.component
     }
 }
 
 /// A component built behind a box already (a family's image or process factory).
 impl From<Box<dyn Component>> for Proc {
     fn from(component: Box<dyn Component>) -> Proc {
-        Proc(component)
+        Proc {
+            type_id: <dyn Any>::type_id(component.as_any()),
+            component,
+        }
     }
 }
 
 /// The component's own `Debug`: a process prints as what it runs.
 impl fmt::Debug for Proc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.component.fmt(f)
     }
 }
 
