@@ -152,7 +152,7 @@ pub fn holds(path: impl AsRef<Path>, families: &Families, runner: &str) -> Resul
                 invariant: violation.invariant,
                 time: violation.time,
                 message: violation.message,
-                rerun: format!("{runner} run {} --seed {seed}", path.display()),
+                rerun: format!("{runner} run {} --seed {seed}", shell_word(path)),
             })
         }
     }
@@ -167,5 +167,27 @@ pub fn assert_holds(path: impl AsRef<Path>, families: &Families, runner: &str) -
     match holds(path, families, runner) {
         Ok(held) => held,
         Err(broken) => panic!("{broken}"),
+    }
+}
+
+/// `path` as a POSIX shell reads it back: as it is when it holds only safe characters,
+/// else in single quotes (so the printed command runs as printed).
+fn shell_word(path: &Path) -> String {
+    let word = path.display().to_string();
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        word
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_reads_back_as_written() {
+        let word = |p: &str| super::shell_word(std::path::Path::new(p));
+        assert_eq!(word("scenarios/a-b_c.json"), "scenarios/a-b_c.json");
+        assert_eq!(word("my dir/it's.json"), "'my dir/it'\\''s.json'");
     }
 }
