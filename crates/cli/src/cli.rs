@@ -35,6 +35,7 @@ mod shrink;
 use crate::scenario::Families;
 use crate::scenario::limits;
 use crate::scenario::variants::Set;
+pub(crate) use app::shell_word;
 use app::{App, invocation};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use flags::{jobs_or_cores, parse_seeds};

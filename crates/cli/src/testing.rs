@@ -110,10 +110,11 @@ pub fn holds(path: impl AsRef<Path>, families: &Families, runner: &str) -> Resul
             first.get_or_insert(f.seed);
         },
     );
+    // Two runs of `seed`, one trace hash: the first run's outcome.
     let deterministic = |seed: u64| {
-        let hash = reconsim_scenario::run(&scenario, seed).0.trace_hash;
-        if reconsim_scenario::run(&scenario, seed).0.trace_hash == hash {
-            Ok(())
+        let (outcome, _) = reconsim_scenario::run(&scenario, seed);
+        if reconsim_scenario::run(&scenario, seed).0.trace_hash == outcome.trace_hash {
+            Ok(outcome)
         } else {
             Err(Broken::Nondeterministic {
                 path: path.to_path_buf(),
@@ -141,9 +142,7 @@ pub fn holds(path: impl AsRef<Path>, families: &Families, runner: &str) -> Resul
             seeds: scenario.seeds,
         }),
         (Expect::Clean, Some(seed)) => {
-            deterministic(seed)?;
-            let violation = reconsim_scenario::run(&scenario, seed)
-                .0
+            let violation = deterministic(seed)?
                 .violation
                 .expect("the campaign's failing seed fails again (checked deterministic)");
             Err(Broken::Violated {
@@ -152,7 +151,10 @@ pub fn holds(path: impl AsRef<Path>, families: &Families, runner: &str) -> Resul
                 invariant: violation.invariant,
                 time: violation.time,
                 message: violation.message,
-                rerun: format!("{runner} run {} --seed {seed}", shell_word(path)),
+                rerun: format!(
+                    "{runner} run {} --seed {seed}",
+                    crate::cli::shell_word(&path.display().to_string())
+                ),
             })
         }
     }
@@ -167,27 +169,5 @@ pub fn assert_holds(path: impl AsRef<Path>, families: &Families, runner: &str) -
     match holds(path, families, runner) {
         Ok(held) => held,
         Err(broken) => panic!("{broken}"),
-    }
-}
-
-/// `path` as a POSIX shell reads it back: as it is when it holds only safe characters,
-/// else in single quotes (so the printed command runs as printed).
-fn shell_word(path: &Path) -> String {
-    let word = path.display().to_string();
-    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        word
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_path_reads_back_as_written() {
-        let word = |p: &str| super::shell_word(std::path::Path::new(p));
-        assert_eq!(word("scenarios/a-b_c.json"), "scenarios/a-b_c.json");
-        assert_eq!(word("my dir/it's.json"), "'my dir/it'\\''s.json'");
     }
 }
