@@ -591,6 +591,18 @@ impl<K: Resource + Default> Api<K> {
         self.patch_ops(name, ops, None).await
     }
 
+    /// PATCH conditional on `resource_version` (a patch that carries
+    /// `metadata.resourceVersion`): 409 Conflict if the object was written since.
+    pub async fn patch_conditional(
+        &self,
+        name: &str,
+        resource_version: u64,
+        _: &PatchParams,
+        ops: Vec<PatchOp>,
+    ) -> Result<Arc<Object>, Error> {
+        self.patch_ops(name, ops, Some(resource_version)).await
+    }
+
     /// PATCH of the status subresource: `status`'s status part replaces the object's.
     pub async fn patch_status(
         &self,
