@@ -2,6 +2,14 @@
 //! openshift/machine-config-operator issue #301; SEED-FACTS.md section 3), with the
 //! garbage-collection policies for rendered configs as one parameter, [`GcPolicy`].
 //!
+//! Both are async reconciles in kube-runtime's shape ([`reconsim_world::runtime`]:
+//! `Controller::new::<MachineConfigPool>(..).watches::<W>(mapper).run(..)`), keyed by
+//! pool. Each request below is one await, so one interleaving point; reads of the cache
+//! are synchronous. A failed request ends the reconcile in error ([`Unexpected`]: the
+//! step and the answer), retried with the work queue's per-item backoff, as a Go
+//! controller's `syncHandler` error is. [`RenderController`] and [`NodeController`] are
+//! the controllers as a manager hosts them.
+//!
 //! Render controller (pkg/controller/render/render_controller.go, 2019 shape:
 //! `syncMachineConfigPool` -> `syncGeneratedMachineConfig` -> `garbageCollectRenderedConfigs`),
 //! one reconcile of a pool, step by step:
@@ -16,8 +24,9 @@
 //! 5. apply the GC policy to the pool's other rendered configs.
 //!
 //! The sources appear one after another at bring-up, so rendered configs churn, as in
-//! the report's log. `render_delay_ms` models the later 5 s render delay (d902c1f93); 0
-//! is the code of the incident.
+//! the report's log. `render_delay_ms` models the later 5 s render delay (d902c1f93): the
+//! reconcile waits that long, then reads the pool again from the cache; 0 is the code of
+//! the incident.
 //!
 //! GC policies (what each one deletes among this pool's rendered configs that are not
 //! its target):
@@ -33,6 +42,9 @@
 //!   a machine whose Node does not yet carry a currentConfig annotation; records of
 //!   machines whose Node does are removed (a patch conditional on the pool's version).
 //!
+//! The GC's writes are made one after another; a failed one does not stop the rest, and
+//! the reconcile ends with the first failure.
+//!
 //! Node controller (pkg/controller/node/node_controller.go): per pool, the Nodes its
 //! nodeSelector matches; writes machineCount / updatedMachineCount /
 //! degradedMachineCount, then moves at most maxUnavailable (1) nodes at a time to the
@@ -40,17 +52,21 @@
 //! Done with current == desired (a node with no annotations yet counts as unavailable).
 
 use crate::model::{
-    ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, STATE_DEGRADED, STATE_DONE, merge,
+    ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, LABEL_ROLE, STATE_DEGRADED, STATE_DONE, merge,
     node_config, rendered_name, rendered_object, served_records,
 };
 use crate::model::{MachineConfig, MachineConfigPool};
-use reconsim_world::api::{ApiError, ApiOk, ApiOp, PatchOp};
-use reconsim_world::manager::{Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for};
-use reconsim_world::object::{Kind, Object, ObjectKey, selector_matches};
-use reconsim_world::object::{Node, Resource};
+use reconsim_world::api::PatchOp;
+use reconsim_world::manager::{ReconcileCtx, Reconciler, Step};
+use reconsim_world::object::{Kind, Node, Object, ObjectKey, Resource, Uid, selector_matches};
 use reconsim_world::reconcile_error::Unexpected;
+use reconsim_world::runtime::{
+    Action, Api, Client, Controller, DeleteParams, Error, Mapper, PatchParams, PostParams,
+};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// The stop-gap's age threshold.
@@ -85,239 +101,9 @@ impl GcPolicy {
     }
 }
 
-/// One write of the GC.
-#[derive(Clone, Debug)]
-enum GcOp {
-    Delete(ObjectKey, reconsim_world::object::Uid),
-    Orphan(ObjectKey, reconsim_world::object::Uid),
-    /// Remove the in-flight records of these machines from the pool.
-    ClearRecords(Vec<String>),
-}
-
-#[derive(Clone, Debug, Default)]
-enum Phase {
-    #[default]
-    Idle,
-    Delaying,
-    Creating,
-    Targeting,
-    Collecting {
-        ops: Vec<GcOp>,
-        next: usize,
-    },
-}
-
-/// The render controller.
-#[derive(Clone, Debug)]
-pub struct RenderController {
-    policy: GcPolicy,
-    render_delay_ms: u64,
-    phase: Phase,
-    pool: Option<Arc<Object>>,
-    name: String,
-    content: std::collections::BTreeMap<String, String>,
-    error: Option<Unexpected>,
-    /// Configs this controller deleted (observation for tests).
-    pub deleted: Vec<String>,
-}
-
-impl RenderController {
-    pub fn new(policy: GcPolicy, render_delay_ms: u64) -> Self {
-        RenderController {
-            policy,
-            render_delay_ms,
-            phase: Phase::Idle,
-            pool: None,
-            name: String::new(),
-            content: Default::default(),
-            error: None,
-            deleted: Vec::new(),
-        }
-    }
-
-    pub fn policy(&self) -> GcPolicy {
-        self.policy
-    }
-
-    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        self.phase = Phase::Idle;
-        self.error = None;
-        let Some(pool) = ctx.cache.get(ctx.key).cloned() else {
-            return Step::done();
-        };
-        let spec = &pool.typed::<MachineConfigPool>().expect("a pool key").spec;
-        if spec.machine_config_selector.is_empty() {
-            // "SelectingAll": a non-empty selector is required.
-            return Step::done();
-        }
-        let sources: Vec<(&str, &crate::model::MachineConfig)> = ctx
-            .cache
-            .list(MachineConfig::KIND)
-            .filter(|mc| {
-                !mc.meta.is_deleting()
-                    && selector_matches(&spec.machine_config_selector, &mc.meta.labels)
-            })
-            .map(|mc| {
-                (
-                    mc.meta.name.as_str(),
-                    mc.typed::<MachineConfig>().expect("an MC"),
-                )
-            })
-            .collect();
-        if sources.is_empty() {
-            return Step::done();
-        }
-        self.content = merge(sources);
-        self.name = rendered_name(&pool.meta.name, &self.content);
-        self.pool = Some(pool);
-        let key = ObjectKey::new(MachineConfig::KIND, "", &self.name);
-        if ctx.cache.get(&key).is_none() {
-            self.phase = Phase::Creating;
-            let pool = self.pool.as_ref().expect("set");
-            let object = rendered_object(pool, self.content.clone());
-            return Step::Call(Call::Api(ApiOp::Create(Box::new(object))));
-        }
-        self.target(ctx)
-    }
-
-    fn target(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let pool = self.pool.clone().expect("set");
-        let status = &pool.typed::<MachineConfigPool>().expect("a pool").status;
-        if status.configuration.as_deref() == Some(self.name.as_str()) {
-            return self.collect(ctx);
-        }
-        self.phase = Phase::Targeting;
-        let mut next = (*pool).clone();
-        next.typed_mut::<MachineConfigPool>()
-            .expect("a pool")
-            .status
-            .configuration = Some(self.name.clone());
-        Step::Call(Call::Api(ApiOp::Update {
-            object: Box::new(next),
-            precondition: true,
-        }))
-    }
-
-    /// garbageCollectRenderedConfigs under the policy.
-    fn collect(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let pool = self.pool.clone().expect("set");
-        let mut ops = Vec::new();
-        if self.policy != GcPolicy::None {
-            let mut keep: BTreeSet<&str> = BTreeSet::new();
-            for p in ctx.cache.list(MachineConfigPool::KIND) {
-                // The pool as this reconcile last wrote it is fresher than the cache.
-                let p = if p.meta.uid == pool.meta.uid {
-                    &pool
-                } else {
-                    p
-                };
-                let mcp = p.typed::<MachineConfigPool>().expect("a pool");
-                keep.extend(mcp.spec.configuration.as_deref());
-                keep.extend(mcp.status.configuration.as_deref());
-                if self.policy == GcPolicy::InUseAndInFlight {
-                    keep.extend(served_records(p).map(|(_, c)| c));
-                }
-            }
-            keep.insert(self.name.as_str());
-            if self.policy.reads_nodes() {
-                for n in ctx.cache.list(Node::KIND) {
-                    let (c, d, _) = node_config(n);
-                    keep.extend(c);
-                    keep.extend(d);
-                }
-            }
-            for mc in ctx.cache.list(MachineConfig::KIND) {
-                let owned = mc
-                    .meta
-                    .controller_ref()
-                    .is_some_and(|r| r.uid == pool.meta.uid);
-                if !owned || mc.meta.is_deleting() {
-                    continue;
-                }
-                let protected = match self.policy {
-                    GcPolicy::None => true,
-                    GcPolicy::Orphan | GcPolicy::KeepLatestOnly => mc.meta.name == self.name,
-                    GcPolicy::OlderThan1h => {
-                        mc.meta.name == self.name
-                            || keep_by_target(&pool, &mc.meta.name)
-                            || ctx.now < mc.meta.creation_timestamp.plus_ms(ONE_HOUR_MS)
-                    }
-                    GcPolicy::InUse | GcPolicy::InUseAndInFlight => {
-                        keep.contains(mc.meta.name.as_str())
-                    }
-                };
-                if protected {
-                    continue;
-                }
-                ops.push(if self.policy == GcPolicy::Orphan {
-                    GcOp::Orphan(mc.key(), pool.meta.uid)
-                } else {
-                    GcOp::Delete(mc.key(), mc.meta.uid)
-                });
-            }
-        }
-        if self.policy == GcPolicy::InUseAndInFlight {
-            let landed: Vec<String> = served_records(&pool)
-                .filter(|(machine, _)| {
-                    ctx.cache
-                        .get(&ObjectKey::new(Node::KIND, "", machine))
-                        .is_some_and(|n| node_config(n).0.is_some())
-                })
-                .map(|(m, _)| m.to_string())
-                .collect();
-            if !landed.is_empty() {
-                ops.push(GcOp::ClearRecords(landed));
-            }
-        }
-        if ops.is_empty() {
-            return self.finish();
-        }
-        self.phase = Phase::Collecting { ops, next: 0 };
-        self.gc_next()
-    }
-
-    fn gc_next(&mut self) -> Step {
-        let Phase::Collecting { ops, next } = &self.phase else {
-            unreachable!()
-        };
-        let pool = self.pool.as_ref().expect("set");
-        Step::Call(Call::Api(match &ops[*next] {
-            GcOp::Delete(key, uid) => ApiOp::Delete {
-                key: key.clone(),
-                uid: Some(*uid),
-                grace_period_seconds: None,
-            },
-            GcOp::Orphan(key, owner) => ApiOp::Patch {
-                key: key.clone(),
-                ops: vec![PatchOp::RemoveOwnerReference(*owner)],
-                resource_version: None,
-            },
-            GcOp::ClearRecords(machines) => ApiOp::Patch {
-                key: pool.key(),
-                ops: machines
-                    .iter()
-                    .map(|m| {
-                        PatchOp::SetAnnotation(format!("{ANNOTATION_SERVED_TO_PREFIX}{m}"), None)
-                    })
-                    .collect(),
-                resource_version: Some(pool.meta.resource_version),
-            },
-        }))
-    }
-
-    fn finish(&mut self) -> Step {
-        self.phase = Phase::Idle;
-        match self.error.take() {
-            Some(e) => Step::error(e),
-            None => Step::done(),
-        }
-    }
-}
-
-/// Whether `name` is one of the pool's own targets.
-fn keep_by_target(pool: &Object, name: &str) -> bool {
-    let p = pool.typed::<MachineConfigPool>().expect("a pool");
-    p.spec.configuration.as_deref() == Some(name) || p.status.configuration.as_deref() == Some(name)
+/// A reconcile's error rate-limits its key, as a Go controller's does.
+fn rate_limited<C>(_: Arc<Object>, _: &Unexpected, _: Arc<C>) -> Action {
+    Action::rate_limited()
 }
 
 /// The pools a node belongs to by its role labels.
@@ -329,81 +115,311 @@ fn pools_of_node(node: &Object, keys: &mut Vec<ObjectKey>) {
     }
 }
 
+// ----- the render controller -------------------------------------------------------------
+
+/// The render controller, as a manager hosts it: the async controller, and the names of
+/// the configs it deleted since its process last started (an observation for tests).
+#[derive(Debug)]
+pub struct RenderController {
+    policy: GcPolicy,
+    controller: Box<dyn Reconciler>,
+    /// Where the reconcile leaves the names of the configs it deleted.
+    deletions: Rc<RefCell<Vec<String>>>,
+    /// Configs this controller deleted (observation for tests).
+    pub deleted: Vec<String>,
+}
+
+/// The render controller's context: its client, its parameters, its observation.
+struct RenderCtx {
+    client: Client,
+    policy: GcPolicy,
+    render_delay_ms: u64,
+    deletions: Rc<RefCell<Vec<String>>>,
+}
+
+impl RenderController {
+    pub fn new(policy: GcPolicy, render_delay_ms: u64) -> Self {
+        let deletions = Rc::new(RefCell::new(Vec::new()));
+        let shared = deletions.clone();
+        // Nodes are watched for the cache either way; they trigger a render only under
+        // a policy that reads them.
+        let nodes: Mapper = if policy.reads_nodes() {
+            pools_of_node
+        } else {
+            |_, _| {}
+        };
+        let controller = Controller::new::<MachineConfigPool>("render-controller")
+            .watches::<MachineConfig>(pool_of_config)
+            .watches::<Node>(nodes)
+            .run(render, rate_limited, move |client: Client| RenderCtx {
+                client,
+                policy,
+                render_delay_ms,
+                deletions: shared.clone(),
+            });
+        RenderController {
+            policy,
+            controller,
+            deletions,
+            deleted: Vec::new(),
+        }
+    }
+
+    pub fn policy(&self) -> GcPolicy {
+        self.policy
+    }
+}
+
+/// A source names its pool by role (the pools' selectors); a rendered config by its
+/// controller.
+fn pool_of_config(mc: &Object, keys: &mut Vec<ObjectKey>) {
+    if let Some(role) = mc.meta.labels.get(LABEL_ROLE) {
+        keys.push(ObjectKey::new(MachineConfigPool::KIND, "", role));
+    } else if let Some(owner) = mc.meta.controller_ref() {
+        keys.push(ObjectKey::new(MachineConfigPool::KIND, "", &owner.name));
+    }
+}
+
+/// One write of the GC.
+#[derive(Clone, Debug)]
+enum GcOp {
+    Delete(ObjectKey, Uid),
+    Orphan(ObjectKey, Uid),
+    /// Remove the in-flight records of these machines from the pool.
+    ClearRecords(Vec<String>),
+}
+
+/// One reconcile of a pool (the module's doc lists the steps).
+async fn render(pool: Arc<Object>, ctx: Arc<RenderCtx>) -> Result<Action, Unexpected> {
+    let client = &ctx.client;
+    let pool = if ctx.render_delay_ms > 0 {
+        client.sleep(ctx.render_delay_ms).await;
+        match client.store::<MachineConfigPool>().get("", &pool.meta.name) {
+            Some(p) => p,
+            None => return Ok(Action::await_change()),
+        }
+    } else {
+        pool
+    };
+    let spec = &pool.typed::<MachineConfigPool>().expect("a pool key").spec;
+    if spec.machine_config_selector.is_empty() {
+        // "SelectingAll": a non-empty selector is required.
+        return Ok(Action::await_change());
+    }
+    let configs = client.store::<MachineConfig>();
+    let cached = configs.state();
+    let sources: Vec<(&str, &MachineConfig)> = cached
+        .iter()
+        .filter(|mc| {
+            !mc.meta.is_deleting()
+                && selector_matches(&spec.machine_config_selector, &mc.meta.labels)
+        })
+        .map(|mc| {
+            (
+                mc.meta.name.as_str(),
+                mc.typed::<MachineConfig>().expect("an MC"),
+            )
+        })
+        .collect();
+    if sources.is_empty() {
+        return Ok(Action::await_change());
+    }
+    let content = merge(sources);
+    let name = rendered_name(&pool.meta.name, &content);
+    drop(cached);
+    if configs.get("", &name).is_none() {
+        let object = rendered_object(&pool, content);
+        let mcs: Api<MachineConfig> = Api::all(client.clone());
+        match mcs.create(&PostParams::default(), object).await {
+            Ok(_) => {}
+            Err(Error::Api(r)) if r.reason == "AlreadyExists" => {}
+            Err(e) => return Err(Unexpected::new(format!("creating {name}"), &e)),
+        }
+    }
+    let status = &pool.typed::<MachineConfigPool>().expect("a pool").status;
+    let pool = if status.configuration.as_deref() == Some(name.as_str()) {
+        pool
+    } else {
+        let mut next = (*pool).clone();
+        next.typed_mut::<MachineConfigPool>()
+            .expect("a pool")
+            .status
+            .configuration = Some(name.clone());
+        let pools: Api<MachineConfigPool> = Api::all(client.clone());
+        pools
+            .replace(&PostParams::default(), next)
+            .await
+            .map_err(|e| Unexpected::new("updating pool status", &e))?
+    };
+    collect(&ctx, &pool, &name).await
+}
+
+/// garbageCollectRenderedConfigs under the policy: its writes one after another, ending
+/// with the first failure.
+async fn collect(ctx: &RenderCtx, pool: &Object, name: &str) -> Result<Action, Unexpected> {
+    let ops = gc_ops(ctx, pool, name);
+    let client = &ctx.client;
+    let mcs: Api<MachineConfig> = Api::all(client.clone());
+    let mut error = None;
+    for op in ops {
+        let written = match &op {
+            GcOp::Delete(key, uid) => {
+                let params = DeleteParams {
+                    uid: Some(*uid),
+                    grace_period_seconds: None,
+                };
+                mcs.delete(&key.name, &params).await.map(drop)
+            }
+            GcOp::Orphan(key, owner) => {
+                let ops = vec![PatchOp::RemoveOwnerReference(*owner)];
+                mcs.patch(&key.name, &PatchParams::default(), ops)
+                    .await
+                    .map(drop)
+            }
+            GcOp::ClearRecords(machines) => {
+                let ops = machines
+                    .iter()
+                    .map(|m| {
+                        PatchOp::SetAnnotation(format!("{ANNOTATION_SERVED_TO_PREFIX}{m}"), None)
+                    })
+                    .collect();
+                let pools: Api<MachineConfigPool> = Api::all(client.clone());
+                let rv = pool.meta.resource_version;
+                pools
+                    .patch_conditional(&pool.meta.name, rv, &PatchParams::default(), ops)
+                    .await
+                    .map(drop)
+            }
+        };
+        match (op, written) {
+            (GcOp::Delete(key, _), Ok(())) => ctx.deletions.borrow_mut().push(key.name),
+            (GcOp::Delete(key, _), Err(e)) if e.code() == Some(404) => {
+                ctx.deletions.borrow_mut().push(key.name)
+            }
+            (_, Ok(())) => {}
+            (_, Err(e)) if e.code() == Some(404) => {}
+            (op, Err(e)) => {
+                error.get_or_insert_with(|| Unexpected::new(format!("gc {op:?}"), &e));
+            }
+        }
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(Action::await_change()),
+    }
+}
+
+/// The GC's writes, from the cache: `pool` as this reconcile last wrote it, `name` its
+/// target.
+fn gc_ops(ctx: &RenderCtx, pool: &Object, name: &str) -> Vec<GcOp> {
+    let client = &ctx.client;
+    let policy = ctx.policy;
+    let mut ops = Vec::new();
+    if policy != GcPolicy::None {
+        let pools = client.store::<MachineConfigPool>().state();
+        let nodes = if policy.reads_nodes() {
+            client.store::<Node>().state()
+        } else {
+            Vec::new()
+        };
+        let mut keep: BTreeSet<&str> = BTreeSet::new();
+        for p in &pools {
+            // The pool as this reconcile last wrote it is fresher than the cache.
+            let p: &Object = if p.meta.uid == pool.meta.uid { pool } else { p };
+            let mcp = p.typed::<MachineConfigPool>().expect("a pool");
+            keep.extend(mcp.spec.configuration.as_deref());
+            keep.extend(mcp.status.configuration.as_deref());
+            if policy == GcPolicy::InUseAndInFlight {
+                keep.extend(served_records(p).map(|(_, c)| c));
+            }
+        }
+        keep.insert(name);
+        for n in &nodes {
+            let (c, d, _) = node_config(n);
+            keep.extend(c);
+            keep.extend(d);
+        }
+        let now = client.now();
+        for mc in client.store::<MachineConfig>().state() {
+            let owned = mc
+                .meta
+                .controller_ref()
+                .is_some_and(|r| r.uid == pool.meta.uid);
+            if !owned || mc.meta.is_deleting() {
+                continue;
+            }
+            let protected = match policy {
+                GcPolicy::None => true,
+                GcPolicy::Orphan | GcPolicy::KeepLatestOnly => mc.meta.name == name,
+                GcPolicy::OlderThan1h => {
+                    mc.meta.name == name
+                        || keep_by_target(pool, &mc.meta.name)
+                        || now < mc.meta.creation_timestamp.plus_ms(ONE_HOUR_MS)
+                }
+                GcPolicy::InUse | GcPolicy::InUseAndInFlight => {
+                    keep.contains(mc.meta.name.as_str())
+                }
+            };
+            if protected {
+                continue;
+            }
+            ops.push(if policy == GcPolicy::Orphan {
+                GcOp::Orphan(mc.key(), pool.meta.uid)
+            } else {
+                GcOp::Delete(mc.key(), mc.meta.uid)
+            });
+        }
+    }
+    if policy == GcPolicy::InUseAndInFlight {
+        let nodes = client.store::<Node>();
+        let landed: Vec<String> = served_records(pool)
+            .filter(|(machine, _)| {
+                nodes
+                    .get("", machine)
+                    .is_some_and(|n| node_config(&n).0.is_some())
+            })
+            .map(|(m, _)| m.to_string())
+            .collect();
+        if !landed.is_empty() {
+            ops.push(GcOp::ClearRecords(landed));
+        }
+    }
+    ops
+}
+
+/// Whether `name` is one of the pool's own targets.
+fn keep_by_target(pool: &Object, name: &str) -> bool {
+    let p = pool.typed::<MachineConfigPool>().expect("a pool");
+    p.spec.configuration.as_deref() == Some(name) || p.status.configuration.as_deref() == Some(name)
+}
+
 impl Reconciler for RenderController {
     fn name(&self) -> &str {
-        "render-controller"
+        self.controller.name()
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![MachineConfigPool::KIND, MachineConfig::KIND, Node::KIND]
+        self.controller.watches()
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        let kind = object.kind();
-        if kind == MachineConfigPool::KIND {
-            enqueue_for(object, MachineConfigPool::KIND, keys)
-        } else if kind == MachineConfig::KIND {
-            // A source names its pool by role (the pools' selectors); a rendered
-            // config by its controller.
-            if let Some(role) = object.meta.labels.get(crate::model::LABEL_ROLE) {
-                keys.push(ObjectKey::new(MachineConfigPool::KIND, "", role));
-            } else if let Some(owner) = object.meta.controller_ref() {
-                keys.push(ObjectKey::new(MachineConfigPool::KIND, "", &owner.name));
-            }
-        } else if kind == Node::KIND && self.policy.reads_nodes() {
-            pools_of_node(object, keys)
-        }
+        self.controller.keys_for(object, keys)
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            if self.render_delay_ms > 0 {
-                self.phase = Phase::Delaying;
-                return Step::Sleep {
-                    ms: self.render_delay_ms,
-                };
-            }
-            return self.start(ctx);
-        };
-        match std::mem::take(&mut self.phase) {
-            Phase::Idle => Step::protocol("reply without a reconcile in progress"),
-            Phase::Delaying => self.start(ctx),
-            Phase::Creating => match reply {
-                Reply::Api(Ok(_)) | Reply::Api(Err(ApiError::AlreadyExists)) => self.target(ctx),
-                other => Step::error(Unexpected::new(format!("creating {}", self.name), &other)),
-            },
-            Phase::Targeting => match reply {
-                Reply::Api(Ok(ApiOk::Object(pool))) => {
-                    self.pool = Some(pool);
-                    self.collect(ctx)
-                }
-                other => Step::error(Unexpected::new("updating pool status", &other)),
-            },
-            Phase::Collecting { ops, next } => {
-                match (&ops[next], reply) {
-                    (GcOp::Delete(key, _), Reply::Api(Ok(_) | Err(ApiError::NotFound))) => {
-                        self.deleted.push(key.name.clone());
-                    }
-                    (_, Reply::Api(Ok(_) | Err(ApiError::NotFound))) => {}
-                    (op, other) => {
-                        self.error
-                            .get_or_insert_with(|| Unexpected::new(format!("gc {op:?}"), &other));
-                    }
-                }
-                if next + 1 < ops.len() {
-                    self.phase = Phase::Collecting {
-                        ops,
-                        next: next + 1,
-                    };
-                    return self.gc_next();
-                }
-                self.finish()
-            }
+        let step = self.controller.reconcile(ctx);
+        let mut deletions = self.deletions.borrow_mut();
+        if !deletions.is_empty() {
+            self.deleted.append(&mut deletions);
         }
+        step
     }
 
+    /// A crash: the reconcile in progress and what this process observed are gone.
     fn reset(&mut self) {
-        *self = RenderController::new(self.policy, self.render_delay_ms);
+        self.controller.reset();
+        self.deletions.borrow_mut().clear();
+        self.deleted.clear();
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -413,172 +429,116 @@ impl Reconciler for RenderController {
 
 // ----- the node controller ---------------------------------------------------------------
 
-#[derive(Clone, Debug, Default)]
-enum NodePhase {
-    #[default]
-    Idle,
-    Status,
-    Moving {
-        nodes: Vec<ObjectKey>,
-        next: usize,
-    },
-}
-
-/// The node controller: pool counts and the rollout of the target.
-#[derive(Clone, Debug, Default)]
-pub struct NodeController {
-    phase: NodePhase,
-    pool: Option<Arc<Object>>,
-    target: String,
-    moves: Vec<ObjectKey>,
-    error: Option<Unexpected>,
-}
+/// The node controller: pool counts and the rollout of the target. It keeps nothing
+/// between reconciles: its context is its client.
+#[derive(Debug)]
+pub struct NodeController(Box<dyn Reconciler>);
 
 impl NodeController {
     pub fn new() -> Self {
-        Self::default()
+        NodeController(
+            Controller::new::<MachineConfigPool>("node-controller")
+                .watches::<Node>(pools_of_node)
+                .run(rollout, rate_limited, |client| client),
+        )
     }
+}
 
-    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        *self = Self::default();
-        let Some(pool) = ctx.cache.get(ctx.key).cloned() else {
-            return Step::done();
-        };
-        let mcp = pool.typed::<MachineConfigPool>().expect("a pool key");
-        let Some(target) = mcp.status.configuration.clone() else {
-            return Step::done();
-        };
-        let nodes: Vec<&Arc<Object>> = ctx
-            .cache
-            .list(Node::KIND)
-            .filter(|n| selector_matches(&mcp.spec.node_selector, &n.meta.labels))
-            .collect();
-        let done = |n: &Object| {
-            let (c, d, s) = node_config(n);
-            c.is_some() && c == d && s == Some(STATE_DONE)
-        };
-        let machine_count = nodes.len() as u32;
-        let updated = nodes
-            .iter()
-            .filter(|n| done(n) && node_config(n).0 == Some(target.as_str()))
-            .count() as u32;
-        let degraded = nodes
-            .iter()
-            .filter(|n| node_config(n).2 == Some(STATE_DEGRADED))
-            .count() as u32;
-        let unavailable = nodes.iter().filter(|n| !done(n)).count();
-        let capacity = MAX_UNAVAILABLE.saturating_sub(unavailable);
-        self.moves = nodes
-            .iter()
-            .filter(|n| done(n) && node_config(n).1 != Some(target.as_str()))
-            .take(capacity)
-            .map(|n| n.key())
-            .collect();
-        self.target = target;
-        self.pool = Some(pool.clone());
-        let s = &mcp.status;
-        if (
-            s.machine_count,
-            s.updated_machine_count,
-            s.degraded_machine_count,
-        ) != (machine_count, updated, degraded)
-        {
-            let mut next = (*pool).clone();
-            let st = &mut next
-                .typed_mut::<MachineConfigPool>()
-                .expect("a pool")
-                .status;
-            st.machine_count = machine_count;
-            st.updated_machine_count = updated;
-            st.degraded_machine_count = degraded;
-            self.phase = NodePhase::Status;
-            return Step::Call(Call::Api(ApiOp::Update {
-                object: Box::new(next),
-                precondition: true,
-            }));
+impl Default for NodeController {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One reconcile of a pool: its counts, then at most maxUnavailable moves.
+async fn rollout(pool: Arc<Object>, client: Arc<Client>) -> Result<Action, Unexpected> {
+    let mcp = pool.typed::<MachineConfigPool>().expect("a pool key");
+    let Some(target) = mcp.status.configuration.as_deref() else {
+        return Ok(Action::await_change());
+    };
+    let cached = client.store::<Node>().state();
+    let nodes: Vec<&Arc<Object>> = cached
+        .iter()
+        .filter(|n| selector_matches(&mcp.spec.node_selector, &n.meta.labels))
+        .collect();
+    let done = |n: &Object| {
+        let (c, d, s) = node_config(n);
+        c.is_some() && c == d && s == Some(STATE_DONE)
+    };
+    let machine_count = nodes.len() as u32;
+    let updated = nodes
+        .iter()
+        .filter(|n| done(n) && node_config(n).0 == Some(target))
+        .count() as u32;
+    let degraded = nodes
+        .iter()
+        .filter(|n| node_config(n).2 == Some(STATE_DEGRADED))
+        .count() as u32;
+    let unavailable = nodes.iter().filter(|n| !done(n)).count();
+    let capacity = MAX_UNAVAILABLE.saturating_sub(unavailable);
+    let moves: Vec<&str> = nodes
+        .iter()
+        .filter(|n| done(n) && node_config(n).1 != Some(target))
+        .take(capacity)
+        .map(|n| n.meta.name.as_str())
+        .collect();
+    let s = &mcp.status;
+    if (
+        s.machine_count,
+        s.updated_machine_count,
+        s.degraded_machine_count,
+    ) != (machine_count, updated, degraded)
+    {
+        let mut next = (*pool).clone();
+        let st = &mut next
+            .typed_mut::<MachineConfigPool>()
+            .expect("a pool")
+            .status;
+        st.machine_count = machine_count;
+        st.updated_machine_count = updated;
+        st.degraded_machine_count = degraded;
+        let pools: Api<MachineConfigPool> = Api::all((*client).clone());
+        // A stale pool (the render controller wrote it): start over.
+        pools
+            .replace(&PostParams::default(), next)
+            .await
+            .map_err(|e| Unexpected::new("updating pool status", &e))?;
+    }
+    let api: Api<Node> = Api::all((*client).clone());
+    let mut error = None;
+    for node in moves {
+        let ops = vec![PatchOp::SetAnnotation(
+            ANNOTATION_DESIRED.into(),
+            Some(target.to_string()),
+        )];
+        if let Err(e) = api.patch(node, &PatchParams::default(), ops).await {
+            error.get_or_insert_with(|| Unexpected::new("setting desiredConfig", &e));
         }
-        self.move_nodes()
     }
-
-    fn move_nodes(&mut self) -> Step {
-        if self.moves.is_empty() {
-            return self.finish();
-        }
-        let nodes = std::mem::take(&mut self.moves);
-        self.phase = NodePhase::Moving { nodes, next: 0 };
-        self.move_next()
-    }
-
-    fn move_next(&mut self) -> Step {
-        let NodePhase::Moving { nodes, next } = &self.phase else {
-            unreachable!()
-        };
-        Step::Call(Call::Api(ApiOp::Patch {
-            key: nodes[*next].clone(),
-            ops: vec![PatchOp::SetAnnotation(
-                ANNOTATION_DESIRED.into(),
-                Some(self.target.clone()),
-            )],
-            resource_version: None,
-        }))
-    }
-
-    fn finish(&mut self) -> Step {
-        self.phase = NodePhase::Idle;
-        match self.error.take() {
-            Some(e) => Step::error(e),
-            None => Step::done(),
-        }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(Action::await_change()),
     }
 }
 
 impl Reconciler for NodeController {
     fn name(&self) -> &str {
-        "node-controller"
+        self.0.name()
     }
 
     fn watches(&self) -> Vec<Kind> {
-        vec![MachineConfigPool::KIND, Node::KIND]
+        self.0.watches()
     }
 
     fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        let kind = object.kind();
-        if kind == MachineConfigPool::KIND {
-            keys.push(object.key())
-        } else if kind == Node::KIND {
-            pools_of_node(object, keys)
-        }
+        self.0.keys_for(object, keys)
     }
 
     fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            return self.start(ctx);
-        };
-        match std::mem::take(&mut self.phase) {
-            NodePhase::Idle => Step::protocol("reply without a reconcile in progress"),
-            NodePhase::Status => match reply {
-                Reply::Api(Ok(_)) => self.move_nodes(),
-                // A stale pool (the render controller wrote it): start over.
-                other => Step::error(Unexpected::new("updating pool status", &other)),
-            },
-            NodePhase::Moving { nodes, next } => {
-                if !matches!(reply, Reply::Api(Ok(_))) {
-                    self.error
-                        .get_or_insert_with(|| Unexpected::new("setting desiredConfig", &reply));
-                }
-                if next + 1 < nodes.len() {
-                    self.phase = NodePhase::Moving {
-                        nodes,
-                        next: next + 1,
-                    };
-                    return self.move_next();
-                }
-                self.finish()
-            }
-        }
+        self.0.reconcile(ctx)
     }
 
     fn reset(&mut self) {
-        *self = Self::default();
+        self.0.reset()
     }
 }
