@@ -25,8 +25,8 @@
 //!
 //! The sources appear one after another at bring-up, so rendered configs churn, as in
 //! the report's log. `render_delay_ms` models the later 5 s render delay (d902c1f93): the
-//! reconcile waits that long, then reads the pool again from the cache; 0 is the code of
-//! the incident.
+//! reconcile of a cached pool waits that long, then reads the pool again from the cache
+//! (gone by then: done); 0 is the code of the incident.
 //!
 //! GC policies (what each one deletes among this pool's rendered configs that are not
 //! its target):
