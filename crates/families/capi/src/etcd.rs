@@ -3,9 +3,9 @@
 //! One process ([`Etcd`]) models the whole etcd cluster of the workload control plane:
 //! its members, its leader, whether it has quorum, and the kubeadm ClusterStatus
 //! (`apiEndpoints` of the kubeadm-config ConfigMap) that lists the control-plane nodes.
-//! Clients (the KubeadmControlPlane controller) talk to it over the network
-//! (an [`EtcdOp`] in a `Msg::Request`, the [`EtcdResult`] back in a `Msg::Response`),
-//! so every etcd call is an await
+//! Clients (the KubeadmControlPlane controller, through [`EtcdClient`]) talk to it over
+//! the network (an [`EtcdOp`] in a `Msg::Request`, the [`EtcdResult`] back in a
+//! `Msg::Response`), so every etcd call is an await
 //! point, as in the real controller, which reaches each member through a port-forward to
 //! the `etcd-<node>` pod (SEED-FACTS.md section 2, kubernetes-sigs/cluster-api
 //! controlplane/kubeadm/internal/workload_cluster_etcd.go and etcd_client_generator.go).
@@ -48,7 +48,7 @@ use crate::kinds::NODE_ROLE_MASTER_LABEL;
 use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
-use reconsim_world::component::Component;
+use reconsim_world::component::{Component, ServiceCaller};
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::object::ObjectKey;
 use reconsim_world::object::{Node, Resource};
@@ -111,6 +111,69 @@ pub enum EtcdError {
     NoSuchMember,
     /// The candidate had no NodeRef (the upstream panic, recorded).
     NilCandidate,
+}
+
+impl std::fmt::Display for EtcdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EtcdError::NoQuorum => "no quorum",
+            EtcdError::Unavailable => "the member is not up (its etcd pod is not ready)",
+            EtcdError::NoSuchMember => "no such up member",
+            EtcdError::NilCandidate => "the leader candidate has no NodeRef",
+        })
+    }
+}
+
+impl std::error::Error for EtcdError {}
+
+/// A typed client of the etcd model (as the cloud's `Ec2` is of the cloud), for
+/// reconcilers in kube-runtime's shape (over `reconsim_world::runtime::Client`) or any
+/// other [`ServiceCaller`]. Each call is one request to the etcd process, an await
+/// point; the model's own errors come back as [`EtcdError`]s inside `Ok`, `Err` is the
+/// caller's (a timeout, an answer of another type).
+#[derive(Clone, Debug)]
+pub struct EtcdClient<C = reconsim_world::runtime::Client> {
+    client: C,
+    etcd: ProcId,
+}
+
+/// An etcd call's result: the request failed (`Err`, a timeout), or etcd answered.
+pub type EtcdCallResult<E = reconsim_world::runtime::Error> = Result<EtcdResult, E>;
+
+impl<C: ServiceCaller> EtcdClient<C> {
+    /// A client of the etcd process `etcd`, through `client`.
+    pub fn new(client: C, etcd: ProcId) -> Self {
+        EtcdClient { client, etcd }
+    }
+
+    async fn call(&self, op: EtcdOp) -> EtcdCallResult<C::Error> {
+        self.client.call::<EtcdResult>(self.etcd, op).await
+    }
+
+    /// MemberList through the member on node `via` ([`EtcdOp::MemberList`]).
+    pub async fn member_list(&self, via: String) -> EtcdCallResult<C::Error> {
+        self.call(EtcdOp::MemberList { via }).await
+    }
+
+    /// ForwardEtcdLeadership ([`EtcdOp::ForwardLeadership`]).
+    pub async fn forward_leadership(
+        &self,
+        leaving: String,
+        candidate: Option<String>,
+    ) -> EtcdCallResult<C::Error> {
+        self.call(EtcdOp::ForwardLeadership { leaving, candidate })
+            .await
+    }
+
+    /// MemberRemove of `name` ([`EtcdOp::RemoveMember`]).
+    pub async fn remove_member(&self, name: String) -> EtcdCallResult<C::Error> {
+        self.call(EtcdOp::RemoveMember { name }).await
+    }
+
+    /// Drop `name` from the ClusterStatus apiEndpoints ([`EtcdOp::RemoveEndpoint`]).
+    pub async fn remove_endpoint(&self, name: String) -> EtcdCallResult<C::Error> {
+        self.call(EtcdOp::RemoveEndpoint { name }).await
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
