@@ -4,7 +4,9 @@
 //! {controller,upgrade,scale}.go and controlplane/kubeadm/internal/{control_plane,
 //! cluster,workload_cluster_etcd}.go).
 //!
-//! One reconcile of a KubeadmControlPlane, as a step machine (every call is an await):
+//! One reconcile of a KubeadmControlPlane, an async function in kube-runtime's shape
+//! ([`controller`], over `reconsim_world::runtime`; every call is an await, and nothing
+//! else is):
 //! 1. from the cache: the owned Machines S (deleting ones included) and
 //!    MachinesNeedingUpgrade: those of S whose spec.version differs from the KCP's
 //!    (deleting ones included, unchanged by the fix);
@@ -46,31 +48,31 @@
 //!   healthCheckFailedRequeueAfter, so the wait is 20 s (docs/semantics.md 7.7).
 //!
 //! A successful create or delete ends with `Result{Requeue: true}`, which
-//! controller-runtime turns into `AddRateLimited` (semantics 2.4): a requeue after the
-//! per-item backoff, 5 ms doubling while requeues follow each other. Status writes, certificates, the kubeadm and kubelet ConfigMap
-//! updates of upgradeControlPlane and the static-pod Gets of ControlPlaneIsHealthy are
-//! not modelled: none of them decides what the controller creates or deletes.
+//! controller-runtime turns into `AddRateLimited` (semantics 2.4; here
+//! `Action::rate_limited`): a requeue after the per-item backoff, 5 ms doubling while
+//! requeues follow each other. An error ([`KcpError`]) requeues with the same backoff.
+//! Status writes, certificates, the kubeadm and kubelet ConfigMap updates of
+//! upgradeControlPlane and the static-pod Gets of ControlPlaneIsHealthy are not
+//! modelled: none of them decides what the controller creates or deletes.
 
-use crate::etcd::{EtcdError, EtcdOk, EtcdOp, EtcdResult};
-use crate::kinds::KubeadmControlPlane;
+use crate::etcd::{EtcdCallResult, EtcdClient, EtcdError, EtcdOk};
 use crate::kinds::{
     CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, is_control_plane_node, machine_version, node_ref,
     owned_machines,
 };
+use crate::kinds::{KubeadmControlPlane, KubeadmControlPlaneSpec};
 use crate::kinds::{Machine, MachineSpec};
 use reconsim_sim::ProcId;
-use reconsim_world::api::{ApiOk, ApiOp};
-use reconsim_world::manager::{
-    Answer, Call, ReconcileCtx, Reconciler, Step, enqueue_for, enqueue_owner,
-};
-use reconsim_world::object::{
-    Body, Kind, Object, ObjectKey, ObjectMeta, OwnerReference, TaintEffect,
-};
+use reconsim_world::manager::Reconciler;
+use reconsim_world::object::{Body, Object, ObjectMeta, OwnerReference, TaintEffect};
 use reconsim_world::object::{Node, Resource};
-use reconsim_world::reconcile_error::Unexpected;
+use reconsim_world::runtime::{
+    Action, Api, Client, Controller, DeleteParams, Error, ListParams, PostParams,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// deleteRequeueAfter.
 pub const DELETE_REQUEUE_MS: u64 = 30_000;
@@ -104,171 +106,201 @@ pub struct KcpOptions {
     pub workload_client_ms_min: u64,
     pub workload_client_ms_max: u64,
 }
-
-/// The KCP controller's own errors (upstream's names where it has them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The KCP controller's own errors (upstream's names where it has them), and the
+/// requests that failed under it, each with the step that made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KcpError {
     /// selectMachineForScaleDown found no Machine to delete.
     NoMachineToDelete,
     /// Removing the etcd member would leave the control plane below its minimum
     /// (kubeadm's `ErrControlPlaneMinNodes`).
     ControlPlaneMinNodes,
+    /// A request of the step `during` got no answer it could use (an API error, a
+    /// timeout).
+    Request { during: &'static str, error: Error },
+    /// The etcd model refused the step `during`.
+    Etcd {
+        during: &'static str,
+        error: EtcdError,
+    },
 }
 
 impl std::fmt::Display for KcpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            KcpError::NoMachineToDelete => "failed to pick control plane Machine to delete",
-            KcpError::ControlPlaneMinNodes => "ErrControlPlaneMinNodes",
-        })
+        match self {
+            KcpError::NoMachineToDelete => {
+                f.write_str("failed to pick control plane Machine to delete")
+            }
+            KcpError::ControlPlaneMinNodes => f.write_str("ErrControlPlaneMinNodes"),
+            KcpError::Request { during, error } => write!(f, "{during}: {error}"),
+            KcpError::Etcd { during, error } => write!(f, "{during}: {error}"),
+        }
     }
 }
 
 impl std::error::Error for KcpError {}
 
+/// The failure of a request of the step `during`, as a [`KcpError`].
+fn request(during: &'static str) -> impl FnOnce(Error) -> KcpError {
+    move |error| KcpError::Request { during, error }
+}
+
+/// An etcd call of the step `during` that must succeed.
+fn etcd_ok(during: &'static str, answer: EtcdCallResult) -> Result<EtcdOk, KcpError> {
+    match answer {
+        Ok(Ok(ok)) => Ok(ok),
+        Ok(Err(error)) => Err(KcpError::Etcd { during, error }),
+        Err(error) => Err(KcpError::Request { during, error }),
+    }
+}
+
+/// The controller's context: its client, its variant, the workload cluster's Nodes and
+/// etcd. It keeps nothing between reconciles.
+pub struct KcpCtx {
+    client: Client,
+    options: KcpOptions,
+    /// The workload cluster's Nodes; its client is uncached: a List is a consistent read.
+    nodes: Api<Node>,
+    etcd: EtcdClient,
+}
+
+/// The KubeadmControlPlane controller (For(KubeadmControlPlane), Owns(Machine)), calling
+/// the etcd model `etcd` of the workload cluster.
+pub fn controller(options: KcpOptions, etcd: ProcId) -> Box<dyn Reconciler> {
+    Controller::new::<KubeadmControlPlane>("kcp-controller")
+        .owns::<Machine>()
+        .run(reconcile, error_policy, move |client: Client| KcpCtx {
+            nodes: Api::all(client.clone()),
+            etcd: EtcdClient::new(client.clone(), etcd),
+            client,
+            options,
+        })
+}
+
+/// An error requeues with the work queue's backoff, as controller-runtime's does.
+fn error_policy(_: Arc<Object>, _: &KcpError, _: Arc<KcpCtx>) -> Action {
+    Action::rate_limited()
+}
+
+/// One reconcile of a KubeadmControlPlane (the module's doc lists the steps).
+async fn reconcile(kcp: Arc<Object>, ctx: Arc<KcpCtx>) -> Result<Action, KcpError> {
+    if kcp.meta.is_deleting() {
+        return Ok(Action::await_change());
+    }
+    let spec = &kcp
+        .typed::<KubeadmControlPlane>()
+        .expect("a KubeadmControlPlane")
+        .spec;
+    let machines = owned_machines(ctx.client.store::<Machine>().state().iter(), kcp.meta.uid);
+    let pass = Pass {
+        ctx: &ctx,
+        kcp: &kcp,
+        spec,
+        machines,
+    };
+    pass.run().await
+}
+
 /// What reconcileHealth guards.
-#[derive(Clone, Debug, PartialEq, Eq)]
 enum Then {
     ScaleUp,
-    ScaleDown { candidates: Vec<Arc<Object>> },
+    ScaleDown(Vec<Arc<Object>>),
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-enum Phase {
-    #[default]
-    Idle,
-    /// GetWorkloadCluster is building a client; then the call of the inner phase.
-    Connecting(Box<Phase>),
-    /// upgradeControlPlane's ClusterStatus: the live List of Nodes.
-    UpgradeNodes {
-        need: Vec<Arc<Object>>,
-    },
-    /// upgradeControlPlane deciding on the snapshot (after its workload client).
-    UpgradeByCount {
-        need: Vec<Arc<Object>>,
-    },
-    /// ControlPlaneIsHealthy: the live List of Nodes.
-    HealthNodes {
-        then: Then,
-    },
-    /// EtcdIsHealthy: MemberList through `nodes[next]`.
-    EtcdHealth {
-        then: Then,
-        nodes: Vec<String>,
-        next: usize,
-        answered: usize,
-        members: Option<Vec<String>>,
-        failed: bool,
-    },
-    /// ReconcileEtcdMembers: the live List of Nodes.
-    ReconcileNodes,
-    /// ReconcileEtcdMembers: MemberList through `nodes[next]`.
-    ReconcileList {
-        nodes: Vec<String>,
-        next: usize,
-    },
-    /// ReconcileEtcdMembers: remove `stale[next]` (member, then endpoint).
-    ReconcileRemove {
-        stale: Vec<String>,
-        next: usize,
-        endpoint: bool,
-    },
-    /// v0.3.3's scale down, after its workload client: the early deleting check.
-    ScaleDownEarly {
-        candidates: Vec<Arc<Object>>,
-    },
-    Create,
-    Forward {
-        victim: Arc<Object>,
-    },
-    /// RemoveEtcdMemberForMachine: the live List of Nodes.
-    RemoveMemberNodes {
-        victim: Arc<Object>,
-    },
-    RemoveMember {
-        victim: Arc<Object>,
-    },
-    /// scaleDownControlPlane's TargetClusterControlPlaneIsHealthy after the member
-    /// removal: the live List of Nodes.
-    RemovedHealthNodes {
-        victim: Arc<Object>,
-    },
-    RemoveEndpoint {
-        victim: Arc<Object>,
-    },
-    Delete,
-}
-
-/// The KubeadmControlPlane controller.
-#[derive(Clone, Debug)]
-pub struct KcpController {
-    options: KcpOptions,
-    /// The etcd model of the workload cluster.
-    etcd: ProcId,
-    phase: Phase,
-    kcp: Option<Arc<Object>>,
-    /// The owned Machines as the cache showed them when the reconcile started.
+/// One reconcile in progress: the KCP and the owned Machines as the cache showed them
+/// when it started (the snapshot every decision but the health checks reads).
+struct Pass<'a> {
+    ctx: &'a KcpCtx,
+    kcp: &'a Object,
+    spec: &'a KubeadmControlPlaneSpec,
     machines: Vec<Arc<Object>>,
 }
 
-impl KcpController {
-    pub fn new(options: KcpOptions, etcd: ProcId) -> Self {
-        KcpController {
-            options,
-            etcd,
-            phase: Phase::Idle,
-            kcp: None,
-            machines: Vec::new(),
+impl Pass<'_> {
+    async fn run(&self) -> Result<Action, KcpError> {
+        let version = self.spec.version.as_str();
+        let need: Vec<Arc<Object>> = self
+            .machines
+            .iter()
+            .filter(|m| machine_version(m) != Some(version))
+            .cloned()
+            .collect();
+        if !need.is_empty() {
+            // upgradeControlPlane: GetWorkloadCluster first.
+            self.connect().await;
+            if self.ctx.options.scale_by_machine_count {
+                // The workload client is still built (for the kubeadm ConfigMap updates);
+                // the decision no longer needs a call.
+                return self.upgrade_by_count(need).await;
+            }
+            // ClusterStatus: the live List of Nodes.
+            let items = self.list_nodes().await.map_err(request("cluster status"))?;
+            let nodes = node_names(&items);
+            let replicas = self.spec.replicas as usize;
+            self.ctx.client.note(|| {
+                let deleting = need.iter().filter(|m| m.meta.is_deleting()).count();
+                format!(
+                    "upgrade: {} Machines need it ({deleting} deleting); ClusterStatus: {} control-plane Nodes, replicas {replicas}: scale {}",
+                    need.len(),
+                    nodes.len(),
+                    if nodes.len() <= replicas { "up" } else { "down" }
+                )
+            });
+            return if nodes.len() <= replicas {
+                // "scaleUp ensures that we don't continue scaling up while waiting
+                // for Machines to have NodeRefs"
+                self.health(Then::ScaleUp).await
+            } else {
+                self.scale_down(need).await
+            };
         }
+        let replicas = self.spec.replicas as usize;
+        let n = self.machines.len();
+        if n == 0 && replicas > 0 {
+            // initializeControlPlane: no health check for the first machine.
+            return self.create().await;
+        }
+        if n < replicas {
+            return self.health(Then::ScaleUp).await;
+        }
+        if n > replicas {
+            return self.scale_down(self.machines.clone()).await;
+        }
+        Ok(Action::await_change())
     }
 
-    fn kcp(&self) -> &Object {
-        self.kcp.as_ref().expect("set at reconcile start")
-    }
-
-    fn spec(&self) -> &crate::kinds::KubeadmControlPlaneSpec {
-        &self
-            .kcp()
-            .typed::<KubeadmControlPlane>()
-            .expect("a KubeadmControlPlane")
-            .spec
-    }
-
-    fn list_nodes(&mut self, phase: Phase) -> Step {
-        self.phase = phase;
-        Step::Call(Call::Api(ApiOp::List {
-            kind: Node::KIND,
-            namespace: None,
-            // The workload cluster's client is uncached: a consistent read.
-            from_watch_cache: false,
-        }))
-    }
-
-    /// GetWorkloadCluster (a new client, [`KcpOptions::workload_client_ms_min`]), then the
-    /// call of `phase`.
-    fn connect(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
+    /// GetWorkloadCluster: a new client ([`KcpOptions::workload_client_ms_min`]).
+    async fn connect(&self) {
         let (lo, hi) = (
-            self.options.workload_client_ms_min,
-            self.options.workload_client_ms_max,
+            self.ctx.options.workload_client_ms_min,
+            self.ctx.options.workload_client_ms_max,
         );
         if hi == 0 {
-            return self.issue(ctx, phase);
+            return;
         }
         let ms = if hi <= lo {
             lo
         } else {
-            lo + rand::Rng::next_u64(ctx.rng) % (hi - lo + 1)
+            lo + self.ctx.client.random(rand::Rng::next_u64) % (hi - lo + 1)
         };
-        self.phase = Phase::Connecting(Box::new(phase));
-        Step::Sleep { ms }
+        self.ctx.client.sleep(ms).await;
+    }
+
+    /// A live List of the workload cluster's Nodes.
+    async fn list_nodes(&self) -> Result<Vec<Arc<Object>>, Error> {
+        self.ctx.nodes.list(&ListParams::default()).await
+    }
+
+    fn machines_api(&self, namespace: &str) -> Api<Machine> {
+        Api::namespaced(self.ctx.client.clone(), namespace)
     }
 
     /// upgradeControlPlane by the snapshot's Machine count
     /// ([`KcpOptions::scale_by_machine_count`]): fewer than replicas + 1 -> scale up.
-    fn upgrade_by_count(&mut self, ctx: &mut ReconcileCtx<'_>, need: Vec<Arc<Object>>) -> Step {
-        let replicas = self.spec().replicas as usize;
+    async fn upgrade_by_count(&self, need: Vec<Arc<Object>>) -> Result<Action, KcpError> {
+        let replicas = self.spec.replicas as usize;
         let n = self.machines.len();
-        ctx.note(|| {
+        self.ctx.client.note(|| {
             format!(
                 "upgrade: {} Machines need it; {n} Machines, replicas {replicas}: scale {}",
                 need.len(),
@@ -276,112 +308,142 @@ impl KcpController {
             )
         });
         if n < replicas + 1 {
-            self.health(ctx, Then::ScaleUp)
+            self.health(Then::ScaleUp).await
         } else {
-            self.scale_down(ctx, need)
+            self.scale_down(need).await
         }
     }
 
-    /// The call a phase waits on.
-    fn issue(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
-        match phase {
-            Phase::UpgradeByCount { need } => self.upgrade_by_count(ctx, need),
-            Phase::ScaleDownEarly { candidates } => {
-                if self.machines.iter().any(|m| m.meta.is_deleting()) {
-                    ctx.note(|| "scale down: a Machine is deleting: requeue".to_string());
-                    return Step::requeue_after(DELETE_REQUEUE_MS);
-                }
-                self.health(ctx, Then::ScaleDown { candidates })
+    async fn scale_down(&self, candidates: Vec<Arc<Object>>) -> Result<Action, KcpError> {
+        if self.ctx.options.scale_down_checks_deleting_first {
+            // v0.3.3: GetWorkloadCluster, then the early deleting check.
+            self.connect().await;
+            if self.machines.iter().any(|m| m.meta.is_deleting()) {
+                self.ctx
+                    .client
+                    .note(|| "scale down: a Machine is deleting: requeue".to_string());
+                return Ok(Action::requeue(ms(DELETE_REQUEUE_MS)));
             }
-            Phase::EtcdHealth { .. } => self.etcd_health_next(ctx, phase),
-            Phase::Forward { victim } => self.forward(ctx, victim),
-            other => self.list_nodes(other),
         }
+        self.health(Then::ScaleDown(candidates)).await
     }
 
-    fn etcd_call(&mut self, phase: Phase, op: EtcdOp) -> Step {
-        self.phase = phase;
-        Step::Call(Call::service(self.etcd, op))
-    }
-
-    fn start(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        self.phase = Phase::Idle;
-        let Some(kcp) = ctx.cache.get(ctx.key).cloned() else {
-            return Step::done();
-        };
-        if kcp.meta.is_deleting() {
-            return Step::done();
+    /// reconcileHealth: ControlPlaneIsHealthy, EtcdIsHealthy (ReconcileEtcdMembers if
+    /// not), then what it guards.
+    async fn health(&self, then: Then) -> Result<Action, KcpError> {
+        // ControlPlaneIsHealthy: its own GetWorkloadCluster, the live List of Nodes.
+        self.connect().await;
+        let items = self
+            .list_nodes()
+            .await
+            .map_err(request("control plane health"))?;
+        let nodes = node_names(&items);
+        // checkNodeNoExecuteCondition: a node with a NoExecute taint (e.g. unreachable)
+        // fails the check.
+        if any_no_execute(&items) || !self.control_plane_healthy(&nodes) {
+            self.ctx
+                .client
+                .note(|| format!("control plane unhealthy ({} Nodes)", nodes.len()));
+            return Ok(Action::requeue(ms(HEALTH_REQUEUE_MS)));
         }
-        self.machines = owned_machines(ctx.cache.list(Machine::KIND), kcp.meta.uid);
-        self.kcp = Some(kcp);
-        let version = self.spec().version.clone();
-        let need: Vec<Arc<Object>> = self
-            .machines
-            .iter()
-            .filter(|m| machine_version(m) != Some(version.as_str()))
-            .cloned()
-            .collect();
-        if !need.is_empty() {
-            if self.options.scale_by_machine_count {
-                // The workload client is still built (for the kubeadm ConfigMap updates);
-                // the decision no longer needs a call.
-                return self.connect(ctx, Phase::UpgradeByCount { need });
-            }
-            return self.connect(ctx, Phase::UpgradeNodes { need });
+        self.ctx.client.note(|| {
+            format!(
+                "control plane healthy: {} Nodes, Machines re-read from the cache match",
+                nodes.len()
+            )
+        });
+        // TargetClusterEtcdIsHealthy: its own GetWorkloadCluster.
+        self.connect().await;
+        if !self.etcd_healthy(&nodes).await {
+            // Unhealthy etcd: ReconcileEtcdMembers (its own GetWorkloadCluster), then wait.
+            self.connect().await;
+            self.reconcile_etcd_members().await;
+            return Ok(Action::requeue(ms(HEALTH_REQUEUE_MS)));
         }
-        let replicas = self.spec().replicas as usize;
-        let n = self.machines.len();
-        if n == 0 && replicas > 0 {
-            // initializeControlPlane: no health check for the first machine.
-            return self.create();
-        }
-        if n < replicas {
-            return self.health(ctx, Then::ScaleUp);
-        }
-        if n > replicas {
-            let candidates = self.machines.clone();
-            return self.scale_down(ctx, candidates);
-        }
-        Step::done()
-    }
-
-    fn scale_down(&mut self, ctx: &mut ReconcileCtx<'_>, candidates: Vec<Arc<Object>>) -> Step {
-        if self.options.scale_down_checks_deleting_first {
-            return self.connect(ctx, Phase::ScaleDownEarly { candidates });
-        }
-        self.health(ctx, Then::ScaleDown { candidates })
-    }
-
-    fn health(&mut self, ctx: &mut ReconcileCtx<'_>, then: Then) -> Step {
-        self.connect(ctx, Phase::HealthNodes { then })
+        self.healthy(then).await
     }
 
     /// ControlPlaneIsHealthy, given the live Nodes; the Machines come from the cache now.
-    fn control_plane_healthy(&self, ctx: &ReconcileCtx<'_>, nodes: &BTreeSet<String>) -> bool {
-        let machines = owned_machines(ctx.cache.list(Machine::KIND), self.kcp().meta.uid);
+    fn control_plane_healthy(&self, nodes: &BTreeSet<String>) -> bool {
+        let machines = owned_machines(
+            self.ctx.client.store::<Machine>().state().iter(),
+            self.kcp.meta.uid,
+        );
         machines
             .iter()
             .all(|m| node_ref(m).is_some_and(|n| nodes.contains(n)))
             && machines.len() == nodes.len()
     }
 
-    /// The end of reconcileHealth: healthy.
-    fn healthy(&mut self, ctx: &mut ReconcileCtx<'_>, then: Then) -> Step {
-        if self.options.wait_for_deletion && self.machines.iter().any(|m| m.meta.is_deleting()) {
-            // reconcileHealth's deleteRequeueAfter error becomes the caller's
-            // healthCheckFailedRequeueAfter (scale.go, scaleUp/scaleDownControlPlane).
-            ctx.note(|| "reconcileHealth: a Machine is deleting: requeue".to_string());
-            return Step::requeue_after(HEALTH_REQUEUE_MS);
+    /// EtcdIsHealthy: a MemberList through each Node's member, in name order. A Node
+    /// whose member is not up is skipped (its etcd pod is not ready); healthy iff every
+    /// answer agrees and there are as many members as answering Nodes.
+    async fn etcd_healthy(&self, nodes: &BTreeSet<String>) -> bool {
+        let mut answered = 0;
+        let mut members: Option<Vec<String>> = None;
+        let mut failed = false;
+        for via in nodes {
+            match self.ctx.etcd.member_list(via.clone()).await {
+                Ok(Ok(EtcdOk::Members { names, .. })) => {
+                    answered += 1;
+                    match &members {
+                        None => members = Some(names),
+                        Some(known) if *known != names => failed = true,
+                        Some(_) => {}
+                    }
+                }
+                // The etcd pod of this node is not ready: not expected to answer.
+                Ok(Err(EtcdError::Unavailable)) => {}
+                _ => failed = true,
+            }
         }
-        match then {
-            Then::ScaleUp => self.create(),
-            Then::ScaleDown { candidates } => self.pick_and_forward(ctx, candidates),
+        let known = members.as_ref().map_or(0, Vec::len);
+        !failed && answered == known
+    }
+
+    /// ReconcileEtcdMembers: the live List of Nodes, a MemberList through the first
+    /// Node whose member answers, then remove every member (and its ClusterStatus
+    /// endpoint) whose Node is absent. Best effort: errors are logged and it goes on.
+    async fn reconcile_etcd_members(&self) {
+        let Ok(items) = self.list_nodes().await else {
+            return;
+        };
+        let nodes = node_names(&items);
+        for via in &nodes {
+            let Ok(Ok(EtcdOk::Members { names, .. })) =
+                self.ctx.etcd.member_list(via.clone()).await
+            else {
+                continue;
+            };
+            for name in names.into_iter().filter(|m| !nodes.contains(m)) {
+                let _ = self.ctx.etcd.remove_member(name.clone()).await;
+                let _ = self.ctx.etcd.remove_endpoint(name).await;
+            }
+            return;
         }
     }
 
-    fn create(&mut self) -> Step {
-        let kcp = self.kcp().clone();
-        let spec = self.spec().clone();
+    /// The end of reconcileHealth: healthy.
+    async fn healthy(&self, then: Then) -> Result<Action, KcpError> {
+        if self.ctx.options.wait_for_deletion && self.machines.iter().any(|m| m.meta.is_deleting())
+        {
+            // reconcileHealth's deleteRequeueAfter error becomes the caller's
+            // healthCheckFailedRequeueAfter (scale.go, scaleUp/scaleDownControlPlane).
+            self.ctx
+                .client
+                .note(|| "reconcileHealth: a Machine is deleting: requeue".to_string());
+            return Ok(Action::requeue(ms(HEALTH_REQUEUE_MS)));
+        }
+        match then {
+            Then::ScaleUp => self.create().await,
+            Then::ScaleDown(candidates) => self.pick_and_remove(&candidates).await,
+        }
+    }
+
+    /// Create a Machine (generateName `<kcp>-`, the KCP's version, the failure domain
+    /// with the fewest machines); success requeues rate-limited (`Result{Requeue: true}`).
+    async fn create(&self) -> Result<Action, KcpError> {
+        let kcp = self.kcp;
         let mut meta = ObjectMeta::named(&kcp.meta.namespace, "");
         meta.generate_name = Some(format!("{}-", kcp.meta.name));
         meta.labels = BTreeMap::from([
@@ -395,7 +457,8 @@ impl KcpController {
             controller: true,
         }];
         // NextFailureDomainForScaleUp: the domain with the fewest machines.
-        let failure_domain = spec
+        let failure_domain = self
+            .spec
             .failure_domains
             .iter()
             .min_by_key(|fd| {
@@ -408,132 +471,102 @@ impl KcpController {
         let machine = Machine {
             spec: MachineSpec {
                 provider_id: None,
-                version: Some(spec.version.clone()),
+                version: Some(self.spec.version.clone()),
                 failure_domain,
             },
             status: Default::default(),
         };
-        self.phase = Phase::Create;
-        Step::Call(Call::Api(ApiOp::Create(Box::new(Object::new(
-            meta,
-            Body::new(machine),
-        )))))
+        self.machines_api(&kcp.meta.namespace)
+            .create(
+                &PostParams::default(),
+                Object::new(meta, Body::new(machine)),
+            )
+            .await
+            .map_err(request("create machine"))?;
+        Ok(Action::rate_limited())
     }
 
-    /// selectMachineForScaleDown, then ForwardEtcdLeadership to the newest machine.
-    fn pick_and_forward(
-        &mut self,
-        ctx: &mut ReconcileCtx<'_>,
-        candidates: Vec<Arc<Object>>,
-    ) -> Step {
-        let Some(victim) = select_for_scale_down(&candidates) else {
-            return Step::error(KcpError::NoMachineToDelete);
+    /// selectMachineForScaleDown, ForwardEtcdLeadership to the newest machine,
+    /// RemoveEtcdMemberForMachine, TargetClusterControlPlaneIsHealthy,
+    /// RemoveMachineFromKubeadmConfigMap, then delete the Machine; success requeues
+    /// rate-limited.
+    async fn pick_and_remove(&self, candidates: &[Arc<Object>]) -> Result<Action, KcpError> {
+        let Some(victim) = select_for_scale_down(candidates) else {
+            return Err(KcpError::NoMachineToDelete);
         };
-        if self.options.scale_down_checks_deleting_first {
-            // v0.3.3 built the workload client before the early check.
-            return self.forward(ctx, victim);
+        if !self.ctx.options.scale_down_checks_deleting_first {
+            // v0.3.4's GetWorkloadCluster after reconcileHealth (v0.3.3 built the
+            // workload client before the early check).
+            self.connect().await;
         }
-        // v0.3.4's GetWorkloadCluster after reconcileHealth, then ForwardEtcdLeadership.
-        self.connect(ctx, Phase::Forward { victim })
-    }
-
-    fn forward(&mut self, ctx: &mut ReconcileCtx<'_>, victim: Arc<Object>) -> Step {
-        let Some(leaving) = node_ref(&victim).map(str::to_string) else {
-            // ForwardEtcdLeadership and RemoveEtcdMemberForMachine return at once: no
-            // node for the Machine. The health check still runs.
-            return self.connect(ctx, Phase::RemovedHealthNodes { victim });
-        };
-        let newest = self.machines.last().expect("a candidate exists");
-        let candidate = node_ref(newest).map(str::to_string);
-        self.etcd_call(
-            Phase::Forward { victim },
-            EtcdOp::ForwardLeadership { leaving, candidate },
-        )
-    }
-
-    fn delete(&mut self, victim: &Object) -> Step {
-        self.phase = Phase::Delete;
-        Step::Call(Call::Api(ApiOp::Delete {
-            key: victim.key(),
-            uid: None,
-            grace_period_seconds: None,
-        }))
-    }
-
-    fn etcd_health_next(&mut self, ctx: &mut ReconcileCtx<'_>, phase: Phase) -> Step {
-        let Phase::EtcdHealth {
-            then,
-            nodes,
-            next,
-            answered,
-            members,
-            failed,
-        } = phase
-        else {
-            unreachable!("called in EtcdHealth")
-        };
-        if next < nodes.len() {
-            let via = nodes[next].clone();
-            return self.etcd_call(
-                Phase::EtcdHealth {
-                    then,
-                    nodes,
-                    next,
-                    answered,
-                    members,
-                    failed,
-                },
-                EtcdOp::MemberList { via },
-            );
+        let leaving = node_ref(&victim).map(str::to_string);
+        // Without a node for the Machine, ForwardEtcdLeadership and
+        // RemoveEtcdMemberForMachine return at once. The health check still runs.
+        if let Some(leaving) = &leaving {
+            let newest = self.machines.last().expect("a candidate exists");
+            let candidate = node_ref(newest).map(str::to_string);
+            let forward = self
+                .ctx
+                .etcd
+                .forward_leadership(leaving.clone(), candidate)
+                .await;
+            etcd_ok("failed to move leadership", forward)?;
+            // RemoveEtcdMemberForMachine: the live List of Nodes.
+            let items = self
+                .list_nodes()
+                .await
+                .map_err(request("remove etcd member"))?;
+            if node_names(&items).len() < 2 {
+                return Err(KcpError::ControlPlaneMinNodes);
+            }
+            let removed = self.ctx.etcd.remove_member(leaving.clone()).await;
+            etcd_ok("failed to remove etcd member", removed)?;
         }
-        let known = members.as_ref().map_or(0, Vec::len);
-        if !failed && answered == known {
-            return self.healthy(ctx, then);
+        // TargetClusterControlPlaneIsHealthy before removing the Machine: its own
+        // GetWorkloadCluster, the live List of Nodes.
+        self.connect().await;
+        let items = self
+            .list_nodes()
+            .await
+            .map_err(request("control plane health"))?;
+        let nodes = node_names(&items);
+        if any_no_execute(&items) || !self.control_plane_healthy(&nodes) {
+            self.ctx.client.note(|| {
+                format!(
+                    "scale down: control plane unhealthy after the member removal ({} Nodes): {} kept",
+                    nodes.len(),
+                    victim.meta.name
+                )
+            });
+            return Ok(Action::requeue(ms(HEALTH_REQUEUE_MS)));
         }
-        // Unhealthy etcd: ReconcileEtcdMembers (its own GetWorkloadCluster), then wait.
-        self.connect(ctx, Phase::ReconcileNodes)
+        if let Some(name) = leaving {
+            let removed = self.ctx.etcd.remove_endpoint(name).await;
+            etcd_ok("failed to update kubeadm config", removed)?;
+        }
+        self.machines_api(&victim.meta.namespace)
+            .delete(&victim.meta.name, &DeleteParams::default())
+            .await
+            .map_err(request("delete machine"))?;
+        Ok(Action::rate_limited())
     }
+}
 
-    fn reconcile_remove_next(&mut self, stale: Vec<String>, next: usize, endpoint: bool) -> Step {
-        if next >= stale.len() {
-            return Step::requeue_after(HEALTH_REQUEUE_MS);
-        }
-        let name = stale[next].clone();
-        let op = if endpoint {
-            EtcdOp::RemoveEndpoint { name }
-        } else {
-            EtcdOp::RemoveMember { name }
-        };
-        self.etcd_call(
-            Phase::ReconcileRemove {
-                stale,
-                next,
-                endpoint,
-            },
-            op,
-        )
-    }
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
 }
 
 /// The names of the workload control-plane Nodes (by kubeadm's label) of a List answer.
-fn node_names(reply: &Answer<EtcdResult>) -> Option<BTreeSet<String>> {
-    match reply {
-        Answer::Api(Ok(ApiOk::List { items, .. })) => Some(
-            items
-                .iter()
-                .filter(|n| is_control_plane_node(n))
-                .map(|n| n.meta.name.clone())
-                .collect(),
-        ),
-        _ => None,
-    }
+fn node_names(items: &[Arc<Object>]) -> BTreeSet<String> {
+    items
+        .iter()
+        .filter(|n| is_control_plane_node(n))
+        .map(|n| n.meta.name.clone())
+        .collect()
 }
 
 /// Whether a control-plane Node of a List answer carries a NoExecute taint.
-fn any_no_execute(reply: &Answer<EtcdResult>) -> bool {
-    let Answer::Api(Ok(ApiOk::List { items, .. })) = reply else {
-        return false;
-    };
+fn any_no_execute(items: &[Arc<Object>]) -> bool {
     items.iter().filter(|n| is_control_plane_node(n)).any(|n| {
         n.typed::<Node>().is_some_and(|x| {
             x.spec
@@ -562,226 +595,4 @@ pub fn select_for_scale_down(candidates: &[Arc<Object>]) -> Option<Arc<Object>> 
         .find(|(_, c)| **c == most)
         .map(|(fd, _)| *fd)?;
     candidates.iter().find(|m| failure_domain(m) == fd).cloned()
-}
-
-impl Reconciler for KcpController {
-    fn name(&self) -> &str {
-        "kcp-controller"
-    }
-
-    fn watches(&self) -> Vec<Kind> {
-        vec![KubeadmControlPlane::KIND, Machine::KIND]
-    }
-
-    fn keys_for(&self, object: &Object, keys: &mut Vec<ObjectKey>) {
-        enqueue_for(object, KubeadmControlPlane::KIND, keys);
-        enqueue_owner(object, KubeadmControlPlane::KIND, keys);
-    }
-
-    fn reconcile(&mut self, ctx: &mut ReconcileCtx<'_>) -> Step {
-        let Some(reply) = ctx.reply.take() else {
-            return self.start(ctx);
-        };
-        let reply = reply.answer::<EtcdResult>();
-        match std::mem::take(&mut self.phase) {
-            // Never waits on a reply: the decision is taken when the client is built.
-            Phase::Idle | Phase::UpgradeByCount { .. } | Phase::ScaleDownEarly { .. } => {
-                Step::protocol("reply without a reconcile in progress")
-            }
-            Phase::Connecting(next) => match reply {
-                Answer::Woke => self.issue(ctx, *next),
-                other => Step::error(Unexpected::new("while connecting", &other)),
-            },
-            Phase::UpgradeNodes { need } => {
-                let Some(nodes) = node_names(&reply) else {
-                    return Step::error(Unexpected::new("cluster status", &reply));
-                };
-                let replicas = self.spec().replicas as usize;
-                ctx.note(|| {
-                    let deleting = need.iter().filter(|m| m.meta.is_deleting()).count();
-                    format!(
-                        "upgrade: {} Machines need it ({deleting} deleting); ClusterStatus: {} control-plane Nodes, replicas {replicas}: scale {}",
-                        need.len(),
-                        nodes.len(),
-                        if nodes.len() <= replicas { "up" } else { "down" }
-                    )
-                });
-                if nodes.len() <= replicas {
-                    // "scaleUp ensures that we don't continue scaling up while waiting
-                    // for Machines to have NodeRefs"
-                    self.health(ctx, Then::ScaleUp)
-                } else {
-                    self.scale_down(ctx, need)
-                }
-            }
-            Phase::HealthNodes { then } => {
-                let Some(nodes) = node_names(&reply) else {
-                    return Step::error(Unexpected::new("control plane health", &reply));
-                };
-                // checkNodeNoExecuteCondition: a node with a NoExecute taint (e.g.
-                // unreachable) fails the check.
-                if any_no_execute(&reply) || !self.control_plane_healthy(ctx, &nodes) {
-                    ctx.note(|| format!("control plane unhealthy ({} Nodes)", nodes.len()));
-                    return Step::requeue_after(HEALTH_REQUEUE_MS);
-                }
-                ctx.note(|| {
-                    format!(
-                        "control plane healthy: {} Nodes, Machines re-read from the cache match",
-                        nodes.len()
-                    )
-                });
-                let phase = Phase::EtcdHealth {
-                    then,
-                    nodes: nodes.into_iter().collect(),
-                    next: 0,
-                    answered: 0,
-                    members: None,
-                    failed: false,
-                };
-                // TargetClusterEtcdIsHealthy: its own GetWorkloadCluster.
-                self.connect(ctx, phase)
-            }
-            Phase::EtcdHealth {
-                then,
-                nodes,
-                next,
-                mut answered,
-                mut members,
-                mut failed,
-            } => {
-                match reply {
-                    Answer::Service(Ok(EtcdOk::Members { names, .. })) => {
-                        answered += 1;
-                        match &members {
-                            None => members = Some(names),
-                            Some(known) if *known != names => failed = true,
-                            Some(_) => {}
-                        }
-                    }
-                    // The etcd pod of this node is not ready: not expected to answer.
-                    Answer::Service(Err(EtcdError::Unavailable)) => {}
-                    _ => failed = true,
-                }
-                self.etcd_health_next(
-                    ctx,
-                    Phase::EtcdHealth {
-                        then,
-                        nodes,
-                        next: next + 1,
-                        answered,
-                        members,
-                        failed,
-                    },
-                )
-            }
-            Phase::ReconcileNodes => {
-                let Some(nodes) = node_names(&reply) else {
-                    return Step::requeue_after(HEALTH_REQUEUE_MS);
-                };
-                let nodes: Vec<String> = nodes.into_iter().collect();
-                if nodes.is_empty() {
-                    return Step::requeue_after(HEALTH_REQUEUE_MS);
-                }
-                let via = nodes[0].clone();
-                self.etcd_call(
-                    Phase::ReconcileList { nodes, next: 0 },
-                    EtcdOp::MemberList { via },
-                )
-            }
-            Phase::ReconcileList { nodes, next } => match reply {
-                Answer::Service(Ok(EtcdOk::Members { names, .. })) => {
-                    let stale: Vec<String> =
-                        names.into_iter().filter(|m| !nodes.contains(m)).collect();
-                    self.reconcile_remove_next(stale, 0, false)
-                }
-                _ if next + 1 < nodes.len() => {
-                    let via = nodes[next + 1].clone();
-                    self.etcd_call(
-                        Phase::ReconcileList {
-                            nodes,
-                            next: next + 1,
-                        },
-                        EtcdOp::MemberList { via },
-                    )
-                }
-                _ => Step::requeue_after(HEALTH_REQUEUE_MS),
-            },
-            Phase::ReconcileRemove {
-                stale,
-                next,
-                endpoint,
-            } => {
-                // Errors are logged and the loop goes on (best effort).
-                if endpoint {
-                    self.reconcile_remove_next(stale, next + 1, false)
-                } else {
-                    self.reconcile_remove_next(stale, next, true)
-                }
-            }
-            Phase::Create => match reply {
-                Answer::Api(Ok(_)) => Step::RateLimited,
-                other => Step::error(Unexpected::new("create machine", &other)),
-            },
-            Phase::Forward { victim } => match reply {
-                Answer::Service(Ok(_)) => self.list_nodes(Phase::RemoveMemberNodes { victim }),
-                other => Step::error(Unexpected::new("failed to move leadership", &other)),
-            },
-            Phase::RemoveMemberNodes { victim } => {
-                let Some(nodes) = node_names(&reply) else {
-                    return Step::error(Unexpected::new("remove etcd member", &reply));
-                };
-                if nodes.len() < 2 {
-                    return Step::error(KcpError::ControlPlaneMinNodes);
-                }
-                let name = node_ref(&victim).expect("checked").to_string();
-                self.etcd_call(
-                    Phase::RemoveMember { victim },
-                    EtcdOp::RemoveMember { name },
-                )
-            }
-            Phase::RemoveMember { victim } => match reply {
-                // TargetClusterControlPlaneIsHealthy before removing the Machine.
-                Answer::Service(Ok(_)) => self.connect(ctx, Phase::RemovedHealthNodes { victim }),
-                other => Step::error(Unexpected::new("failed to remove etcd member", &other)),
-            },
-            Phase::RemovedHealthNodes { victim } => {
-                let Some(nodes) = node_names(&reply) else {
-                    return Step::error(Unexpected::new("control plane health", &reply));
-                };
-                if any_no_execute(&reply) || !self.control_plane_healthy(ctx, &nodes) {
-                    ctx.note(|| {
-                        format!(
-                            "scale down: control plane unhealthy after the member removal ({} Nodes): {} kept",
-                            nodes.len(),
-                            victim.meta.name
-                        )
-                    });
-                    return Step::requeue_after(HEALTH_REQUEUE_MS);
-                }
-                match node_ref(&victim).map(str::to_string) {
-                    Some(name) => self.etcd_call(
-                        Phase::RemoveEndpoint { victim },
-                        EtcdOp::RemoveEndpoint { name },
-                    ),
-                    None => self.delete(&victim),
-                }
-            }
-            Phase::RemoveEndpoint { victim } => match reply {
-                Answer::Service(Ok(_)) => self.delete(&victim),
-                other => Step::error(Unexpected::new("failed to update kubeadm config", &other)),
-            },
-            Phase::Delete => match reply {
-                Answer::Api(Ok(_)) => Step::RateLimited,
-                other => Step::error(Unexpected::new("delete machine", &other)),
-            },
-        }
-    }
-
-    fn reset(&mut self) {
-        *self = KcpController::new(self.options, self.etcd);
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
-    }
 }

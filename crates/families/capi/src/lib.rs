@@ -6,10 +6,11 @@
 //!   controller's merge patch, and the conventions that tie them to the workload
 //!   cluster (labels, control-plane Nodes, owned Machines).
 //! - [`etcd`]: the workload cluster's etcd members and kubeadm ClusterStatus, a
-//!   component of this family.
+//!   component of this family, and its typed async client ([`etcd::EtcdClient`]).
 //! - [`kcp`], [`machine`]: the KubeadmControlPlane controller and the Machine controller
-//!   for its machines; [`kcp::KcpOptions`] and [`machine::CapiMachineOptions`] hold the
-//!   v0.3.3 / v0.3.4 switches.
+//!   for its machines, async in kube-runtime's shape ([`kcp::controller`],
+//!   [`machine::controller`]); [`kcp::KcpOptions`] and [`machine::CapiMachineOptions`]
+//!   hold the v0.3.3 / v0.3.4 switches.
 //! - [`invariants`]: the KubeadmControlPlane and etcd invariants and the convergence
 //!   check.
 //! - [`section`]: the family in scenario files ([`Kcp`], `controllers.kcp`): the
@@ -38,7 +39,7 @@ pub mod kinds;
 pub mod machine;
 pub mod section;
 
-pub use kcp::{KcpController, KcpOptions};
+pub use kcp::KcpOptions;
 pub use kinds::KubeadmControlPlane;
-pub use machine::{CapiMachineController, CapiMachineOptions};
+pub use machine::CapiMachineOptions;
 pub use section::{Kcp, KcpSpec, KcpVariant};

@@ -12,7 +12,7 @@
 
 use crate::etcd::{Etcd, EtcdConfig};
 use crate::kinds::{KubeadmControlPlane, KubeadmControlPlaneSpec};
-use crate::{CapiMachineController, CapiMachineOptions, KcpController, KcpOptions};
+use crate::{CapiMachineOptions, KcpOptions};
 use reconsim_check::{NamedCheck, View};
 use reconsim_family::{
     Context, Family, FamilySection, ParamError, Range, Services, WorkloadAction,
@@ -315,17 +315,13 @@ impl KcpSpec {
                 vec![r],
             ))
         };
-        let kcp = KcpController::new(self.variant.kcp_options(self.workload_client_ms), etcd);
-        sim.spawn(
-            node,
-            "kcp-controller",
-            manager("kcp-controller", Box::new(kcp)),
-        );
-        let machines = CapiMachineController::new(self.variant.machine_options(), cloud);
+        let kcp = crate::kcp::controller(self.variant.kcp_options(self.workload_client_ms), etcd);
+        sim.spawn(node, "kcp-controller", manager("kcp-controller", kcp));
+        let machines = crate::machine::controller(self.variant.machine_options(), cloud);
         sim.spawn(
             node,
             "capi-machine-controller",
-            manager("capi-machine-controller", Box::new(machines)),
+            manager("capi-machine-controller", machines),
         );
     }
 }
