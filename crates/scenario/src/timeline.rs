@@ -190,10 +190,22 @@ pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<Strin
         } => {
             let f = &sim.plan().faults[*index];
             let what = fault_words(&f.fault);
+            // An injection for a process not started yet takes effect at its start (a
+            // record of its own, later): say so, not that it has no target.
+            let awaits_start = *active
+                && !*applied
+                && sim.trace().records().iter().any(|later| {
+                    later.time >= r.time
+                        && matches!(later.kind, RecordKind::Fault { index: i, active: true, applied: true } if i == *index)
+                });
+            let note = match (*applied, awaits_start) {
+                (true, _) => "",
+                (false, true) => " (its process has not started: it takes effect when it does)",
+                (false, false) => " (no such target)",
+            };
             Some(format!(
-                "{t:>11}  fault {}: {what}{}",
+                "{t:>11}  fault {}: {what}{note}",
                 if *active { "starts" } else { "ends" },
-                if *applied { "" } else { " (no such target)" }
             ))
         }
         RecordKind::Crashed {

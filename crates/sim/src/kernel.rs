@@ -161,6 +161,12 @@ pub struct Sim<A: Actor> {
     recorder: Option<Box<Recorder>>,
     /// Processes paused by each active `PauseHost` fault (by plan index).
     host_pauses: Vec<(usize, Vec<ProcId>)>,
+    /// Active crash, pause and `Inject` faults whose process had not started when they
+    /// took effect (a pod's container its kubelet starts later), by plan index: they
+    /// take effect when a process of that name is spawned (down or paused from its
+    /// first instant) or first starts (an injection: a failpoint armed in a program's
+    /// configuration is live from its start).
+    awaiting_start: Vec<(usize, String)>,
     next_timer: u64,
     next_proc: u32,
     effects: Vec<Effect<A>>,
@@ -211,6 +217,7 @@ impl<A: Actor> Sim<A> {
             next_action: 0,
             cancelled: HashSet::new(),
             armed: Vec::new(),
+            awaiting_start: Vec::new(),
             fired_at,
             fired: 0,
             lost_answers: Vec::new(),
@@ -278,6 +285,9 @@ impl<A: Actor> Sim<A> {
         });
         // A process starts before anything else due at its first instant reaches it.
         self.enqueue_with(self.now, DUE_EARLIER, Event::Start { proc: id, inc: 0 });
+        if !self.awaiting_start.is_empty() {
+            self.take_effect_at_spawn(id);
+        }
         id
     }
 

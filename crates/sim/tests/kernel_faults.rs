@@ -1,7 +1,7 @@
 //! Kernel tests of the faults on one process: clock skew, and world faults injected
 //! through `on_fault` (unknown targets are recorded no-ops).
 
-use reconsim_sim::{Fault, SimTime, TraceMode};
+use reconsim_sim::{Fault, ProcState, SimTime, TraceMode};
 
 mod common;
 use common::*;
@@ -147,4 +147,113 @@ fn injected_faults_reach_on_fault_and_unknown_targets_are_recorded_no_ops() {
             (200, 3, true, true),
         ]
     );
+}
+
+#[test]
+fn an_injection_for_a_process_not_yet_started_reaches_it_at_its_first_start() {
+    // "late" is spawned after the last fault action before it (as a kubelet starts a
+    // pod's container after the fault plan armed its failpoint); "expired" ends before
+    // its process ever starts.
+    let mut sim = new_sim(
+        config(31, 1, 1, TraceMode::Full),
+        vec![
+            timed(
+                0,
+                Some(1_000),
+                Fault::Inject {
+                    process: "late".into(),
+                    fault: "armed".into(),
+                },
+            ),
+            timed(
+                0,
+                Some(100),
+                Fault::Inject {
+                    process: "late".into(),
+                    fault: "expired".into(),
+                },
+            ),
+        ],
+    );
+    let h = sim.add_host("h");
+    sim.run_until(SimTime(300));
+    let spawned = sim.now().0;
+    assert!(spawned >= 100, "after `expired` ended: {spawned}");
+    let late = sim.spawn(h, "late", Node::new(Role::Recorder));
+    sim.run_until(SimTime::from_secs(2));
+    let faults: Vec<&Seen> = log(&sim, late)
+        .iter()
+        .filter(|s| matches!(s, Seen::Fault { .. }))
+        .collect();
+    assert_eq!(
+        faults,
+        vec![
+            &Seen::Fault {
+                now: spawned,
+                fault: "armed".into(),
+                active: true
+            },
+            &Seen::Fault {
+                now: 1_000,
+                fault: "armed".into(),
+                active: false
+            },
+        ]
+    );
+    assert_eq!(
+        fault_records(&sim),
+        vec![
+            (0, 0, true, false),
+            (0, 1, true, false),
+            (100, 1, false, false),
+            (spawned, 0, true, true),
+            (1_000, 0, false, true),
+        ]
+    );
+}
+
+#[test]
+fn a_crash_or_pause_for_a_process_not_yet_started_holds_it_from_its_spawn() {
+    let mut sim = new_sim(
+        config(37, 1, 1, TraceMode::Full),
+        vec![
+            timed(
+                0,
+                Some(500),
+                Fault::Crash {
+                    process: "down".into(),
+                },
+            ),
+            timed(
+                0,
+                Some(700),
+                Fault::Pause {
+                    process: "held".into(),
+                },
+            ),
+        ],
+    );
+    let h = sim.add_host("h");
+    sim.run_until(SimTime(100));
+    let down = sim.spawn(h, "down", Node::new(Role::Recorder));
+    let held = sim.spawn(h, "held", Node::new(Role::Recorder));
+    sim.run_until(SimTime(200));
+    assert_eq!(sim.proc_state(down), ProcState::Crashed);
+    assert_eq!(sim.proc_state(held), ProcState::Paused);
+    sim.run_until(SimTime::from_secs(2));
+    assert_eq!(
+        sim.proc_state(down),
+        ProcState::Running,
+        "restarted at 500 ms"
+    );
+    assert_eq!(
+        sim.proc_state(held),
+        ProcState::Running,
+        "resumed at 700 ms"
+    );
+    let spawned = fault_records(&sim)
+        .iter()
+        .filter(|(_, _, active, applied)| *active && *applied)
+        .count();
+    assert_eq!(spawned, 2, "{:?}", fault_records(&sim));
 }

@@ -52,7 +52,7 @@ impl<A: Actor> Sim<A> {
             Fault::Pause { process } => match self.proc_by_name(process) {
                 Some(p) if active => self.pause(p),
                 Some(p) => self.resume(p),
-                None => false,
+                None => self.await_start(index, process, active),
             },
             Fault::PauseHost { host } => match self.host_by_name(host) {
                 Some(h) if active => {
@@ -76,7 +76,7 @@ impl<A: Actor> Sim<A> {
             Fault::Crash { process } => match self.proc_by_name(process) {
                 Some(p) if active => self.crash(p),
                 Some(p) => self.restart(p),
-                None => false,
+                None => self.await_start(index, process, active),
             },
             Fault::ClockSkew { process, offset_ms } => match self.proc_by_name(process) {
                 Some(p) => {
@@ -95,7 +95,8 @@ impl<A: Actor> Sim<A> {
                     self.with_ctx(p, |a, ctx| a.on_fault(fault, active, ctx));
                     true
                 }
-                _ => false,
+                Some(_) => false,
+                None => self.await_start(index, process, active),
             },
             // They act on an anchor's message (`send`); at a time they have none.
             Fault::DropMessage | Fault::DelayMessage { .. } | Fault::LoseAnswer => false,
@@ -120,5 +121,72 @@ impl<A: Actor> Sim<A> {
             hosts_b: resolve(b),
             one_way,
         }
+    }
+
+    /// A fault on `process`, which has not started: while active it waits for the
+    /// process's start ([`Self::take_effect_at_spawn`], [`Self::deliver_awaiting_start`]);
+    /// not applied now.
+    fn await_start(&mut self, index: usize, process: &str, active: bool) -> bool {
+        if active {
+            self.awaiting_start.push((index, process.to_string()));
+        } else {
+            self.awaiting_start.retain(|(i, _)| *i != index);
+        }
+        false
+    }
+
+    /// The crash and pause faults that wait for a process of `proc`'s name, on its spawn:
+    /// it is down or paused from its first instant, until the fault ends.
+    pub(super) fn take_effect_at_spawn(&mut self, proc: ProcId) {
+        let name = &self.procs[proc.index()].name;
+        let waiting: Vec<usize> = self
+            .awaiting_start
+            .iter()
+            .filter(|(i, n)| {
+                n == name
+                    && matches!(
+                        self.plan.faults[*i].fault,
+                        Fault::Crash { .. } | Fault::Pause { .. }
+                    )
+            })
+            .map(|(i, _)| *i)
+            .collect();
+        for index in waiting {
+            self.awaiting_start.retain(|(i, _)| *i != index);
+            let applied = match self.plan.faults[index].fault {
+                Fault::Crash { .. } => self.crash(proc),
+                _ => self.pause(proc),
+            };
+            self.record_taken_effect(index, applied);
+        }
+    }
+
+    /// Deliver the `Inject` faults that wait for the first start of `proc`'s name.
+    pub(super) fn deliver_awaiting_start(&mut self, proc: ProcId) {
+        let name = &self.procs[proc.index()].name;
+        let Some(at) = self.awaiting_start.iter().position(|(i, n)| {
+            n == name && matches!(self.plan.faults[*i].fault, Fault::Inject { .. })
+        }) else {
+            return;
+        };
+        let (index, _) = self.awaiting_start.remove(at);
+        let Fault::Inject { fault, .. } = self.plan.faults[index].fault.clone() else {
+            unreachable!("matched an Inject fault")
+        };
+        self.with_ctx(proc, |a, ctx| a.on_fault(&fault, true, ctx));
+        self.record_taken_effect(index, true);
+        // Another fault may wait for the same name.
+        self.deliver_awaiting_start(proc);
+    }
+
+    fn record_taken_effect(&mut self, index: usize, applied: bool) {
+        self.trace.push(
+            self.now,
+            RecordKind::Fault {
+                index,
+                active: true,
+                applied,
+            },
+        );
     }
 }

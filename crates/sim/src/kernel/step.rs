@@ -85,6 +85,9 @@ impl<A: Actor> Sim<A> {
                 }
                 self.trace.push(self.now, RecordKind::Start { proc });
                 self.with_ctx(proc, |a, ctx| a.on_start(ctx));
+                if !self.awaiting_start.is_empty() && ev_inc == 0 {
+                    self.deliver_awaiting_start(proc);
+                }
                 Some(StepKind::Handled(proc))
             }
             Event::Timer {
