@@ -54,9 +54,9 @@ fn two_replicas_that_look_before_launching_launch_twice() {
 fn one_replica_crashing_at_the_failpoint(launch: &str) -> Scenario {
     let text = std::fs::read_to_string(path("launcher-look-up-first")).unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let entries = doc["controllers"]["custom"].as_array_mut().unwrap();
-    entries.truncate(1);
-    entries[0]["params"]["launch"] = launch.into();
+    let entry = &mut doc["controllers"]["custom"][0];
+    entry["nodes"] = serde_json::json!(["master-0"]);
+    entry["params"]["launch"] = launch.into();
     doc["faults"] = serde_json::json!([{
         "count": [1, 1], "at_ms": [0, 0], "duration_ms": [240000, 240000],
         "fault": {"failpoint": {"processes": ["launcher-0"], "name": "after-launch",
@@ -176,14 +176,14 @@ fn the_guides_launcher_section_runs_as_printed() {
 fn a_wrong_type_in_an_entry_is_reported_at_its_path() {
     let text = std::fs::read_to_string(path("launcher-look-up-first")).unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    doc["controllers"]["custom"][1]["node"] = 5.into();
+    doc["controllers"]["custom"][0]["nodes"][1] = 5.into();
     let err = Scenario::parse("bad.json", &doc.to_string(), &families())
         .map(|_| ())
         .unwrap_err()
         .to_string();
     assert!(
         err.contains(
-            "at .controllers.custom[1].node: invalid type: integer `5`, expected a string"
+            "at .controllers.custom[0].nodes[1]: invalid type: integer `5`, expected a string"
         ),
         "{err}"
     );

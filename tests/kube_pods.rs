@@ -11,7 +11,7 @@
 
 use reconsim::check::{Check, View, Violation};
 use reconsim::scenario::build::World;
-use reconsim::scenario::extension::{Custom, Extensions};
+use reconsim::scenario::extension::Extensions;
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::{Outcome, run_world};
 use reconsim::scenario::{Plan, Scenario};
@@ -144,7 +144,7 @@ const WORKERS: [&str; 2] = ["worker-0", "worker-1"];
 
 /// `controllers.custom[].params` of the operator: the image its Pod runs, and the
 /// replicas of a Deployment instead, if any.
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
     image: String,
@@ -177,13 +177,13 @@ impl Check for NoFailedPod {
 
 fn extensions() -> Extensions {
     Extensions::new()
-        .controller(Custom::program(OPERATOR, |p: &Params, services| {
-            let (image, replicas, delete_after_s) = (p.image.clone(), p.replicas, p.delete_after_s);
-            let program = reconsim_kube::program(move |client| {
-                user::operator(client, image.clone(), replicas, delete_after_s)
-            });
-            KubeBridge::new(services.endpoints.apiserver, Kinds::new(), program).boxed()
-        }))
+        .controller(reconsim_kube::custom(
+            OPERATOR,
+            Kinds::new(),
+            |p: &Params, _, client| {
+                user::operator(client, p.image.clone(), p.replicas, p.delete_after_s)
+            },
+        ))
         .image(WORKER_IMAGE, |env, _services| {
             let (namespace, pod, node) = (
                 env.namespace.clone(),
@@ -239,9 +239,11 @@ fn api(world: &World) -> &ApiServer {
 }
 
 /// Every Pod as the operator's client reads it, with its name, by name.
+/// The Pods the operator made (not its own, `operator-0`, its entry's Deployment's).
 fn pods(world: &World) -> Vec<(String, Pod)> {
     api(world)
         .list(kind_of::<Pod>())
+        .filter(|o| !o.meta.name.starts_with(&format!("{OPERATOR}-")))
         .map(|o| {
             let pod = reconsim_kube::wire::decode(o).expect("a Pod");
             (o.meta.name.clone(), pod)

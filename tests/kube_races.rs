@@ -24,8 +24,6 @@ use reconsim::family::ParamError;
 use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::scenario::fuzz::{Campaign, Report, fuzz};
 use reconsim::scenario::{Families, Scenario};
-use reconsim::world::component::Component;
-use reconsim_kube::KubeBridge;
 use reconsim_kube::kinds::{Kinds, ObjectError, kind_of};
 use serde::Deserialize;
 use serde_json::json;
@@ -144,7 +142,7 @@ fn kinds() -> Kinds {
     Kinds::new().crd::<Member>().core::<ConfigMap>()
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
     fixed: bool,
@@ -160,15 +158,8 @@ enum Path {
 fn entry(name: &'static str, path: Path) -> Custom<Params> {
     let pointer = name == POINTER_ENTRY;
     let controller = match path {
-        Path::Program => Custom::program(name, move |p: &Params, services| {
-            let fixed = p.fixed;
-            let bridge: Box<dyn Component> = KubeBridge::new(
-                services.endpoints.apiserver,
-                kinds(),
-                reconsim_kube::program(move |client| user::run(client, fixed, pointer)),
-            )
-            .boxed();
-            bridge
+        Path::Program => reconsim_kube::custom(name, kinds(), move |p: &Params, _, client| {
+            user::run(client, p.fixed, pointer)
         }),
         Path::ReconcileOnly => Custom::reconcilers(name, move |p: &Params| {
             let fixed = p.fixed;

@@ -1,17 +1,14 @@
 //! The allocator (`allocator.rs`, real kube-rs code with a crates.io leader-election
-//! crate) registered with reconsim: each `custom` entry is one replica's pod, its
-//! program run anew on every start; and the invariant that no ID is handed out twice.
+//! crate) registered with reconsim: its `custom` entry's pods the replicas, each
+//! running the program anew on every start; and the invariant that no ID is handed out twice.
 //! This file is the only one that imports reconsim.
 
 use crate::allocator::{self, BLOCK, GRANT_LABEL, Write};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use reconsim::check::{Check, View, Violation};
-use reconsim::scenario::extension::{Custom, Extensions};
-use reconsim::sim::ProcId;
-use reconsim::world::component::Component;
+use reconsim::scenario::extension::Extensions;
 use reconsim::world::object::Uid;
-use reconsim_kube::KubeBridge;
 use reconsim_kube::kinds::{Kinds, kind_of};
 use reconsim_kube::wire;
 use serde::Deserialize;
@@ -27,13 +24,11 @@ pub fn kinds() -> Kinds {
     Kinds::new().core::<ConfigMap>().core::<Lease>()
 }
 
-/// `controllers.custom[].params` of an `allocator` entry: one replica.
+/// `controllers.custom[].params` of the `allocator` entry (every replica's).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub variant: Variant,
-    /// The pod's name, the replica's identity in the election.
-    pub identity: String,
 }
 
 /// How a round claims its block: the bug or the fix.
@@ -42,29 +37,6 @@ pub struct Params {
 pub enum Variant {
     Blind,
     Reserved,
-}
-
-/// One replica: the user's program with a client of the simulated API server, called
-/// again on every start of the process.
-pub fn process(variant: Variant, identity: String, apiserver: ProcId) -> Box<dyn Component> {
-    let write = match variant {
-        Variant::Blind => Write::Blind,
-        Variant::Reserved => Write::Reserved,
-    };
-    KubeBridge::new(
-        apiserver,
-        kinds(),
-        reconsim_kube::program(move |client| {
-            let identity = identity.clone();
-            async move {
-                // An error ends the program, and its pod's container restarts it.
-                if let Err(e) = allocator::run(client, identity, write).await {
-                    tracing::error!(error = %e, "allocator exited");
-                }
-            }
-        }),
-    )
-    .boxed()
 }
 
 /// `allocator_grants_disjoint`: no two grants' blocks overlap (no ID is handed out
@@ -122,9 +94,24 @@ impl Check for GrantsDisjoint {
 /// Everything this file adds to reconsim, by name.
 pub fn extensions() -> Extensions {
     Extensions::new()
-        .controller(Custom::program(NAME, |p: &Params, services| {
-            process(p.variant, p.identity.clone(), services.endpoints.apiserver)
-        }))
+        .controller(reconsim_kube::custom(
+            NAME,
+            kinds(),
+            |p: &Params, pod, client| {
+                let write = match p.variant {
+                    Variant::Blind => Write::Blind,
+                    Variant::Reserved => Write::Reserved,
+                };
+                // The pod's name is the replica's identity in the election.
+                let identity = pod.pod_name.clone();
+                async move {
+                    // An error ends the program, and its pod's container restarts it.
+                    if let Err(e) = allocator::run(client, identity, write).await {
+                        tracing::error!(error = %e, "allocator exited");
+                    }
+                }
+            },
+        ))
         .invariant(GRANTS_DISJOINT, || Box::new(GrantsDisjoint::default()))
         .host(reconsim_kube::intercept::host)
 }

@@ -10,11 +10,8 @@ use reconsim::check::replicas::{AtMostReplicas, controlled};
 use reconsim::family::ParamError;
 use reconsim::family::params::NamespacedName;
 use reconsim::scenario::extension::{Custom, Extensions};
-use reconsim::sim::ProcId;
 use reconsim::world::api::ApiOp;
-use reconsim::world::component::Component;
 use reconsim::world::object::{Object, ObjectKey, Uid};
-use reconsim_kube::KubeBridge;
 use reconsim_kube::kinds::{Kinds, kind_of};
 use reconsim_kube::wire;
 use serde::Deserialize;
@@ -76,19 +73,6 @@ fn read(variant: Variant) -> Read {
         Variant::WatchCache => Read::WatchCache,
         Variant::Consistent => Read::Consistent,
     }
-}
-
-/// The controller's process: the user's program (`controller::run`, kube-runtime's own
-/// `Controller` and all) with a client of the simulated API server. The closure is
-/// called again on every start of the process: a restart runs the program anew.
-pub fn process(variant: Variant, apiserver: ProcId) -> Box<dyn Component> {
-    let read = read(variant);
-    KubeBridge::new(
-        apiserver,
-        kinds(),
-        reconsim_kube::program(move |client| controller::run(client, read)),
-    )
-    .boxed()
 }
 
 /// The same `reconcile` and `error_policy` under reconsim's manager instead of
@@ -180,8 +164,10 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
 
 /// Everything this file adds to reconsim, by name: the controller as its program.
 pub fn extensions() -> Extensions {
-    let program = Custom::program(NAME, |p: &Params, services| {
-        process(p.variant, services.endpoints.apiserver)
+    // The user's program (`controller::run`, kube-runtime's own `Controller` and all)
+    // with a client of the simulated API server, run anew on every start of its pod.
+    let program = reconsim_kube::custom(NAME, kinds(), |p: &Params, _, client| {
+        controller::run(client, read(p.variant))
     });
     Extensions::new()
         .controller(hooks(program))

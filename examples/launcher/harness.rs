@@ -1,13 +1,14 @@
-//! The launcher (`launcher.rs`, real kube-rs code) registered with reconsim: each
-//! `custom` entry one replica's pod, its cloud the simulated one through the program's
+//! The launcher (`launcher.rs`, real kube-rs code) registered with reconsim: its
+//! `custom` entry's pods the replicas, its cloud the simulated one through the program's
 //! handle; its VirtualMachines as seed objects; and the invariant that no VM has two
 //! instances. This file is the only one that imports reconsim.
 
 use crate::launcher::{self, Cloud, CloudError, Launch, VirtualMachine, VirtualMachineSpec};
 use reconsim::cloud::{self as sim_cloud, Ec2, InstanceState};
 use reconsim::prelude::*;
+use reconsim_kube::Handle;
+use reconsim_kube::custom::CLOUD;
 use reconsim_kube::kinds::Kinds;
-use reconsim_kube::{Handle, KubeBridge};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -22,13 +23,12 @@ pub fn kinds() -> Kinds {
     Kinds::new().crd::<VirtualMachine>()
 }
 
-/// `controllers.custom[].params` of a `launcher` entry: one replica.
+/// `controllers.custom[].params` of the `launcher` entry (every replica's).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub launch: LaunchParam,
-    /// The VirtualMachines (in `default`) in the API server at t = 0; one entry says
-    /// them (the others leave this empty).
+    /// The VirtualMachines (in `default`) in the API server at t = 0.
     #[serde(default)]
     pub vms: Vec<String>,
 }
@@ -66,25 +66,6 @@ impl Cloud for SimCloud {
             .ok_or_else(|| CloudError("no instance".into()))?;
         Ok(first.id.clone())
     }
-}
-
-/// One replica: the user's program with clients of the simulated API server and cloud,
-/// made again on every start of the process.
-pub fn process(launch: LaunchParam, apiserver: ProcId, cloud: ProcId) -> KubeBridge {
-    let launch = match launch {
-        LaunchParam::LookUpFirst => Launch::LookUpFirst,
-        LaunchParam::ClientToken => Launch::ClientToken,
-    };
-    KubeBridge::new(
-        apiserver,
-        kinds(),
-        reconsim_kube::program(move |client| {
-            let handle = Handle::current();
-            let cloud = handle.service("cloud").expect("the bridge names the cloud");
-            launcher::run(client, SimCloud(Ec2::new(handle, cloud)), launch)
-        }),
-    )
-    .service("cloud", cloud)
 }
 
 /// `launcher_one_instance_per_vm`: no VM has two live (pending or running) instances.
@@ -130,10 +111,17 @@ fn seed(name: &str) -> Result<Object, ParamError> {
         .map_err(|e| ParamError::at(".vms", e.to_string()))
 }
 
-/// Everything this file adds to reconsim, by name.
+/// Everything this file adds to reconsim, by name: each replica the user's program with
+/// clients of the simulated API server and cloud.
 pub fn extensions() -> Extensions {
-    let launcher = Custom::program(NAME, |p: &Params, services| {
-        process(p.launch, services.endpoints.apiserver, services.cloud).boxed()
+    let launcher = reconsim_kube::custom(NAME, kinds(), |p: &Params, _, client| {
+        let launch = match p.launch {
+            LaunchParam::LookUpFirst => Launch::LookUpFirst,
+            LaunchParam::ClientToken => Launch::ClientToken,
+        };
+        let handle = Handle::current();
+        let cloud = handle.service(CLOUD).expect("a custom program's cloud");
+        launcher::run(client, SimCloud(Ec2::new(handle, cloud)), launch)
     })
     .objects(|p| p.vms.iter().map(|n| seed(n)).collect());
     Extensions::new()

@@ -25,6 +25,7 @@
 //! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
 //!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
+//! - [`custom`]: a user's program as a scenario's `custom` controller, in one call;
 //! - [`handle`]: the program's way to the world's services (the cloud), found as
 //!   `Handle::current()`;
 //! - [`failpoints`]: the program's `reconsim_failpoint::fail_point!`s, armed by the
@@ -36,6 +37,7 @@
 
 pub mod bridge;
 pub mod controller;
+pub mod custom;
 pub mod doc;
 pub mod driver;
 pub mod failpoints;
@@ -54,6 +56,7 @@ pub mod write;
 
 pub use bridge::{KubeBridge, Program, program};
 pub use controller::Controller;
+pub use custom::custom;
 pub use handle::{CallError, Handle};
 pub use kinds::Kinds;
 pub use world::KubeWorld;

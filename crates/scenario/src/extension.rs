@@ -30,8 +30,10 @@
 //! pure functions of their arguments, and reconcilers draw randomness only from
 //! `ReconcileCtx::rng`, as every component does (docs/determinism.md).
 //!
-//! Limits users meet: the controller runs as a plain process on its node (not as a pod),
-//! so a `crash` fault restarts it cold and a kubelet stop does not touch it. Registered
+//! An entry runs as builtin controllers do: a Deployment of its name whose pods
+//! (`<name>-0` on its first node, `<name>-1` on its second, ...) the kubelets start, so
+//! an exit is a container restart with the kubelet's backoff, a lost node evicts its
+//! pod and the Deployment controller makes another. Registered
 //! images reach the kubelets only in a scenario with `controllers.custom` entries (the
 //! family's section exists only then); in one without, a pod of such an image fails as
 //! an unknown image does.
@@ -41,7 +43,7 @@ mod custom;
 mod section;
 
 pub use custom::{ConvergenceFn, Custom, Params};
-pub use section::{CustomSection, CustomSpec, LEASE_NAMESPACE};
+pub use section::{APP_LABEL, CustomSection, CustomSpec, IMAGE_PREFIX, LEASE_NAMESPACE};
 
 use crate::build::PAUSE_IMAGE;
 use custom::Registration;
@@ -122,15 +124,16 @@ impl Extensions {
     /// ones (machine-api's pods run `machine-controller`): give yours names of your own.
     ///
     /// # Panics
-    /// If `name` is already registered, or is [`PAUSE_IMAGE`] (this family's own).
+    /// If `name` is already registered, is [`PAUSE_IMAGE`] or starts with
+    /// [`IMAGE_PREFIX`] (this family's own).
     pub fn image(
         mut self,
         name: &str,
         make: impl Fn(&ContainerEnv, &Services) -> Box<dyn Component> + Send + Sync + 'static,
     ) -> Self {
         assert!(
-            name != PAUSE_IMAGE,
-            "image `{name}` is the custom family's own idling container"
+            name != PAUSE_IMAGE && !name.starts_with(IMAGE_PREFIX),
+            "image `{name}` is the custom family's own (its idling container, or an entry's pods)"
         );
         let old = self.images.insert(name.to_string(), Arc::new(make));
         assert!(old.is_none(), "image `{name}` is registered twice");
@@ -371,11 +374,30 @@ mod tests {
             error(r#"{"name": "idle", "node": "x"}"#).0,
             ".controllers.custom[0].node"
         );
-        // A process name must not clash with a builtin process or another entry.
-        let (path, _) = error(r#"{"name": "idle", "node": "m", "process": "workloads"}"#);
+        // `process` is gone: its error says what replaced it.
+        let (path, msg) = error(r#"{"name": "idle", "node": "m", "process": "idle-a"}"#);
         assert_eq!(path, ".controllers.custom[0].process");
-        let (path, _) = error(&format!("{ok}, {ok}"));
-        assert_eq!(path, ".controllers.custom[1].process");
+        assert!(msg.contains("`idle-0`") && msg.contains("`nodes`"), "{msg}");
+        // One entry per controller; one of `node` and `nodes`, each node known.
+        let (path, msg) = error(&format!("{ok}, {ok}"));
+        assert_eq!(path, ".controllers.custom[1].name");
+        assert!(msg.contains("entry [0] too"), "{msg}");
+        let (path, _) = error(r#"{"name": "idle", "node": "m", "nodes": ["m"]}"#);
+        assert_eq!(path, ".controllers.custom[0].nodes");
+        let (path, _) = error(r#"{"name": "idle"}"#);
+        assert_eq!(path, ".controllers.custom[0].node");
+        let (path, _) = error(r#"{"name": "idle", "nodes": []}"#);
+        assert_eq!(path, ".controllers.custom[0].nodes");
+        let (path, _) = error(r#"{"name": "idle", "nodes": ["m", "x"]}"#);
+        assert_eq!(path, ".controllers.custom[0].nodes[1]");
+        assert!(
+            Scenario::parse(
+                "x.json",
+                &scenario(r#"{"name": "idle", "nodes": ["m", "m"]}"#, r#""never""#),
+                &ext()
+            )
+            .is_ok()
+        );
         let lease = r#"{"lease_duration_ms": 10, "renew_deadline_ms": 20, "retry_period_ms": 1}"#;
         let (path, _) = error(&format!(
             r#"{{"name": "idle", "node": "m", "leader_election": {lease}}}"#
@@ -412,20 +434,35 @@ mod tests {
         let v = outcome.violation.expect("convergence fails");
         assert_eq!(v.invariant, crate::runner::CONVERGENCE);
         assert!(v.message.contains("never converges"), "{}", v.message);
-        // The manager process runs on its node under the entry's name.
-        let world = crate::build::build(
+        // The manager runs as the entry's pod `idle-0`, started by its node's kubelet.
+        let mut world = crate::build::build(
             &s,
             0,
             crate::format::Plan::default(),
             reconsim_sim::TraceMode::Hash,
         );
-        let p = world.sim.proc_by_name("idle").expect("the custom process");
+        world.sim.run_until(reconsim_sim::SimTime::from_secs(5));
+        let p = world.sim.proc_by_name("idle-0").expect("the entry's pod");
         assert_eq!(world.sim.host_name(world.sim.proc_host(p)), "m");
+        let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
+            unreachable!("process 0 is the API server")
+        };
+        let pod = reconsim_world::object::ObjectKey::new(
+            reconsim_world::object::Pod::KIND,
+            LEASE_NAMESPACE,
+            "idle-0",
+        );
+        let pod = api.get(&pod).expect("the entry's pod");
+        assert_eq!(
+            pod.meta.controller_ref().map(|r| r.name.as_str()),
+            Some("idle"),
+            "a pod of the entry's Deployment"
+        );
     }
 
     #[test]
     fn a_custom_entry_with_leader_election_leads_on_its_lease() {
-        let entry = r#"{"name": "idle", "node": "m", "process": "idle-0", "leader_election":
+        let entry = r#"{"name": "idle", "node": "m", "leader_election":
             {"lease_duration_ms": 15000, "renew_deadline_ms": 10000, "retry_period_ms": 2000}}"#;
         let s = Scenario::parse("x.json", &scenario(entry, r#""never""#), &ext()).unwrap();
         let mut world = crate::build::build(

@@ -8,6 +8,7 @@ use reconsim_check::View;
 use reconsim_family::{ParamError, Services};
 use reconsim_world::api::ApiOp;
 use reconsim_world::component::Component;
+use reconsim_world::kubelet::ContainerEnv;
 use reconsim_world::manager::Reconciler;
 use reconsim_world::object::Object;
 use serde::de::DeserializeOwned;
@@ -23,7 +24,7 @@ pub trait Params: DeserializeOwned + Send + Sync + 'static {}
 impl<T: DeserializeOwned + Send + Sync + 'static> Params for T {}
 
 type MakeReconcilers<P> = dyn Fn(&P) -> Vec<Box<dyn Reconciler>> + Send + Sync;
-type MakeProgram<P> = dyn Fn(&P, &Services) -> Box<dyn Component> + Send + Sync;
+type MakeProgram<P> = dyn Fn(&P, &ContainerEnv, &Services) -> Box<dyn Component> + Send + Sync;
 type Validate<P> = dyn Fn(&P) -> Result<(), ParamError> + Send + Sync;
 type Objects<P> = dyn Fn(&P) -> Result<Vec<Object>, ParamError> + Send + Sync;
 type Action<P> = dyn Fn(&P, &Value) -> Result<ApiOp, ParamError> + Send + Sync;
@@ -89,11 +90,12 @@ impl<P: Params> Custom<P> {
     }
 
     /// Controller `name` as a program of its own (reconsim-kube's `KubeBridge` runs a
-    /// kube-rs `main`): a world component made from its params and the world's
-    /// services, called again on every start of its process (a restart runs it anew).
+    /// kube-rs `main`; `reconsim_kube::custom` makes the whole entry): a world component
+    /// made from its params, its pod's container and the world's services, called again
+    /// on every start of its container (a restart runs it anew).
     pub fn program(
         name: &str,
-        make: impl Fn(&P, &Services) -> Box<dyn Component> + Send + Sync + 'static,
+        make: impl Fn(&P, &ContainerEnv, &Services) -> Box<dyn Component> + Send + Sync + 'static,
     ) -> Self {
         Self::new(name, Run::Program(Arc::new(make)))
     }
@@ -160,7 +162,12 @@ pub(crate) trait Registration: Send + Sync {
     /// The reconcilers of an entry (none for a program).
     fn reconcilers(&self, params: &Parsed) -> Vec<Box<dyn Reconciler>>;
     /// The program of an entry (`None` for reconcilers).
-    fn program(&self, params: &Parsed, services: &Services) -> Option<Box<dyn Component>>;
+    fn program(
+        &self,
+        params: &Parsed,
+        env: &ContainerEnv,
+        services: &Services,
+    ) -> Option<Box<dyn Component>>;
     fn objects(&self, params: &Parsed) -> Result<Vec<Object>, ParamError>;
     /// `None` without an action hook.
     fn action(&self, params: &Parsed, action: &Value) -> Option<Result<ApiOp, ParamError>>;
@@ -200,10 +207,15 @@ impl<P: Params> Registration for Custom<P> {
         }
     }
 
-    fn program(&self, params: &Parsed, services: &Services) -> Option<Box<dyn Component>> {
+    fn program(
+        &self,
+        params: &Parsed,
+        env: &ContainerEnv,
+        services: &Services,
+    ) -> Option<Box<dyn Component>> {
         match &self.run {
             Run::Reconcilers(_) => None,
-            Run::Program(make) => Some(make(Self::typed(params), services)),
+            Run::Program(make) => Some(make(Self::typed(params), env, services)),
         }
     }
 

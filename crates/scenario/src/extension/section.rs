@@ -1,10 +1,12 @@
-//! `controllers.custom`: the entries of registered controllers, each one process on its
-//! node's host, with the objects, actions and convergence their hooks give.
+//! `controllers.custom`: the entries of registered controllers, each a Deployment whose
+//! pods the kubelets run (pod `<name>-<i>` on the entry's i-th node), with the objects,
+//! actions and convergence their hooks give.
 
 use super::Extensions;
 use super::custom::{Parsed, Registration};
 use crate::build::PAUSE_IMAGE;
 use crate::format::known;
+use crate::limits;
 use reconsim_check::View;
 use reconsim_family::{Context, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction};
 use reconsim_sim::Sim;
@@ -12,28 +14,39 @@ use reconsim_world::Proc;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::informer::RelistNotify;
-use reconsim_world::kubelet::{Container, Images};
+use reconsim_world::kubelet::{Container, ContainerEnv, Images};
 use reconsim_world::manager::{Manager, ManagerConfig};
+use reconsim_world::object::{
+    Body, Deployment, DeploymentSpec, Object, ObjectMeta, OwnerReference, Pod, PodSpec,
+    PodTemplate, Resource, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect,
+    Toleration,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// The namespace of custom controllers' leader election Leases.
+/// The namespace of custom controllers' Deployments, pods and leader election Leases.
 pub const LEASE_NAMESPACE: &str = "default";
+/// The image of an entry's pods: `<prefix><name>` (no registered image may start so).
+pub const IMAGE_PREFIX: &str = "reconsim.dev/custom/";
+/// The label of an entry's Deployment, its selector and its pods.
+pub const APP_LABEL: &str = "app.kubernetes.io/name";
 
-/// One entry of `controllers.custom`: a registered controller, run as one process on
-/// `node`'s host.
+/// One entry of `controllers.custom`: a registered controller, run as the pods of a
+/// Deployment of its name in `default`, one per node listed: pod `<name>-<i>` on the
+/// i-th (a fault target by that name), a replacement the Deployment controller makes
+/// `<name>-<random>` wherever the scheduler puts it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CustomSpec {
-    /// The name the binary registered the controller under.
+    /// The name the binary registered the controller under: the Deployment's name.
     pub name: String,
-    /// The topology node whose host runs the process.
-    pub node: String,
-    /// The process name (a fault target); default: `name`. Two entries of one
-    /// controller (two replicas with leader election) need two names.
+    /// The node of its one pod (`nodes` for more replicas).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process: Option<String>,
+    pub node: Option<String>,
+    /// The node of each pod, one per replica (a node may be listed twice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
     /// The controller's params as the file has them (parsed once, into the type its
     /// [`super::Custom`] names, when the section is).
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -41,12 +54,31 @@ pub struct CustomSpec {
     /// Leader election on the Lease `default/<name>` with these timings; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_election: Option<LeaseSpec>,
+    /// Before 0.7 an entry was one process named here; refused with the migration.
+    #[serde(default, skip_serializing)]
+    process: Option<Value>,
 }
 
 impl CustomSpec {
-    /// The process's name.
-    pub fn process_name(&self) -> &str {
-        self.process.as_deref().unwrap_or(&self.name)
+    /// The nodes of its pods, in pod order.
+    pub fn pod_nodes(&self) -> Vec<&str> {
+        match (&self.node, &self.nodes) {
+            (Some(n), _) => vec![n.as_str()],
+            (None, Some(ns)) => ns.iter().map(String::as_str).collect(),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// Its pods' names: `<name>-0`, `<name>-1`, ... (also their processes' names).
+    pub fn pod_names(&self) -> Vec<String> {
+        (0..self.pod_nodes().len())
+            .map(|i| format!("{}-{i}", self.name))
+            .collect()
+    }
+
+    /// The image its pods run.
+    pub fn image(&self) -> String {
+        format!("{IMAGE_PREFIX}{}", self.name)
     }
 }
 
@@ -117,26 +149,76 @@ impl CustomSection {
     }
 }
 
+/// An entry's placement: one of `node` and `nodes`, every node known, no `process`.
+fn validate_placement(i: usize, c: &CustomSpec, context: &Context<'_>) -> Result<(), ParamError> {
+    let at = |field: &str| format!("[{i}].{field}");
+    if c.process.is_some() {
+        return Err(ParamError::at(
+            at("process"),
+            format!(
+                "no `process` (gone in 0.7.0): an entry is a Deployment whose pods are `{0}-0`, \
+                 `{0}-1`, ...; list one node per replica in `nodes` and name those pods in faults",
+                c.name
+            ),
+        ));
+    }
+    match (&c.node, &c.nodes) {
+        (Some(node), None) => context.node(&at("node"), node).map(|_| ()),
+        (None, Some(nodes)) => {
+            if nodes.is_empty() || nodes.len() as u64 > limits::REPLICAS_MAX {
+                return Err(ParamError::at(
+                    at("nodes"),
+                    format!(
+                        "1 to {} nodes, one per pod, not {}",
+                        limits::REPLICAS_MAX,
+                        nodes.len()
+                    ),
+                ));
+            }
+            for (j, node) in nodes.iter().enumerate() {
+                context.node(&at(&format!("nodes[{j}]")), node)?;
+            }
+            Ok(())
+        }
+        (Some(_), Some(_)) => Err(ParamError::at(
+            at("nodes"),
+            "either `node` (one pod) or `nodes` (one pod per node), not both",
+        )),
+        (None, None) => Err(ParamError::at(
+            at("node"),
+            "the node of the entry's pod (`node`), or of each of its pods (`nodes`)",
+        )),
+    }
+}
+
 impl FamilySection for CustomSection {
     fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
-        let mut processes = BTreeSet::new();
+        let mut names = BTreeMap::new();
         let mut keys = BTreeSet::new();
         if self.entries.is_empty() {
             return Err(ParamError::at("", "at least one entry"));
         }
         for (i, (c, params, registered)) in self.each().enumerate() {
             let at = |field: &str| format!("[{i}].{field}");
-            context.node(&at("node"), &c.node)?;
-            let process = c.process_name();
-            if process.is_empty()
-                || context.processes.iter().any(|p| p == process)
-                || !processes.insert(process)
+            if let Some(j) = names.insert(c.name.as_str(), i) {
+                return Err(ParamError::at(
+                    at("name"),
+                    format!(
+                        "one entry per controller (`{}` is entry [{j}] too): list a node per \
+                         replica in that entry's `nodes`",
+                        c.name
+                    ),
+                ));
+            }
+            validate_placement(i, c, context)?;
+            if let Some(pod) = c
+                .pod_names()
+                .into_iter()
+                .find(|p| context.processes.iter().any(|q| q == p))
             {
                 return Err(ParamError::at(
-                    at("process"),
-                    format!(
-                        "a unique process name, not `{process}` (set `process` to tell two entries apart)"
-                    ),
+                    at("name"),
+                    format!("a name whose pods no other process has; `{pod}` is taken"),
                 ));
             }
             if let Some(l) = c.leader_election {
@@ -173,20 +255,25 @@ impl FamilySection for CustomSection {
     fn processes(&self) -> Vec<String> {
         self.entries
             .iter()
-            .map(|c| c.process_name().to_string())
+            .flat_map(CustomSpec::pod_names)
             .collect()
     }
 
+    /// The entries' objects, then each entry's Deployment with its pods bound to their
+    /// nodes (as a Deployment's first pods are once scheduled).
     fn seed(&self, server: &mut ApiServer) {
         for (_, params, registered) in self.each() {
             for o in registered.objects(params).expect("validated params") {
                 server.seed_object(o);
             }
         }
+        for c in &self.entries {
+            seed_deployment(server, c);
+        }
     }
 
-    /// The idling container users' pods run, and every registered image, each a
-    /// component made afresh at each container start.
+    /// The idling container users' pods run, every registered image, and each entry's
+    /// own: components made afresh at each container start.
     fn images(&self, images: Images, services: &Services) -> Images {
         let mut images = images.with(PAUSE_IMAGE, Container::image(None));
         for (name, make) in &self.extensions.images {
@@ -194,42 +281,16 @@ impl FamilySection for CustomSection {
             let services = *services;
             images = images.with(name, move |env| Proc::from(make(env, &services)));
         }
+        for (i, c) in self.entries.iter().enumerate() {
+            let section = self.clone();
+            let services = *services;
+            images = images.with(&c.image(), move |env| section.container(i, env, &services));
+        }
         images
     }
 
-    /// One process per entry on its node's host: its program, or a manager hosting its
-    /// reconcilers.
-    fn spawn(&self, sim: &mut Sim<Proc>, services: &Services) {
-        for (c, params, registered) in self.each() {
-            let host = sim.host_by_name(&c.node).expect("validated node");
-            let process = c.process_name();
-            if let Some(component) = registered.program(params, services) {
-                sim.spawn(host, process, Proc::from(component));
-                continue;
-            }
-            let leader = c
-                .leader_election
-                .map(|l| l.leader(LEASE_NAMESPACE, &c.name));
-            sim.spawn(
-                host,
-                process,
-                Proc::new(Manager::new(
-                    ManagerConfig {
-                        identity: process.to_string(),
-                        leader,
-                        kubelet: None,
-                        pod: None,
-                        // Users' controllers are kube-rs code (kube-runtime's watcher).
-                        relist_notify: RelistNotify::Every,
-                        fence_ms: c.leader_election.map_or(0, |l| l.fence_ms),
-                        ..Default::default()
-                    },
-                    services.endpoints,
-                    registered.reconcilers(params),
-                )),
-            );
-        }
-    }
+    /// Nothing: the kubelets start the entries' pods.
+    fn spawn(&self, _: &mut Sim<Proc>, _: &Services) {}
 
     fn converged(&self, view: &View<'_>) -> Result<(), String> {
         for (_, _, registered) in self.each() {
@@ -238,8 +299,7 @@ impl FamilySection for CustomSection {
         Ok(())
     }
 
-    /// `custom`: the API call the action hook of the entry it names makes (the first
-    /// entry of that controller's params).
+    /// `custom`: the API call the action hook of the entry it names makes.
     fn workload(&self, actions: &[WorkloadAction<'_>]) -> Result<Vec<ApiOp>, ParamError> {
         actions
             .iter()
@@ -262,5 +322,103 @@ impl FamilySection for CustomSection {
                 made.map_err(|e| e.under(&a.path(".params")))
             })
             .collect()
+    }
+}
+
+impl CustomSection {
+    /// The process of a container of entry `i`'s pod: its program, or a manager of its
+    /// reconcilers electing as the pod (`<pod>_<start>`), exiting through its kubelet.
+    fn container(&self, i: usize, env: &ContainerEnv, services: &Services) -> Proc {
+        let (c, params, registered) = self.each().nth(i).expect("an entry of this section");
+        let services = Services {
+            endpoints: env.endpoints,
+            ..*services
+        };
+        if let Some(component) = registered.program(params, env, &services) {
+            return Proc::from(component);
+        }
+        let leader = c
+            .leader_election
+            .map(|l| l.leader(LEASE_NAMESPACE, &c.name));
+        Proc::new(Manager::new(
+            ManagerConfig {
+                identity: env.pod_name.clone(),
+                leader,
+                kubelet: Some(env.kubelet),
+                pod: Some(env.pod_name.clone()),
+                // Users' controllers are kube-rs code (kube-runtime's watcher).
+                relist_notify: RelistNotify::Every,
+                fence_ms: c.leader_election.map_or(0, |l| l.fence_ms),
+                ..Default::default()
+            },
+            env.endpoints,
+            registered.reconcilers(params),
+        ))
+    }
+}
+
+/// The tolerationSeconds the API server's DefaultTolerationSeconds admission gives a pod
+/// for the not-ready and unreachable taints (kube-apiserver's default, 300 s; semantics
+/// 5.9): a seeded pod was admitted once, so it carries them too.
+const DEFAULT_TOLERATION_SECONDS: u64 = 300;
+
+/// Entry `c`'s Deployment and its pods, bound to their nodes. The pod template tolerates
+/// the masters' NoSchedule taint (entries are placed on control-plane nodes, and a
+/// replacement may land there too) and, as admission made it, a lost node for 300 s.
+fn seed_deployment(server: &mut ApiServer, c: &CustomSpec) {
+    let labels = BTreeMap::from([(APP_LABEL.to_string(), c.name.clone())]);
+    let mut tolerations = vec![Toleration {
+        key: TAINT_MASTER.to_string(),
+        effect: TaintEffect::NoSchedule,
+        toleration_seconds: None,
+    }];
+    tolerations.extend([TAINT_NOT_READY, TAINT_UNREACHABLE].map(|key| Toleration {
+        key: key.to_string(),
+        effect: TaintEffect::NoExecute,
+        toleration_seconds: Some(DEFAULT_TOLERATION_SECONDS),
+    }));
+    let template = PodSpec {
+        node_name: None,
+        image: c.image(),
+        tolerations,
+        ..Default::default()
+    };
+    let mut meta = ObjectMeta::named(LEASE_NAMESPACE, &c.name);
+    meta.labels = labels.clone();
+    let nodes = c.pod_nodes();
+    let deployment = server.seed_object(Object::new(
+        meta,
+        Body::new(Deployment {
+            spec: DeploymentSpec {
+                replicas: nodes.len() as u32,
+                selector: labels.clone(),
+                template: PodTemplate {
+                    labels: labels.clone(),
+                    spec: template.clone(),
+                },
+                ..Default::default()
+            },
+            status: Default::default(),
+        }),
+    ));
+    for (pod, node) in c.pod_names().into_iter().zip(nodes) {
+        let mut meta = ObjectMeta::named(LEASE_NAMESPACE, &pod);
+        meta.labels = labels.clone();
+        meta.owner_references = vec![OwnerReference {
+            kind: Deployment::KIND,
+            name: c.name.clone(),
+            uid: deployment.meta.uid,
+            controller: true,
+        }];
+        server.seed_object(Object::new(
+            meta,
+            Body::new(Pod {
+                spec: PodSpec {
+                    node_name: Some(node.to_string()),
+                    ..template.clone()
+                },
+                status: Default::default(),
+            }),
+        ));
     }
 }
