@@ -127,8 +127,7 @@ pub fn example_scenario(example: &str, name: &str) -> PathBuf {
 
 /// The example binary `name`, of the profile of the calling test binary. `cargo test`
 /// builds examples with the tests; `cargo test --test example_x` does not, so when the
-/// binary is missing or older than the test (which compiles the same sources), build
-/// it here (cargo's lock makes concurrent calls wait for one build).
+/// binary is missing or older than what it is built from, build it here (cargo's lock makes concurrent calls wait for one build).
 pub fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     // target/<profile>/deps/<test>-<hash>
@@ -140,7 +139,35 @@ pub fn example_binary(name: &str) -> PathBuf {
         .join("examples")
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if modified(&bin).is_some_and(|b| modified(&exe).is_some_and(|t| b >= t)) {
+    // Fresh if newer than what it is built from: the facade's and reconsim-kube's rlibs
+    // (any crate of the workspace that changed rebuilt one of them) and the example's own
+    // sources. Not "newer than the test binary": `cargo test --workspace` links the tests
+    // after the examples, and a `cargo build --example` then resolves features for one
+    // package, not the workspace, and rebuilds reconsim-kube and the facade (70 s in CI).
+    let deps = profile_dir.join("deps");
+    let mut inputs: Vec<std::time::SystemTime> = std::fs::read_dir(&deps)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            (n.starts_with("libreconsim-") || n.starts_with("libreconsim_kube-"))
+                && n.ends_with(".rlib")
+        })
+        .filter_map(|e| modified(&e.path()))
+        .collect();
+    inputs.extend(
+        std::fs::read_dir(root().join("examples").join(name))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| modified(&e.path())),
+    );
+    let newest_input = inputs.into_iter().max();
+    if let (Some(b), Some(i)) = (modified(&bin), newest_input)
+        && b >= i
+    {
         return bin;
     }
     let release = profile_dir.file_name().is_some_and(|n| n == "release");

@@ -9,6 +9,7 @@
 //!
 //! Table of contents:
 //! - [`registry`]: the [`Family`] trait and the [`Families`] registry.
+//! - [`deployment`]: controllers as a Deployment whose first pods are bound at t = 0.
 //! - [`host`]: how each run is hosted ([`RunHost`]): inline, or on a thread of its own
 //!   for real code.
 //! - [`section`]: [`FamilySection`], what a parsed section adds to one world, and the
@@ -17,6 +18,7 @@
 //!   JSON path ([`ParamError`]), and the parameter types families share ([`Range`],
 //!   [`LeaseSpec`]).
 
+pub mod deployment;
 pub mod host;
 pub mod params;
 pub mod registry;

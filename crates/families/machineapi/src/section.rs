@@ -19,9 +19,8 @@ use reconsim_world::kubelet::Images;
 use reconsim_world::leader::LeaderConfig;
 use reconsim_world::manager::{Manager, ManagerConfig, Reconciler};
 use reconsim_world::object::{
-    Body, Deployment, DeploymentSpec, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodSpec,
-    PodTemplate, Resource, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect,
-    Toleration,
+    Body, Object, ObjectKey, ObjectMeta, PodSpec, Resource, TAINT_MASTER, TAINT_NOT_READY,
+    TAINT_UNREACHABLE, TaintEffect, Toleration,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -274,41 +273,18 @@ fn seed(server: &mut ApiServer, ma: &MachineApiSpec) {
             tolerations: tolerations.clone(),
             ..Default::default()
         };
-        let mut meta = ObjectMeta::named(MACHINE_API_NAMESPACE, name);
-        meta.labels = labels.clone();
-        let deployment = server.seed_object(Object::new(
-            meta,
-            Body::new(Deployment {
-                spec: DeploymentSpec {
-                    replicas: 1,
-                    selector: labels.clone(),
-                    template: PodTemplate {
-                        labels: labels.clone(),
-                        spec: template.clone(),
-                    },
-                    ..Default::default()
-                },
-                status: Default::default(),
-            }),
-        ));
-        let mut meta = ObjectMeta::named(MACHINE_API_NAMESPACE, &format!("{name}-0"));
-        meta.labels = labels;
-        meta.owner_references = vec![OwnerReference {
-            kind: Deployment::KIND,
-            name: name.to_string(),
-            uid: deployment.meta.uid,
-            controller: true,
-        }];
-        server.seed_object(Object::new(
-            meta,
-            Body::new(Pod {
-                spec: PodSpec {
-                    node_name: Some(ma.pod_nodes.get(name).unwrap_or(&ma.node).clone()),
-                    ..template
-                },
-                status: Default::default(),
-            }),
-        ));
+        let pods = [(
+            format!("{name}-0"),
+            ma.pod_nodes.get(name).unwrap_or(&ma.node).clone(),
+        )];
+        reconsim_family::deployment::seed(
+            server,
+            MACHINE_API_NAMESPACE,
+            name,
+            &labels,
+            &template,
+            &pods,
+        );
     }
 }
 

@@ -17,9 +17,7 @@ use reconsim_world::informer::RelistNotify;
 use reconsim_world::kubelet::{Container, ContainerEnv, Images};
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::{
-    Body, Deployment, DeploymentSpec, Object, ObjectMeta, OwnerReference, Pod, PodSpec,
-    PodTemplate, Resource, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect,
-    Toleration,
+    PodSpec, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -383,42 +381,10 @@ fn seed_deployment(server: &mut ApiServer, c: &CustomSpec) {
         tolerations,
         ..Default::default()
     };
-    let mut meta = ObjectMeta::named(LEASE_NAMESPACE, &c.name);
-    meta.labels = labels.clone();
-    let nodes = c.pod_nodes();
-    let deployment = server.seed_object(Object::new(
-        meta,
-        Body::new(Deployment {
-            spec: DeploymentSpec {
-                replicas: nodes.len() as u32,
-                selector: labels.clone(),
-                template: PodTemplate {
-                    labels: labels.clone(),
-                    spec: template.clone(),
-                },
-                ..Default::default()
-            },
-            status: Default::default(),
-        }),
-    ));
-    for (pod, node) in c.pod_names().into_iter().zip(nodes) {
-        let mut meta = ObjectMeta::named(LEASE_NAMESPACE, &pod);
-        meta.labels = labels.clone();
-        meta.owner_references = vec![OwnerReference {
-            kind: Deployment::KIND,
-            name: c.name.clone(),
-            uid: deployment.meta.uid,
-            controller: true,
-        }];
-        server.seed_object(Object::new(
-            meta,
-            Body::new(Pod {
-                spec: PodSpec {
-                    node_name: Some(node.to_string()),
-                    ..template.clone()
-                },
-                status: Default::default(),
-            }),
-        ));
-    }
+    let pods: Vec<(String, String)> = c
+        .pod_names()
+        .into_iter()
+        .zip(c.pod_nodes().into_iter().map(str::to_string))
+        .collect();
+    reconsim_family::deployment::seed(server, LEASE_NAMESPACE, &c.name, &labels, &template, &pods);
 }
