@@ -7,11 +7,18 @@
 //! not a violation, only a create on top of it is (so a scenario scales down only when
 //! no create can be in flight). Children are those whose controller reference names the
 //! owner's uid, in its namespace, as the garbage collector and `ownerReferences` see it.
+//!
+//! The same count gives the controller's desired state ([`AtMostReplicas::converged`]):
+//! exactly `replicas` live children per owner, each ready, none outliving its owner.
 
 use crate::{Check, View, Violation};
 use reconsim_world::object::{Kind, Object, Uid};
 use std::collections::BTreeSet;
+use std::fmt;
 use std::sync::Arc;
+
+/// What an owner asks for: its `spec.replicas`, read from the stored object.
+pub type ReplicasFn = dyn Fn(&Object) -> u32 + Send + Sync;
 
 /// A checker of "at most `replicas` live children per owner".
 ///
@@ -25,13 +32,15 @@ use std::sync::Arc;
 ///     .counted_as("live Pods");
 /// # let _ = check;
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AtMostReplicas {
     invariant: Arc<str>,
     owner: Kind,
     child: Kind,
-    replicas: fn(&Object) -> u32,
+    replicas: Arc<ReplicasFn>,
     live: fn(&Object) -> bool,
+    /// Which live children the desired state wants ready (default: all are).
+    ready: fn(&Object) -> bool,
     /// How the message names what it counted (`active Pods`); default `<Child>s`.
     counted: Arc<str>,
     /// Children already judged, by uid.
@@ -41,13 +50,19 @@ pub struct AtMostReplicas {
 impl AtMostReplicas {
     /// Invariant `invariant`: each `owner` object has at most `replicas(owner)` live
     /// `child` objects (live: not being deleted, unless [`AtMostReplicas::live`] says).
-    pub fn new(invariant: &str, owner: Kind, child: Kind, replicas: fn(&Object) -> u32) -> Self {
+    pub fn new(
+        invariant: &str,
+        owner: Kind,
+        child: Kind,
+        replicas: impl Fn(&Object) -> u32 + Send + Sync + 'static,
+    ) -> Self {
         AtMostReplicas {
             invariant: invariant.into(),
             owner,
             child,
-            replicas,
+            replicas: Arc::new(replicas),
             live: |o| !o.meta.is_deleting(),
+            ready: |_| true,
             counted: format!("{child}s").into(),
             seen: BTreeSet::new(),
         }
@@ -63,6 +78,66 @@ impl AtMostReplicas {
     pub fn counted_as(mut self, noun: &str) -> Self {
         self.counted = noun.into();
         self
+    }
+
+    /// What the desired state asks of each live child besides existing (a Pod:
+    /// Running).
+    pub fn ready(mut self, ready: fn(&Object) -> bool) -> Self {
+        self.ready = ready;
+        self
+    }
+
+    /// The desired state of the same owners and children, for a controller's
+    /// convergence hook: every owner has exactly `replicas` live children, each ready,
+    /// and no child's controller reference names an owner that is gone (the garbage
+    /// collector took them). `Err` says what is missing.
+    pub fn converged(&self, view: &View<'_>) -> Result<(), String> {
+        let mut owners = BTreeSet::new();
+        for owner in view.api.list(self.owner) {
+            owners.insert(owner.meta.uid);
+            let live: Vec<&Arc<Object>> = controlled(view.api.list(self.child), owner)
+                .filter(|c| (self.live)(c))
+                .collect();
+            let want = (self.replicas)(owner);
+            if live.len() != want as usize {
+                return Err(format!(
+                    "{} {} has {} {}, replicas is {want}",
+                    self.owner,
+                    owner.meta.name,
+                    live.len(),
+                    self.counted
+                ));
+            }
+            if let Some(c) = live.iter().find(|c| !(self.ready)(c)) {
+                return Err(format!(
+                    "{} {} of {} {} is not ready",
+                    self.child, c.meta.name, self.owner, owner.meta.name
+                ));
+            }
+        }
+        let orphan = view.api.list(self.child).find(|c| {
+            c.meta
+                .controller_ref()
+                .is_some_and(|r| r.kind == self.owner && !owners.contains(&r.uid))
+        });
+        match orphan {
+            Some(c) => Err(format!(
+                "{} {} outlived its {} (not collected)",
+                self.child, c.meta.name, self.owner
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for AtMostReplicas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AtMostReplicas")
+            .field("invariant", &self.invariant)
+            .field("owner", &self.owner)
+            .field("child", &self.child)
+            .field("seen", &self.seen.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,5 +184,67 @@ impl Check for AtMostReplicas {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reconsim_sim::{FaultPlan, Sim, SimConfig, SimTime};
+    use reconsim_world::Proc;
+    use reconsim_world::apiserver::ApiServer;
+    use reconsim_world::object::{Lease, ObjectMeta, OwnerReference, Pod, Resource};
+
+    /// A Lease that asks for two Pods, and Pods controlled by the uids given.
+    fn world(owners: &[u64]) -> ApiServer {
+        let mut api = ApiServer::new(Default::default());
+        let lease = api.seed_object(Object::new(ObjectMeta::named("ns", "a"), Lease::default()));
+        assert_eq!(lease.meta.uid, Uid(1));
+        for (i, uid) in owners.iter().enumerate() {
+            let mut meta = ObjectMeta::named("ns", &format!("p{i}"));
+            meta.owner_references.push(OwnerReference {
+                kind: Lease::KIND,
+                name: "a".into(),
+                uid: Uid(*uid),
+                controller: true,
+            });
+            api.seed_object(Object::new(meta, Pod::default()));
+        }
+        api
+    }
+
+    fn converged(api: &ApiServer, check: &AtMostReplicas) -> Result<(), String> {
+        let sim: Sim<Proc> = Sim::new(SimConfig::new(7), FaultPlan::new(Vec::new()));
+        check.converged(&View {
+            now: SimTime::ZERO,
+            api,
+            sim: &sim,
+        })
+    }
+
+    fn two_pods() -> AtMostReplicas {
+        AtMostReplicas::new("two", Lease::KIND, Pod::KIND, |_| 2)
+    }
+
+    #[test]
+    fn converged_wants_exactly_replicas_live_children_each_ready_and_no_orphan() {
+        assert_eq!(converged(&world(&[1, 1]), &two_pods()), Ok(()));
+        assert_eq!(
+            converged(&world(&[1]), &two_pods()),
+            Err("Lease a has 1 Pods, replicas is 2".into())
+        );
+        assert_eq!(
+            converged(&world(&[1, 1, 1]), &two_pods().counted_as("live Pods")),
+            Err("Lease a has 3 live Pods, replicas is 2".into())
+        );
+        assert_eq!(
+            converged(&world(&[1, 1]), &two_pods().ready(|p| p.meta.name != "p1")),
+            Err("Pod p1 of Lease a is not ready".into())
+        );
+        // The third Pod's controller is a Lease that is gone (uid 9).
+        assert_eq!(
+            converged(&world(&[1, 1, 9]), &two_pods()),
+            Err("Pod p2 outlived its Lease (not collected)".into())
+        );
     }
 }
