@@ -13,6 +13,8 @@ mod common;
 mod controller;
 #[path = "../examples/configset/harness.rs"]
 mod harness;
+#[path = "../examples/configset/reconcile_only.rs"]
+mod reconcile_only;
 
 use common::{campaign, jobs, root, twice_each};
 use reconsim::scenario::failure::FailureFile;
@@ -54,7 +56,7 @@ fn a_fuzz_campaign_catches_the_kube_rs_controller_that_lists_from_the_watch_cach
 fn the_reconcile_only_path_catches_the_same_race_in_the_same_reconcile() {
     // The same controller.rs functions under reconsim's manager instead of kube-runtime's
     // Controller: this race needs one reconcile after another, so both paths find it.
-    let families = reconsim::families::builtin().with(harness::extensions_reconcile_only());
+    let families = reconsim::families::builtin().with(reconcile_only::extensions());
     let s = Scenario::load(&path("configset-buggy"), &families).expect("loads");
     let report = campaign(&s, s.seeds, jobs(), false);
     assert!(!report.failures.is_empty());

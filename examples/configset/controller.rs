@@ -63,7 +63,8 @@ pub struct ConfigSetStatus {
 }
 
 /// How step 1 reads the ConfigMaps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Read {
     /// `ListParams::match_any()`: from the API server's watch cache (the bug).
     WatchCache,

@@ -20,6 +20,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod controller;
 #[path = "../../../examples/configset/harness.rs"]
 mod harness;
+#[path = "../../../examples/configset/reconcile_only.rs"]
+mod reconcile_only;
 
 use reconsim::scenario::{Families, Scenario, run};
 use std::path::Path;
@@ -68,7 +70,7 @@ fn main() {
         ),
         (
             "reconcile-only (reconsim's manager)",
-            load(reconsim::families::builtin().with(harness::extensions_reconcile_only())),
+            load(reconsim::families::builtin().with(reconcile_only::extensions())),
         ),
     ];
     println!("| round | path | runs/s | simulated time ratio | events per run | us per event |");

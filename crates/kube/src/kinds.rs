@@ -8,6 +8,8 @@
 //! put one never reaches an outcome.
 
 use reconsim_world::object::{Kind, KindInfo};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -84,6 +86,15 @@ pub struct Served {
 pub struct Kinds {
     /// (group, version, plural) -> the kind.
     by_path: BTreeMap<(String, String, String), Served>,
+    /// Each served kind's decoding of a client's JSON as its Rust type.
+    decoders: BTreeMap<Kind, Decode>,
+}
+
+/// Whether JSON decodes as a kind's Rust type; `Err` says why not, as serde does.
+type Decode = fn(&Value) -> Result<(), String>;
+
+fn decode<K: DeserializeOwned>(v: &Value) -> Result<(), String> {
+    K::deserialize(v).map(drop).map_err(|e| e.to_string())
 }
 
 impl Default for Kinds {
@@ -102,6 +113,7 @@ impl Kinds {
         use k8s_openapi::api::{apps, certificates, coordination, core, events};
         Kinds {
             by_path: BTreeMap::new(),
+            decoders: BTreeMap::new(),
         }
         .with::<core::v1::Node>(true)
         .with::<core::v1::Pod>(true)
@@ -120,7 +132,7 @@ impl Kinds {
     /// whatever `status_subresource` says.
     pub fn with<K>(self, status_subresource: bool) -> Self
     where
-        K: kube::Resource<DynamicType = ()>,
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
         K::Scope: 'static,
     {
         self.serve::<K>(status_subresource, true)
@@ -128,7 +140,7 @@ impl Kinds {
 
     fn serve<K>(mut self, status_subresource: bool, strategic_merge: bool) -> Self
     where
-        K: kube::Resource<DynamicType = ()>,
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
         K::Scope: 'static,
     {
         let kind = kind_of::<K>();
@@ -147,6 +159,7 @@ impl Kinds {
                 strategic_merge,
             },
         );
+        self.decoders.insert(kind, decode::<K>);
         self
     }
 
@@ -154,7 +167,7 @@ impl Kinds {
     /// with one (Pod, Deployment) goes through [`Kinds::with`].
     pub fn core<K>(self) -> Self
     where
-        K: kube::Resource<DynamicType = ()>,
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
         K::Scope: 'static,
     {
         self.with::<K>(false)
@@ -164,7 +177,7 @@ impl Kinds {
     /// status subresource when the CRD's storage version declares one.
     pub fn crd<K>(self) -> Self
     where
-        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt + 'static,
+        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt + DeserializeOwned + 'static,
         K::Scope: 'static,
     {
         // `crd()` builds the whole schema: read once per type, not once per world.
@@ -236,6 +249,16 @@ impl Kinds {
     /// Every served kind.
     pub fn all(&self) -> impl Iterator<Item = Served> + '_ {
         self.by_path.values().copied()
+    }
+
+    /// Whether `json` decodes as the served `kind`'s Rust type (a number where a string
+    /// belongs, a CRD's missing `spec`): the API server answers such a body 400 before
+    /// it stores anything. `Err` says why, as serde does.
+    pub fn decodes(&self, kind: Kind, json: &Value) -> Result<(), String> {
+        match self.decoders.get(&kind) {
+            Some(decode) => decode(json),
+            None => Err(format!("{kind} is not served")),
+        }
     }
 }
 

@@ -25,7 +25,9 @@
 //! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
 //!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
-//! - [`custom`]: a user's program as a scenario's `custom` controller, in one call;
+//! - [`custom`]: a user's program as a scenario's `custom` controller, in one call,
+//!   its entries' objects and actions manifests of its kinds;
+//! - [`check`]: checkers and desired states read as the controller's own types;
 //! - [`handle`]: the program's way to the world's services (the cloud), found as
 //!   `Handle::current()`;
 //! - [`failpoints`]: the program's `reconsim_failpoint::fail_point!`s, armed by the
@@ -36,6 +38,7 @@
 //! - [`world`]: a world for one program, the API server a network hop away.
 
 pub mod bridge;
+pub mod check;
 pub mod controller;
 pub mod custom;
 pub mod doc;

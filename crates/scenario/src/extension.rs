@@ -40,9 +40,11 @@
 //! docs/guide/writing-a-reconciler.md walks through all of it.
 
 mod custom;
+mod manifests;
 mod section;
 
 pub use custom::{ConvergenceFn, Custom, Params};
+pub use manifests::{DEFAULT_NAMESPACE, Manifests};
 pub use section::{APP_LABEL, CustomSection, CustomSpec, IMAGE_PREFIX, LEASE_NAMESPACE};
 
 use crate::build::PAUSE_IMAGE;

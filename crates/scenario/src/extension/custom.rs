@@ -4,6 +4,7 @@
 //! The hooks of one controller hang off its [`Custom`], so a hook for a controller that
 //! is not registered, or one that reads another type of params, cannot be written.
 
+use super::manifests::Manifests;
 use reconsim_check::View;
 use reconsim_family::{ParamError, Services};
 use reconsim_world::api::ApiOp;
@@ -66,6 +67,7 @@ pub struct Custom<P> {
     objects: Option<Arc<Objects<P>>>,
     action: Option<Arc<Action<P>>>,
     convergence: Option<Arc<ConvergenceFn>>,
+    manifests: Option<Arc<dyn Manifests>>,
 }
 
 impl<P: Params> Custom<P> {
@@ -77,6 +79,7 @@ impl<P: Params> Custom<P> {
             objects: None,
             action: None,
             convergence: None,
+            manifests: None,
         }
     }
 
@@ -142,6 +145,14 @@ impl<P: Params> Custom<P> {
         self.convergence = Some(Arc::new(converged));
         self
     }
+
+    /// How its kinds read manifests, so that its entries may seed `objects` and its
+    /// workload actions `create`, `patch` and `delete` objects named as kubectl names
+    /// them (`reconsim_kube::custom` registers the program's `Kinds`).
+    pub fn manifests(mut self, manifests: impl Manifests + 'static) -> Self {
+        self.manifests = Some(Arc::new(manifests));
+        self
+    }
 }
 
 /// An entry's params, parsed by its controller's [`Custom`] and typed again only there.
@@ -172,6 +183,8 @@ pub(crate) trait Registration: Send + Sync {
     /// `None` without an action hook.
     fn action(&self, params: &Parsed, action: &Value) -> Option<Result<ApiOp, ParamError>>;
     fn converged(&self, view: &View<'_>) -> Result<(), String>;
+    /// `None` unless [`Custom::manifests`] registered them.
+    fn manifests(&self) -> Option<&dyn Manifests>;
 }
 
 impl<P: Params> Custom<P> {
@@ -236,5 +249,9 @@ impl<P: Params> Registration for Custom<P> {
             Some(check) => check(view),
             None => Ok(()),
         }
+    }
+
+    fn manifests(&self) -> Option<&dyn Manifests> {
+        self.manifests.as_deref()
     }
 }

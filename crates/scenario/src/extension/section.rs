@@ -4,6 +4,7 @@
 
 use super::Extensions;
 use super::custom::{Parsed, Registration};
+use super::manifests::{self, Verb};
 use crate::build::PAUSE_IMAGE;
 use crate::format::known;
 use crate::limits;
@@ -17,7 +18,7 @@ use reconsim_world::informer::RelistNotify;
 use reconsim_world::kubelet::{Container, ContainerEnv, Images};
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::{
-    PodSpec, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
+    Object, PodSpec, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -49,6 +50,10 @@ pub struct CustomSpec {
     /// [`super::Custom`] names, when the section is).
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub params: Value,
+    /// Objects in the API server at t = 0, as manifests (`apiVersion`, `kind`,
+    /// `metadata`, the body) of kinds the controller's client serves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<Value>,
     /// Leader election on the Lease `default/<name>` with these timings; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_election: Option<LeaseSpec>,
@@ -80,13 +85,49 @@ impl CustomSpec {
     }
 }
 
-/// A `custom` workload action's params.
+/// A `custom` workload action's params: the controller's action hook's `params`, or a
+/// manifest to `create`, `patch` or `delete`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CustomAction {
     controller: String,
     #[serde(default)]
     params: Value,
+    #[serde(default)]
+    create: Option<Value>,
+    #[serde(default)]
+    patch: Option<Value>,
+    #[serde(default)]
+    delete: Option<Value>,
+}
+
+impl CustomAction {
+    /// Its manifest and what to do with it; `None` for an action hook's params.
+    fn manifest(&self, at: impl Fn(&str) -> String) -> Result<Option<(Verb, &Value)>, ParamError> {
+        let mut given = [
+            (Verb::Create, &self.create),
+            (Verb::Patch, &self.patch),
+            (Verb::Delete, &self.delete),
+        ]
+        .into_iter()
+        .filter_map(|(verb, m)| Some((verb, m.as_ref()?)));
+        let Some(first) = given.next() else {
+            return Ok(None);
+        };
+        if let Some((second, _)) = given.next() {
+            return Err(ParamError::at(
+                at(second.field()),
+                "one of `create`, `patch` and `delete` per action",
+            ));
+        }
+        if !self.params.is_null() {
+            return Err(ParamError::at(
+                at(first.0.field()),
+                "either `params` (the controller's action hook) or a manifest, not both",
+            ));
+        }
+        Ok(Some(first))
+    }
 }
 
 /// `controllers.custom`: the entries, with their params parsed.
@@ -95,6 +136,8 @@ pub struct CustomSection {
     pub entries: Vec<CustomSpec>,
     /// `entries[i]`'s params, as its controller's type.
     parsed: Vec<Parsed>,
+    /// `entries[i]`'s `objects` manifests, read by its controller's kinds.
+    manifest_objects: Vec<Vec<Object>>,
     extensions: Extensions,
 }
 
@@ -112,6 +155,7 @@ impl CustomSection {
     pub(super) fn parse(section: &Value, extensions: Extensions) -> Result<Self, ParamError> {
         let entries: Vec<CustomSpec> = reconsim_family::params::parse(section)?;
         let mut parsed = Vec::with_capacity(entries.len());
+        let mut manifest_objects = Vec::with_capacity(entries.len());
         for (i, c) in entries.iter().enumerate() {
             let Some(registered) = extensions.registered(&c.name) else {
                 return Err(ParamError::at(
@@ -127,10 +171,12 @@ impl CustomSection {
                 .parse(&c.params)
                 .map_err(|e| e.under(&format!("[{i}].params")))?;
             parsed.push(params);
+            manifest_objects.push(seed_manifests(i, c, registered)?);
         }
         Ok(CustomSection {
             entries,
             parsed,
+            manifest_objects,
             extensions,
         })
     }
@@ -145,6 +191,34 @@ impl CustomSection {
             (c, p, registered)
         })
     }
+}
+
+/// The objects entry `i`'s `objects` manifests describe, read by its controller's kinds.
+fn seed_manifests(
+    i: usize,
+    c: &CustomSpec,
+    registered: &dyn Registration,
+) -> Result<Vec<Object>, ParamError> {
+    if c.objects.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(kinds) = registered.manifests() else {
+        return Err(ParamError::at(
+            format!("[{i}].objects"),
+            format!(
+                "no `objects`: controller `{}` reads no manifests (register them with \
+                 `Custom::manifests`, or seed objects with its `objects` hook)",
+                c.name
+            ),
+        ));
+    };
+    c.objects
+        .iter()
+        .enumerate()
+        .map(|(j, m)| {
+            manifests::object(kinds, m).map_err(|e| e.under(&format!("[{i}].objects[{j}]")))
+        })
+        .collect()
 }
 
 /// An entry's placement: one of `node` and `nodes`, every node known, no `process`.
@@ -246,6 +320,14 @@ impl FamilySection for CustomSection {
                     ));
                 }
             }
+            for (j, o) in self.manifest_objects[i].iter().enumerate() {
+                if !keys.insert(o.key()) {
+                    return Err(ParamError::at(
+                        at(&format!("objects[{j}].metadata.name")),
+                        format!("objects with unique names; `{}` is seeded twice", o.key()),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -260,9 +342,12 @@ impl FamilySection for CustomSection {
     /// The entries' objects, then each entry's Deployment with its pods bound to their
     /// nodes (as a Deployment's first pods are once scheduled).
     fn seed(&self, server: &mut ApiServer) {
-        for (_, params, registered) in self.each() {
+        for ((_, params, registered), manifests) in self.each().zip(&self.manifest_objects) {
             for o in registered.objects(params).expect("validated params") {
                 server.seed_object(o);
+            }
+            for o in manifests {
+                server.seed_object(o.clone());
             }
         }
         for c in &self.entries {
@@ -302,16 +387,30 @@ impl FamilySection for CustomSection {
         actions
             .iter()
             .map(|a| {
-                let CustomAction { controller, params } = a.params()?;
+                let action: CustomAction = a.params()?;
+                let controller = &action.controller;
                 let Some((_, entry, registered)) =
-                    self.each().find(|(c, _, _)| c.name == controller)
+                    self.each().find(|(c, _, _)| &c.name == controller)
                 else {
                     return Err(ParamError::at(
                         a.path(".controller"),
                         format!("the name of a controllers.custom entry, not `{controller}`"),
                     ));
                 };
-                let Some(made) = registered.action(entry, &params) else {
+                if let Some((verb, manifest)) = action.manifest(|f| a.path(f))? {
+                    let Some(kinds) = registered.manifests() else {
+                        return Err(ParamError::at(
+                            a.path(".controller"),
+                            format!(
+                                "a controller that reads manifests; `{controller}` does not \
+                                 (register them with `Custom::manifests`)"
+                            ),
+                        ));
+                    };
+                    return manifests::action(kinds, verb, manifest)
+                        .map_err(|e| e.under(&a.path(verb.field())));
+                }
+                let Some(made) = registered.action(entry, &action.params) else {
                     return Err(ParamError::at(
                         a.path(".controller"),
                         format!("a controller with an action hook; `{controller}` has none"),
