@@ -11,8 +11,10 @@
 //! Cases per property: `PROPTEST_CASES` (default 24, as tests/properties.rs).
 
 mod common;
-#[path = "../examples/podset/podset.rs"]
-mod podset;
+#[path = "../examples/podset/controller.rs"]
+mod controller;
+#[path = "../examples/podset/harness.rs"]
+mod harness;
 
 use common::{campaign, jobs, root};
 use proptest::test_runner::{
@@ -32,7 +34,7 @@ fn path(name: &str) -> PathBuf {
 
 /// The example binary's registry: the builtin families and the PodSet controller's.
 fn families() -> Families {
-    reconsim::families::builtin().with(podset::extensions())
+    reconsim::families::builtin().with(harness::extensions())
 }
 
 fn scenario(name: &str) -> Scenario {
@@ -56,7 +58,7 @@ fn a_fuzz_campaign_catches_the_buggy_podset_within_its_budget() {
         .failures
         .first()
         .expect("a violation within the budget");
-    assert_eq!(first.invariant, podset::MAX_PODS);
+    assert_eq!(first.invariant, harness::MAX_PODS);
 }
 
 #[test]
@@ -85,7 +87,7 @@ fn a_deposed_leaders_late_create_lands_and_a_fence_keeps_the_new_leader_out() {
         .failures
         .first()
         .expect("a violation within the budget");
-    assert_eq!(first.invariant, podset::MAX_PODS);
+    assert_eq!(first.invariant, harness::MAX_PODS);
     let fenced = scenario("podset-deposed-leader-fenced");
     assert_eq!(fenced.expect, Expect::Clean);
     let report = campaign(&fenced, fenced.seeds, jobs(), false);
@@ -163,7 +165,7 @@ fn proptest_finds_the_bug_and_its_shrunk_case_replays() {
     // example's binary (the failure file embeds the scenario, params included).
     let outcome = shrunk.run();
     let failure = FailureFile::new(&shrunk.scenario, &shrunk.plan, &outcome).expect("still fails");
-    assert_eq!(failure.invariant, podset::MAX_PODS);
+    assert_eq!(failure.invariant, harness::MAX_PODS);
     assert!(failure.replay(TraceMode::Hash).reproduced);
     let file = tmp("shrunk.json");
     failure.save(&file).unwrap();
@@ -451,17 +453,17 @@ fn the_bug_in_miniature_a_second_reconcile_on_the_same_cache() {
     // without expectations, and waits with them.
     use reconsim::family::params::NamespacedName;
     use reconsim::world::informer::Cache;
-    let web = podset::podset_object(&podset::PodSetParams {
+    let web = harness::podset_object(&harness::PodSetParams {
         name: NamespacedName::new("default", "web"),
         replicas: 2,
     });
     let key = web.key();
     let cache = Cache::from_objects([web]);
     for (variant, again) in [
-        (podset::Variant::NoExpectations, 2),
-        (podset::Variant::Expectations, 0),
+        (controller::Variant::NoExpectations, 2),
+        (controller::Variant::Expectations, 0),
     ] {
-        let mut c = podset::controller(variant);
+        let mut c = controller::controller(variant);
         let (first, _) = reconcile_once(&mut *c, &cache, &key, 1_000);
         assert_eq!(first, 2, "{variant:?}");
         let (second, end) = reconcile_once(&mut *c, &cache, &key, 1_010);

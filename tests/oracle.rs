@@ -10,9 +10,12 @@
 //! - divergence: without faults, mco-gc-in-use ends differently from seed to seed (its
 //!   GC deletes a config in use, depending on timing), its fix does not.
 
-#[path = "../examples/podset/podset.rs"]
+#[path = "../examples/podset/controller.rs"]
 #[allow(dead_code)]
-mod podset;
+mod controller;
+#[path = "../examples/podset/harness.rs"]
+#[allow(dead_code)]
+mod harness;
 
 use reconsim::scenario::oracle::{self, Comparison, Diff};
 use reconsim::scenario::{Families, Plan, Scenario, faults, library, run, run_world};
@@ -22,7 +25,7 @@ use std::path::Path;
 
 /// The builtin families and the PodSet example's.
 fn families() -> Families {
-    reconsim::families::builtin().with(podset::extensions())
+    reconsim::families::builtin().with(harness::extensions())
 }
 
 /// A shipped scenario, or one of the PodSet example's.

@@ -13,8 +13,12 @@
 //!   PodSet bugs;
 //! - swarm mode switches generators off without moving the others' faults.
 
-#[path = "../examples/podset/podset.rs"]
-mod podset;
+#[path = "../examples/podset/controller.rs"]
+#[allow(dead_code)]
+mod controller;
+#[path = "../examples/podset/harness.rs"]
+#[allow(dead_code)]
+mod harness;
 
 use reconsim::families::builtin;
 use reconsim::scenario::failure::FailureFile;
@@ -206,7 +210,7 @@ fn every_clean_scenario_holds_over_its_single_perturbations() {
 }
 
 fn podset_families() -> Families {
-    builtin().with(podset::extensions())
+    builtin().with(harness::extensions())
 }
 
 fn podset(name: &str) -> Scenario {
@@ -236,7 +240,7 @@ fn the_podset_example_is_caught_by_search_and_its_fixes_hold_over_every_single_p
             "{buggy}: {:?}",
             report.runs_to_first_failure
         );
-        assert_eq!(report.failures[0].invariant, podset::MAX_PODS);
+        assert_eq!(report.failures[0].invariant, harness::MAX_PODS);
     }
 }
 

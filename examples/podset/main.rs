@@ -3,8 +3,9 @@
 //!
 //! `cargo run --release --example podset -- fuzz examples/podset/scenarios/podset-buggy.json`
 
-mod podset;
+mod controller;
+mod harness;
 
 fn main() -> std::process::ExitCode {
-    reconsim::cli::main_with(reconsim::families::builtin().with(podset::extensions()))
+    reconsim::cli::main_with(reconsim::families::builtin().with(harness::extensions()))
 }

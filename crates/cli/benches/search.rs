@@ -23,8 +23,12 @@
 //! counted exactly (they are deterministic); wall times are measured in the same
 //! process, one thread, so their ratio holds on a noisy machine.
 
-#[path = "../../../examples/podset/podset.rs"]
-mod podset;
+#[path = "../../../examples/podset/controller.rs"]
+#[allow(dead_code)]
+mod controller;
+#[path = "../../../examples/podset/harness.rs"]
+#[allow(dead_code)]
+mod harness;
 
 use reconsim::families::builtin;
 use reconsim::scenario::search::{Base, SearchConfig, search};
@@ -158,7 +162,7 @@ fn main() {
             rows.push(row(&s.name, &s, RANDOM_RUNS_MAX));
         }
     }
-    let with_podset: Families = builtin().with(podset::extensions());
+    let with_podset: Families = builtin().with(harness::extensions());
     for name in ["podset-buggy", "podset-deposed-leader"] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples/podset/scenarios")

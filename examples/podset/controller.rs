@@ -1,6 +1,7 @@
 //! PodSet: a ReplicaSet-like controller written against reconsim's public API, with a
 //! real bug and its real fix. The guide, docs/guide/writing-a-reconciler.md, walks
-//! through this file; `main.rs` turns it into a CLI, tests/example_podset.rs fuzzes it.
+//! through this file and `harness.rs` (its registration); `main.rs` turns both into a
+//! CLI, tests/example_podset.rs fuzzes it.
 //!
 //! A PodSet keeps `replicas` Pods. It is a kind of its own (`example.reconsim.dev/v1`
 //! PodSet), declared below as any family declares its kinds: a plain-data body with a
@@ -40,18 +41,11 @@
 //! skipped for expectations requeues itself at their expiry (the real controller is woken
 //! by its informers' resync).
 
-use reconsim::check::View;
-use reconsim::check::replicas::{AtMostReplicas, controlled};
-use reconsim::family::ParamError;
-use reconsim::family::params::NamespacedName;
 use reconsim::scenario::build::PAUSE_IMAGE;
-use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::sim::SimTime;
-use reconsim::world::api::{ApiOp, PatchOp};
 use reconsim::world::manager::Reconciler;
 use reconsim::world::object::{
-    Body, Kind, KindInfo, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodPhase, PodSpec,
-    Resource, Uid,
+    Kind, KindInfo, Object, ObjectMeta, OwnerReference, Pod, PodPhase, PodSpec, Resource, Uid,
 };
 use reconsim::world::runtime::{
     Action, Api, Client, Controller, DeleteParams, PatchParams, PostParams,
@@ -62,16 +56,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The controller's name: its registration, its process, its traces.
+/// The controller's name: its registration, its pods, its traces.
 pub const NAME: &str = "podset-controller";
-/// The invariant this file registers.
-pub const MAX_PODS: &str = "podset_max_pods";
 /// The label a PodSet selects its Pods by.
 pub const LABEL: &str = "podset";
 /// ExpectationsTimeout (controller_utils.go): 5 minutes.
 pub const EXPECTATIONS_TIMEOUT_MS: u64 = 300_000;
 
-// ----- the scenario's `params` ----------------------------------------------------------
+// ----- the variants ---------------------------------------------------------------------
 
 /// Which controller runs: the bug or the fix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -81,32 +73,6 @@ pub enum Variant {
     NoExpectations,
     /// Waits for the cache to show its own creates and deletes (or for 5 minutes).
     Expectations,
-}
-
-/// `controllers.custom[].params` of a `podset-controller` entry.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    pub variant: Variant,
-    /// The PodSets in the API server at t = 0.
-    pub podsets: Vec<PodSetParams>,
-}
-
-/// A PodSet at t = 0.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PodSetParams {
-    /// `web`, or `namespace/web`.
-    pub name: NamespacedName,
-    pub replicas: u32,
-}
-
-/// A `custom` workload action's `params`: scale a PodSet.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScaleParams {
-    pub podset: NamespacedName,
-    pub replicas: u32,
 }
 
 // ----- the PodSet object ----------------------------------------------------------------
@@ -140,22 +106,12 @@ impl Resource for PodSet {
     reconsim::world::status_subresource!();
 }
 
-fn spec(name: &str, replicas: u32) -> PodSetSpec {
+/// A PodSet's spec: `replicas` Pods labelled `podset: <name>`.
+pub fn spec(name: &str, replicas: u32) -> PodSetSpec {
     PodSetSpec {
         replicas,
         selector: BTreeMap::from([(LABEL.to_string(), name.to_string())]),
     }
-}
-
-/// The PodSet object `p` as the API server holds it at t = 0.
-pub fn podset_object(p: &PodSetParams) -> Object {
-    Object::new(
-        ObjectMeta::named(&p.name.namespace, &p.name.name),
-        PodSet {
-            spec: spec(&p.name.name, p.replicas),
-            status: Default::default(),
-        },
-    )
 }
 
 /// FilterActivePods: not deleting, not Succeeded or Failed.
@@ -165,10 +121,10 @@ pub fn is_active(p: &Object) -> bool {
             .is_some_and(|x| !matches!(x.status.phase, PodPhase::Succeeded | PodPhase::Failed))
 }
 
-fn replicas(podset: &Object) -> u32 {
+/// Its `spec.replicas`.
+pub fn replicas(podset: &Object) -> u32 {
     podset.typed::<PodSet>().map_or(0, |m| m.spec.replicas)
 }
-
 // ----- the controller -------------------------------------------------------------------
 
 /// ControlleeExpectations of one PodSet: adds still to observe, deletes (by Pod name)
@@ -385,70 +341,4 @@ pub fn controller(variant: Variant) -> Box<dyn Reconciler> {
             variant,
             expectations: RefCell::default(),
         })
-}
-
-// ----- the invariant and the desired state --------------------------------------------
-
-/// `podset_max_pods`: a Pod never appears while its PodSet already has `replicas` active
-/// Pods, judged when a Pod is first seen in the API server (reconsim's ready checker;
-/// a scale-down's moment of too many is not a violation, only a create on top of it).
-pub fn max_pods() -> AtMostReplicas {
-    AtMostReplicas::new(MAX_PODS, PodSet::KIND, Pod::KIND, replicas)
-        .live(is_active)
-        .counted_as("active Pods")
-}
-
-/// The desired state: every PodSet has exactly `replicas` active Pods, all Running.
-pub fn converged(view: &View<'_>) -> Result<(), String> {
-    for podset in view.api.list(PodSet::KIND) {
-        let active: Vec<&Arc<Object>> = controlled(view.api.list(Pod::KIND), podset)
-            .filter(|p| is_active(p))
-            .collect();
-        let want = replicas(podset) as usize;
-        if active.len() != want {
-            return Err(format!(
-                "PodSet {} has {} active Pods, replicas is {want}",
-                podset.meta.name,
-                active.len()
-            ));
-        }
-        if let Some(p) = active.iter().find(|p| {
-            p.typed::<Pod>()
-                .is_some_and(|x| x.status.phase != PodPhase::Running)
-        }) {
-            return Err(format!(
-                "Pod {} of PodSet {} is not Running",
-                p.meta.name, podset.meta.name
-            ));
-        }
-    }
-    Ok(())
-}
-
-// ----- the registry ---------------------------------------------------------------------
-
-/// Everything this file adds to reconsim, by name.
-pub fn extensions() -> Extensions {
-    let podset = Custom::reconcilers(NAME, |p: &Params| vec![controller(p.variant)])
-        .objects(|p| Ok(p.podsets.iter().map(podset_object).collect()))
-        .action(|p, a: &ScaleParams| {
-            let Some(ps) = p.podsets.iter().find(|ps| ps.name == a.podset) else {
-                return Err(ParamError::at(
-                    ".podset",
-                    format!("one of the entry's podsets, not `{}`", a.podset),
-                ));
-            };
-            Ok(ApiOp::Patch {
-                key: ObjectKey::new(PodSet::KIND, &ps.name.namespace, &ps.name.name),
-                ops: vec![PatchOp::Spec(Body::new(PodSet {
-                    spec: spec(&ps.name.name, a.replicas),
-                    status: Default::default(),
-                }))],
-                resource_version: None,
-            })
-        })
-        .convergence(converged);
-    Extensions::new()
-        .controller(podset)
-        .invariant(MAX_PODS, || Box::new(max_pods()))
 }
