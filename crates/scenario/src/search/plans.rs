@@ -589,7 +589,11 @@ fn causal(
 /// A kept single's order key ((outside the scenario's windows, how far from between a
 /// check and its act, the race's width in powers of two, rarity)), its decision and
 /// its faults.
-type Entry = ((bool, u8, u32, usize), usize, Vec<TimedFault<WorldFault>>);
+type Entry = (
+    (bool, bool, u8, u32, usize),
+    usize,
+    Vec<TimedFault<WorldFault>>,
+);
 
 /// Plans from a reference run: (generated, group plans, candidates in run order: the
 /// group plans first).
@@ -730,9 +734,18 @@ fn plan_singles(
         } else {
             2
         };
+        // A pause before a Lease create pauses a candidate that does not lead yet (a
+        // create is the first acquisition; client-go's tryAcquireOrRenew then only
+        // updates): DESIGN.md section 10's perturbation is the *leader* paused before a
+        // renewal, so pauses before updates, which the holder makes, go first.
+        let acquiring = s.kind == "pause_before" && d.label.starts_with("create ");
         kept.push((
             s.kind,
-            ((outside(d.time_ms), apart, width, rarity), s.at, s.faults),
+            (
+                (outside(d.time_ms), acquiring, apart, width, rarity),
+                s.at,
+                s.faults,
+            ),
         ));
     }
     // Rarest first, then round-robin over kinds, each spread over the run.
