@@ -1,8 +1,8 @@
 //! A family's parsed section of one scenario and what it adds to a world.
 //!
 //! The scenario builder calls every section of a scenario in the registry's order
-//! ([`crate::Families`]): `seed` and `images` before the cluster's processes start,
-//! `spawn` after them, `workload` for the user's script; the runner calls `converged`
+//! ([`crate::Families`]): `services` first (their processes start right after the
+//! cloud), `seed` and `images` before the cluster's processes start, `spawn` after them, `workload` for the user's script; the runner calls `converged`
 //! once faults heal. The section is plain data (cloneable, serializable back into the
 //! file it came from), so failure files embed it and tests can edit it typed
 //! ([`FamilySection`]'s `as_any_mut`, through `Controllers::get_mut` of the scenario
@@ -13,17 +13,58 @@ use reconsim_check::View;
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
+use reconsim_world::component::Component;
 use reconsim_world::kubelet::Images;
 use reconsim_world::{Endpoints, Proc};
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::Arc;
 
 /// The world's shared services, for the processes a family spawns.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Services {
     pub endpoints: Endpoints,
     /// The cloud API process.
     pub cloud: ProcId,
+    /// The sections' own service processes ([`FamilySection::services`]), by name.
+    pub named: Arc<BTreeMap<String, ProcId>>,
+}
+
+impl Services {
+    /// The world's services with no service of a section's.
+    pub fn new(endpoints: Endpoints, cloud: ProcId) -> Self {
+        Services {
+            endpoints,
+            cloud,
+            named: Arc::default(),
+        }
+    }
+
+    /// The process of the section's service `name` ([`FamilySection::services`]).
+    pub fn service(&self, name: &str) -> Option<ProcId> {
+        self.named.get(name).copied()
+    }
+}
+
+/// Makes a service's component, at every build of a world.
+pub type ServiceFn = dyn Fn(&Services) -> Box<dyn Component> + Send + Sync;
+
+/// A service process a section starts on a host of its own: a user's external service
+/// (a payments API, a DNS provider), reachable from programs by its name.
+#[derive(Clone)]
+pub struct ServiceProcess {
+    /// The name of its process and of its host, both fault targets (`payments`).
+    pub name: String,
+    pub make: Arc<ServiceFn>,
+}
+
+impl Debug for ServiceProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceProcess")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a section's validation sees of the rest of its scenario.
@@ -96,6 +137,12 @@ pub trait FamilySection: SectionData {
     fn images(&self, images: Images, services: &Services) -> Images {
         let _ = services;
         images
+    }
+    /// Its service processes, each on a host of its own name: started right after the
+    /// cloud, before any container, so every image and program knows their processes
+    /// ([`Services::service`]). Default: none.
+    fn services(&self) -> Vec<ServiceProcess> {
+        Vec::new()
     }
     /// The processes it spawns after the cluster's own.
     fn spawn(&self, sim: &mut Sim<Proc>, services: &Services);

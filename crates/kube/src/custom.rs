@@ -20,7 +20,8 @@ pub const CLOUD: &str = "cloud";
 /// The controller `name` whose pods run `main(params, container, client)`: the user's
 /// program over `kinds`, made again at every start of a container (a restart runs it
 /// anew). Its entries' `objects` and its `create`, `patch` and `delete` actions are
-/// manifests of `kinds`. `container` says which pod it is (`pod_name`: a replica's identity, as a
+/// manifests of `kinds`. The program reaches the world's cloud as the service [`CLOUD`]
+/// and each of the user's own services (`Extensions::service`) by its name. `container` says which pod it is (`pod_name`: a replica's identity, as a
 /// Deployment's pod reads its own name from the downward API).
 ///
 /// ```
@@ -51,14 +52,18 @@ where
     let manifests = kinds.clone();
     Custom::program(name, move |p: &P, env, services| {
         let (main, container, params) = (main.clone(), env.clone(), p.clone());
-        KubeBridge::new(
+        let bridge = KubeBridge::new(
             env.endpoints.apiserver,
             kinds.clone(),
             program(move |client| main(&params, &container, client)),
         )
-        .service(CLOUD, services.cloud)
-        .in_container(env.kubelet)
-        .boxed()
+        .service(CLOUD, services.cloud);
+        // The user's own services (`Extensions::service`), by their names.
+        let bridge = services
+            .named
+            .iter()
+            .fold(bridge, |b, (name, process)| b.service(name, *process));
+        bridge.in_container(env.kubelet).boxed()
     })
     .manifests(manifests)
 }

@@ -30,6 +30,8 @@
 //! - [`check`]: checkers and desired states read as the controller's own types;
 //! - [`handle`]: the program's way to the world's services (the cloud), found as
 //!   `Handle::current()`;
+//! - [`http`]: the user's own external services over HTTP: a tower `Service` client
+//!   for their SDK, and the simulated service's handler;
 //! - [`failpoints`]: the program's `reconsim_failpoint::fail_point!`s, armed by the
 //!   fault plan;
 //! - [`controller`]: a kube-rs controller's `reconcile` and `error_policy` under
@@ -45,6 +47,7 @@ pub mod doc;
 pub mod driver;
 pub mod failpoints;
 pub mod handle;
+pub mod http;
 pub mod intercept;
 pub mod kinds;
 pub mod managed;

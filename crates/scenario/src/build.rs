@@ -10,7 +10,7 @@
 
 use crate::format::{Plan, Scenario};
 use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy, node_lifecycle};
-use reconsim_family::Services;
+use reconsim_family::{ServiceProcess, Services};
 use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
@@ -21,6 +21,7 @@ use reconsim_world::script::{Script, Step};
 use reconsim_world::workloads::Workloads;
 use reconsim_world::{Endpoints, Proc};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// An image every world with custom controllers has: a container that idles (pods of
 /// users' controllers run it, so the kubelet keeps them Running).
@@ -61,7 +62,18 @@ pub fn build_recording(
         apiserver: ProcId(0),
     };
     let cloud = ProcId(1);
-    let services = Services { endpoints, cloud };
+    // The sections' own services come next (2, 3, ...), so every image knows them.
+    let own: Vec<ServiceProcess> = scenario.sections().flat_map(|s| s.services()).collect();
+    let named = own
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), ProcId(2 + i as u32)))
+        .collect();
+    let services = Services {
+        endpoints,
+        cloud,
+        named: Arc::new(named),
+    };
     let mut server = ApiServer::new(Default::default());
     let mut images = Images::default();
     for section in scenario.sections() {
@@ -95,6 +107,14 @@ pub fn build_recording(
         Proc::new(Cloud::new(cloud_config, endpoints, images.clone())),
     );
     assert_eq!((apiserver, spawned), (endpoints.apiserver, cloud));
+    for s in &own {
+        let process = sim.spawn(
+            host(&sim, &s.name),
+            &s.name,
+            Proc::from((s.make)(&services)),
+        );
+        assert_eq!(services.service(&s.name), Some(process));
+    }
     let cm = host(&sim, "controller-manager");
     sim.spawn(
         cm,

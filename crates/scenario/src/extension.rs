@@ -50,7 +50,7 @@ pub use section::{APP_LABEL, CustomSection, CustomSpec, IMAGE_PREFIX, LEASE_NAME
 use crate::build::PAUSE_IMAGE;
 use custom::Registration;
 use reconsim_check::{Check, NamedCheck};
-use reconsim_family::{Family, FamilySection, ParamError, RunHost, Services};
+use reconsim_family::{Family, FamilySection, ParamError, RunHost, ServiceFn, Services};
 use reconsim_world::component::Component;
 use reconsim_world::kubelet::ContainerEnv;
 use serde_json::Value;
@@ -95,6 +95,8 @@ pub struct Extensions {
     /// Container images by name: a `BTreeMap`, so the kubelets' registry is built in
     /// one order on every run.
     images: BTreeMap<String, Arc<ContainerFn>>,
+    /// The user's own services by name: a `BTreeMap`, so they start in one order.
+    services: BTreeMap<String, Arc<ServiceFn>>,
     host: Option<RunHost>,
 }
 
@@ -142,6 +144,48 @@ impl Extensions {
         self
     }
 
+    /// Register the user's own external service `name` (a payments API, their cloud's
+    /// endpoint): in a scenario with `controllers.custom` entries, `make`'s component
+    /// runs as process `name` on a host `name` of its own (so a partition can cut it off
+    /// and a crash or pause can name it), started before any pod; every program reaches
+    /// it by name (`reconsim_kube::http::HttpClient::to(name)`, or
+    /// `Handle::current().service(name)` for typed calls). `make` is called at every
+    /// build; a crash keeps the component, calling its `on_crash`.
+    ///
+    /// ```
+    /// use reconsim_scenario::Extensions;
+    /// use reconsim_sim::ProcId;
+    /// use reconsim_world::Msg;
+    /// use reconsim_world::component::{Component, WorldCtx};
+    ///
+    /// /// A service that answers nothing (a black hole).
+    /// #[derive(Debug)]
+    /// struct Silent;
+    ///
+    /// impl Component for Silent {
+    ///     fn on_msg(&mut self, _: ProcId, _: Msg, _: &mut WorldCtx<'_>) {}
+    ///     fn as_any(&self) -> &dyn std::any::Any {
+    ///         self
+    ///     }
+    /// }
+    ///
+    /// let mine = Extensions::new().service("payments", |_| Box::new(Silent));
+    /// assert_eq!(mine.service_names(), ["payments"]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `name` is registered already or empty.
+    pub fn service(
+        mut self,
+        name: &str,
+        make: impl Fn(&Services) -> Box<dyn Component> + Send + Sync + 'static,
+    ) -> Self {
+        assert!(!name.is_empty(), "a service needs a name");
+        let old = self.services.insert(name.to_string(), Arc::new(make));
+        assert!(old.is_none(), "service `{name}` is registered twice");
+        self
+    }
+
     /// Host every run of this binary's scenarios with `host` ([`reconsim_family::host`]):
     /// real code's `reconsim_kube::intercept::host`, so a run's std `HashMap`s and
     /// per-thread generators follow its seed.
@@ -184,8 +228,16 @@ impl Extensions {
         self.images.keys().map(String::as_str).collect()
     }
 
+    /// The registered service names, sorted (the order they start in).
+    pub fn service_names(&self) -> Vec<&str> {
+        self.services.keys().map(String::as_str).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.controllers.is_empty() && self.invariants.is_empty() && self.images.is_empty()
+        self.controllers.is_empty()
+            && self.invariants.is_empty()
+            && self.images.is_empty()
+            && self.services.is_empty()
     }
 
     fn registered(&self, name: &str) -> Option<&dyn Registration> {
@@ -199,6 +251,7 @@ impl fmt::Debug for Extensions {
             .field("controllers", &self.controller_names())
             .field("invariants", &self.invariant_names())
             .field("images", &self.image_names())
+            .field("services", &self.service_names())
             .finish()
     }
 }

@@ -554,17 +554,24 @@ impl Scenario {
         let mut hosts: Vec<String> = FIXED_HOSTS.iter().map(|h| h.to_string()).collect();
         hosts.extend(self.topology.control_plane_nodes.iter().cloned());
         hosts.extend(self.topology.worker_nodes.iter().cloned());
+        hosts.extend(self.service_names());
         hosts
+    }
+
+    /// The sections' service processes ([`FamilySection::services`]), each on a host of
+    /// its name, in the order they start.
+    pub fn service_names(&self) -> Vec<String> {
+        self.sections()
+            .flat_map(|s| s.services())
+            .map(|s| s.name)
+            .collect()
     }
 
     /// The cluster's own processes, before any family's.
     fn cluster_processes(&self) -> Vec<String> {
-        let mut procs = vec![
-            "apiserver".to_string(),
-            "cloud".to_string(),
-            "node-lifecycle".to_string(),
-            "workloads".to_string(),
-        ];
+        let mut procs = vec!["apiserver".to_string(), "cloud".to_string()];
+        procs.extend(self.service_names());
+        procs.extend(["node-lifecycle".to_string(), "workloads".to_string()]);
         for n in self.nodes() {
             procs.push(format!("kubelet/{n}"));
         }
@@ -759,7 +766,17 @@ impl Scenario {
         let mut seen = std::collections::BTreeSet::new();
         for (i, h) in hosts.iter().enumerate() {
             if !seen.insert(h) {
-                let path = if i < FIXED_HOSTS.len() + self.topology.control_plane_nodes.len() {
+                let control_plane = FIXED_HOSTS.len() + self.topology.control_plane_nodes.len();
+                if i >= control_plane + self.topology.worker_nodes.len() {
+                    return err(
+                        ".topology",
+                        format!(
+                            "no host named as a service this binary registers; `{h}` is \
+                             both (rename the node, or the service)"
+                        ),
+                    );
+                }
+                let path = if i < control_plane {
                     ".topology.control_plane_nodes"
                 } else {
                     ".topology.worker_nodes"

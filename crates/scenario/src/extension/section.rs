@@ -9,7 +9,9 @@ use crate::build::PAUSE_IMAGE;
 use crate::format::known;
 use crate::limits;
 use reconsim_check::View;
-use reconsim_family::{Context, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction};
+use reconsim_family::{
+    Context, FamilySection, LeaseSpec, ParamError, ServiceProcess, Services, WorkloadAction,
+};
 use reconsim_sim::Sim;
 use reconsim_world::Proc;
 use reconsim_world::api::ApiOp;
@@ -361,15 +363,27 @@ impl FamilySection for CustomSection {
         let mut images = images.with(PAUSE_IMAGE, Container::image(None));
         for (name, make) in &self.extensions.images {
             let make = make.clone();
-            let services = *services;
+            let services = services.clone();
             images = images.with(name, move |env| Proc::from(make(env, &services)));
         }
         for (i, c) in self.entries.iter().enumerate() {
             let section = self.clone();
-            let services = *services;
+            let services = services.clone();
             images = images.with(&c.image(), move |env| section.container(i, env, &services));
         }
         images
+    }
+
+    /// The user's services ([`Extensions::service`]), in name order.
+    fn services(&self) -> Vec<ServiceProcess> {
+        self.extensions
+            .services
+            .iter()
+            .map(|(name, make)| ServiceProcess {
+                name: name.clone(),
+                make: make.clone(),
+            })
+            .collect()
     }
 
     /// Nothing: the kubelets start the entries' pods.
@@ -429,7 +443,7 @@ impl CustomSection {
         let (c, params, registered) = self.each().nth(i).expect("an entry of this section");
         let services = Services {
             endpoints: env.endpoints,
-            ..*services
+            ..services.clone()
         };
         if let Some(component) = registered.program(params, env, &services) {
             return Proc::from(component);
