@@ -299,6 +299,22 @@ impl<A: Actor> Sim<A> {
             .map(|i| ProcId(i as u32))
     }
 
+    /// The process a fault naming `name` strikes: the latest of `name` and its later
+    /// starts, `name#1`, `name#2`, ... (a program started again as a new process, as a
+    /// kubelet starts a pod's restarted container). A fault on a pod is a fault on its
+    /// running container, not on the one that exited.
+    pub fn fault_target(&self, name: &str) -> Option<ProcId> {
+        let restart_of = |p: &str| {
+            p.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('#'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        self.procs
+            .iter()
+            .rposition(|p| p.name == name || restart_of(&p.name))
+            .map(|i| ProcId(i as u32))
+    }
+
     pub fn proc_name(&self, p: ProcId) -> &str {
         &self.procs[p.index()].name
     }

@@ -257,3 +257,53 @@ fn a_crash_or_pause_for_a_process_not_yet_started_holds_it_from_its_spawn() {
         .count();
     assert_eq!(spawned, 2, "{:?}", fault_records(&sim));
 }
+
+#[test]
+fn a_fault_naming_a_process_strikes_its_latest_start() {
+    // "w" exited and started again as "w#1" (a kubelet's restarted container): a crash
+    // and a pause naming "w" strike "w#1", not the process that is gone, nor a process
+    // whose name only begins the same ("w#1x", "ww").
+    let mut sim = new_sim(
+        config(37, 1, 1, TraceMode::Hash),
+        vec![
+            timed(
+                100,
+                Some(100),
+                Fault::Crash {
+                    process: "w".into(),
+                },
+            ),
+            timed(
+                300,
+                Some(100),
+                Fault::Pause {
+                    process: "w".into(),
+                },
+            ),
+        ],
+    );
+    let h = sim.add_host("h");
+    let gone = sim.spawn(h, "w", Node::new(Role::Recorder));
+    assert!(sim.crash(gone));
+    let now = sim.spawn(h, "w#1", Node::new(Role::Recorder));
+    let others = [
+        sim.spawn(h, "w#1x", Node::new(Role::Recorder)),
+        sim.spawn(h, "ww", Node::new(Role::Recorder)),
+    ];
+    assert_eq!(sim.fault_target("w"), Some(now));
+    assert_eq!(sim.proc_by_name("w"), Some(gone));
+    sim.run_until(SimTime(150));
+    assert_eq!(sim.proc_state(now), ProcState::Crashed);
+    sim.run_until(SimTime(250));
+    assert_eq!(sim.proc_state(now), ProcState::Running);
+    sim.run_until(SimTime(350));
+    assert_eq!(sim.proc_state(now), ProcState::Paused);
+    assert!(
+        others
+            .iter()
+            .all(|p| sim.proc_state(*p) == ProcState::Running)
+    );
+    sim.run_until(SimTime(450));
+    assert_eq!(sim.proc_state(now), ProcState::Running);
+    assert_eq!(sim.proc_state(gone), ProcState::Crashed);
+}

@@ -49,7 +49,7 @@ impl<A: Actor> Sim<A> {
                 }
                 true
             }
-            Fault::Pause { process } => match self.proc_by_name(process) {
+            Fault::Pause { process } => match self.fault_target(process) {
                 Some(p) if active => self.pause(p),
                 Some(p) => self.resume(p),
                 None => self.await_start(index, process, active),
@@ -73,19 +73,19 @@ impl<A: Actor> Sim<A> {
                 }
                 None => false,
             },
-            Fault::Crash { process } => match self.proc_by_name(process) {
+            Fault::Crash { process } => match self.fault_target(process) {
                 Some(p) if active => self.crash(p),
                 Some(p) => self.restart(p),
                 None => self.await_start(index, process, active),
             },
-            Fault::ClockSkew { process, offset_ms } => match self.proc_by_name(process) {
+            Fault::ClockSkew { process, offset_ms } => match self.fault_target(process) {
                 Some(p) => {
                     self.procs[p.index()].clock_offset_ms = if active { *offset_ms } else { 0 };
                     true
                 }
                 None => false,
             },
-            Fault::Inject { process, fault } => match self.proc_by_name(process) {
+            Fault::Inject { process, fault } => match self.fault_target(process) {
                 Some(p)
                     if !matches!(
                         self.procs[p.index()].state,
