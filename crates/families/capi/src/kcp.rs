@@ -331,16 +331,8 @@ impl Pass<'_> {
     /// reconcileHealth: ControlPlaneIsHealthy, EtcdIsHealthy (ReconcileEtcdMembers if
     /// not), then what it guards.
     async fn health(&self, then: Then) -> Result<Action, KcpError> {
-        // ControlPlaneIsHealthy: its own GetWorkloadCluster, the live List of Nodes.
-        self.connect().await;
-        let items = self
-            .list_nodes()
-            .await
-            .map_err(request("control plane health"))?;
-        let nodes = node_names(&items);
-        // checkNodeNoExecuteCondition: a node with a NoExecute taint (e.g. unreachable)
-        // fails the check.
-        if any_no_execute(&items) || !self.control_plane_healthy(&nodes) {
+        let (nodes, healthy) = self.control_plane_check().await?;
+        if !healthy {
             self.ctx
                 .client
                 .note(|| format!("control plane unhealthy ({} Nodes)", nodes.len()));
@@ -361,6 +353,21 @@ impl Pass<'_> {
             return Ok(Action::requeue(ms(HEALTH_REQUEUE_MS)));
         }
         self.healthy(then).await
+    }
+
+    /// ControlPlaneIsHealthy from scratch: its own GetWorkloadCluster, the live List of
+    /// Nodes, none with a NoExecute taint (checkNodeNoExecuteCondition: an unreachable
+    /// node fails it), and the Machines' Nodes exactly those. The live Nodes' names, and
+    /// whether the control plane passed.
+    async fn control_plane_check(&self) -> Result<(BTreeSet<String>, bool), KcpError> {
+        self.connect().await;
+        let items = self
+            .list_nodes()
+            .await
+            .map_err(request("control plane health"))?;
+        let nodes = node_names(&items);
+        let healthy = !any_no_execute(&items) && self.control_plane_healthy(&nodes);
+        Ok((nodes, healthy))
     }
 
     /// ControlPlaneIsHealthy, given the live Nodes; the Machines come from the cache now.
@@ -522,15 +529,9 @@ impl Pass<'_> {
             let removed = self.ctx.etcd.remove_member(leaving.clone()).await;
             etcd_ok("failed to remove etcd member", removed)?;
         }
-        // TargetClusterControlPlaneIsHealthy before removing the Machine: its own
-        // GetWorkloadCluster, the live List of Nodes.
-        self.connect().await;
-        let items = self
-            .list_nodes()
-            .await
-            .map_err(request("control plane health"))?;
-        let nodes = node_names(&items);
-        if any_no_execute(&items) || !self.control_plane_healthy(&nodes) {
+        // TargetClusterControlPlaneIsHealthy before removing the Machine.
+        let (nodes, healthy) = self.control_plane_check().await?;
+        if !healthy {
             self.ctx.client.note(|| {
                 format!(
                     "scale down: control plane unhealthy after the member removal ({} Nodes): {} kept",
