@@ -25,6 +25,7 @@ use reconsim_world::object::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The namespace of custom controllers' Deployments, pods and leader election Leases.
 pub const LEASE_NAMESPACE: &str = "default";
@@ -366,8 +367,10 @@ impl FamilySection for CustomSection {
             let services = services.clone();
             images = images.with(name, move |env| Proc::from(make(env, &services)));
         }
+        // One copy of the section for every entry's image, not one each.
+        let section = Arc::new(self.clone());
         for (i, c) in self.entries.iter().enumerate() {
-            let section = self.clone();
+            let section = section.clone();
             let services = services.clone();
             images = images.with(&c.image(), move |env| section.container(i, env, &services));
         }
