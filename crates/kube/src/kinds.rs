@@ -81,6 +81,14 @@ pub struct Served {
     pub strategic_merge: bool,
 }
 
+impl Served {
+    /// Whether it is a custom resource (served by [`Kinds::crd`]), whose strategy is
+    /// apiextensions-apiserver's rather than a built-in type's.
+    pub fn custom_resource(self) -> bool {
+        !self.strategic_merge
+    }
+}
+
 /// The kinds a world serves, found by their REST path.
 #[derive(Clone, Debug)]
 pub struct Kinds {

@@ -422,6 +422,16 @@ fn route_or_refuse(
                 ));
             }
             let mut parsed = wire::from_json(&v, t.served, ns)?;
+            // The storage refuses a create that names a resourceVersion (apiserver
+            // storage/etcd3/store.go, Create: ErrResourceVersionSetOnCreate), a plain
+            // error the handler answers 500 with no reason (docs/semantics.md 4.11).
+            if parsed.resource_version.is_some_and(|rv| rv != 0) {
+                return Err(refuse(
+                    500,
+                    "",
+                    "resourceVersion should not be set on objects to be created".into(),
+                ));
+            }
             // A create is an update from nothing: its manager owns every field it set.
             let mut managed = crate::managed::ManagedFields::default();
             managed.update(
@@ -497,7 +507,24 @@ fn route_or_refuse(
                 ));
             }
             // Checked here, so the server's patch parses what it is given.
-            wire::from_json(&v, t.served, ns)?;
+            let parsed = wire::from_json(&v, t.served, ns)?;
+            // A custom resource's strategy allows no unconditional update
+            // (apiextensions-apiserver's customResourceStrategy.AllowUnconditionalUpdate is
+            // false; registry/generic/registry/store.go, Update): a PUT without a
+            // resourceVersion is Invalid. The built-in kinds served here allow it
+            // (docs/semantics.md 4.11).
+            if t.served.custom_resource() && parsed.resource_version.is_none_or(|rv| rv == 0) {
+                let info = kind.info();
+                return Err(refuse(
+                    422,
+                    "Invalid",
+                    format!(
+                        "{}.{} {name:?} is invalid: metadata.resourceVersion: Invalid value: \
+                         0x0: must be specified for an update",
+                        info.plural, info.group
+                    ),
+                ));
+            }
             op(
                 ApiOp::Patch {
                     key: key(name),

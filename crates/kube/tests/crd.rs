@@ -2,8 +2,9 @@
 //! `Api<K>` speaks to it: its group path, its status subresource (a write of the object
 //! leaves status alone and bumps generation on a spec change; a write of `/status`
 //! touches status alone), a JSON patch and its failing `test`, owner references and the
-//! garbage collector, and the clear answers for a kind not served and a propagation
-//! policy not modelled.
+//! garbage collector, the clear answers for a kind not served and a propagation policy
+//! not modelled, and the writes the real server refuses: a custom resource's PUT with no
+//! resourceVersion (422), a create that names one (500).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -73,6 +74,19 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
         .await?;
     out.push(format!("status patched: {}", seen(&w)));
 
+    // A custom resource's PUT must carry its resourceVersion; a create must not.
+    let mut blind = w.clone();
+    blind.metadata.resource_version = None;
+    let r = api.replace("w", &pp, &blind).await;
+    out.push(format!("blind replace: {}", code(r)));
+    let mut copy = w.clone();
+    copy.metadata.name = Some("w2".into());
+    copy.metadata.uid = None;
+    out.push(format!(
+        "create with rv: {}",
+        code(api.create(&pp, &copy).await)
+    ));
+
     // A JSON patch, then one whose test fails.
     let add = json!([{"op": "add", "path": "/metadata/labels", "value": {"tier": "gold"}}]);
     let w = api
@@ -105,6 +119,11 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     cm.metadata.name = Some("dependent".into());
     cm.metadata.owner_references = w.controller_owner_ref(&()).map(|r| vec![r]);
     let cm = cms.create(&pp, &cm).await?;
+    // A built-in kind's PUT may leave it out: last writer wins.
+    let mut blind = cm.clone();
+    blind.metadata.resource_version = None;
+    let r = cms.replace("dependent", &pp, &blind).await;
+    out.push(format!("configmap blind replace: {}", code(r)));
     out.push(format!(
         "owner: {}",
         cm.owner_references()[0].kind.clone() + "/" + &cm.owner_references()[0].name
@@ -152,8 +171,11 @@ fn a_custom_resource_has_its_status_subresource_json_patches_and_owner_reference
             "created: size 1 gen 1 status None",
             "replaced: size 2 gen 2 status None",
             "status patched: size 2 gen 2 status Some(true)",
+            r#"blind replace: 422 Invalid: widgets.test.reconsim.dev "w" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"#,
+            "create with rv: 500 : resourceVersion should not be set on objects to be created",
             r#"labels: {"tier": "gold"}"#,
             "failed test: 422 Invalid",
+            "configmap blind replace: ok",
             "owner: Widget/w",
             "foreground: 405 MethodNotAllowed",
             "collected: true",
