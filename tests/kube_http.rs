@@ -9,13 +9,15 @@
 //!   until the partition heals, as for any host;
 //! - a service named as a node is refused, naming both.
 
+mod common;
+
+use common::{HOLDS, Holds};
 use reconsim::scenario::Scenario;
 use reconsim::scenario::build::World;
 use reconsim::scenario::extension::Extensions;
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::run_world;
 use reconsim::sim::{SimTime, TraceMode};
-use reconsim::world::apiserver::ApiServer;
 use reconsim::world::object::ObjectKey;
 use reconsim_kube::Kinds;
 use reconsim_kube::http::{Handler, HttpClient, HttpServer};
@@ -121,7 +123,6 @@ mod user {
 
 const SHOP: &str = "shop";
 const PAYMENTS: &str = "payments";
-const HOLDS: &str = "holds";
 
 /// The simulated payments API: a charge per new idempotency key, the same answer for a
 /// key seen before (Stripe's rule); its ledger is in its database, so a crash keeps it.
@@ -172,16 +173,6 @@ impl Handler for Ledger {
     }
 }
 
-/// Holds nothing: every run's invariant list needs one.
-#[derive(Clone, Debug)]
-struct Holds;
-
-impl reconsim::check::Check for Holds {
-    fn check(&mut self, _: &reconsim::check::View<'_>) -> Option<reconsim::check::Violation> {
-        None
-    }
-}
-
 fn extensions() -> Extensions {
     Extensions::new()
         .controller(reconsim_kube::custom(
@@ -217,13 +208,6 @@ fn load(doc: &Value) -> Result<Scenario, String> {
     Scenario::from_value("kube_http", "", doc, &families).map_err(|e| e.to_string())
 }
 
-fn api(world: &World) -> &ApiServer {
-    let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
-        unreachable!("process 0 is the API server")
-    };
-    api
-}
-
 /// What the program wrote, and when.
 fn charges(world: &World) -> Option<(BTreeMap<String, String>, SimTime)> {
     let key = ObjectKey::new(
@@ -231,7 +215,7 @@ fn charges(world: &World) -> Option<(BTreeMap<String, String>, SimTime)> {
         "default",
         "charges",
     );
-    let o = api(world).get(&key)?;
+    let o = world.api().get(&key)?;
     let cm: k8s_openapi::api::core::v1::ConfigMap = reconsim_kube::wire::decode(o)?;
     Some((cm.data.unwrap_or_default(), o.meta.creation_timestamp))
 }

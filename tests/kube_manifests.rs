@@ -3,15 +3,16 @@
 //! objects they name, as kubectl would, with no hook of the user's; what the file gets
 //! wrong is refused with the field's path.
 
+mod common;
+
+use common::{HOLDS, Holds};
 use k8s_openapi::api::core::v1::ConfigMap;
-use reconsim::check::{Check, View, Violation};
 use reconsim::scenario::Scenario;
 use reconsim::scenario::build::World;
 use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::run_world;
 use reconsim::sim::TraceMode;
-use reconsim::world::apiserver::ApiServer;
 use reconsim::world::object::{Lease, Object, ObjectKey, ObjectMeta};
 use reconsim_kube::Kinds;
 use reconsim_kube::kinds::kind_of;
@@ -20,17 +21,6 @@ use std::collections::BTreeMap;
 
 const IDLE: &str = "idle";
 const HOOKED: &str = "hooked";
-/// An invariant that always holds: these runs check the API server's objects at the end.
-const NOTHING_FAILS: &str = "nothing_fails";
-
-#[derive(Clone, Debug)]
-struct NothingFails;
-
-impl Check for NothingFails {
-    fn check(&mut self, _: &View<'_>) -> Option<Violation> {
-        None
-    }
-}
 
 fn extensions() -> Extensions {
     Extensions::new()
@@ -47,7 +37,7 @@ fn extensions() -> Extensions {
                 )])
             }),
         )
-        .invariant(NOTHING_FAILS, || Box::new(NothingFails))
+        .invariant(HOLDS, || Box::new(Holds))
         .host(reconsim_kube::intercept::host)
 }
 
@@ -82,7 +72,7 @@ fn doc(objects: Value, actions: Value) -> Value {
         "controllers": { "custom": [
             { "name": IDLE, "node": "master-0", "objects": objects }
         ] },
-        "invariants": [NOTHING_FAILS],
+        "invariants": [HOLDS],
         "workload": workload,
     })
 }
@@ -92,16 +82,9 @@ fn load(doc: &Value) -> Result<Scenario, String> {
     Scenario::from_value("kube_manifests", "", doc, &families).map_err(|e| e.to_string())
 }
 
-fn api(world: &World) -> &ApiServer {
-    let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
-        unreachable!("process 0 is the API server")
-    };
-    api
-}
-
 fn data(world: &World, name: &str) -> Option<BTreeMap<String, String>> {
     let key = ObjectKey::new(kind_of::<ConfigMap>(), "default", name);
-    let cm: ConfigMap = reconsim_kube::wire::decode(api(world).get(&key)?)?;
+    let cm: ConfigMap = reconsim_kube::wire::decode(world.api().get(&key)?)?;
     Some(cm.data.unwrap_or_default())
 }
 
@@ -132,7 +115,8 @@ fn objects_are_seeded_and_actions_create_patch_and_delete_what_their_manifests_n
     assert_eq!(data(&world, "a"), Some(map(&[("x", "1"), ("y", "2")])));
     assert_eq!(data(&world, "b"), None);
     assert_eq!(data(&world, "c"), Some(map(&[("z", "3")])));
-    let c = api(&world)
+    let c = world
+        .api()
         .get(&ObjectKey::new(kind_of::<ConfigMap>(), "default", "c"))
         .expect("c");
     assert_eq!(c.meta.labels.get("l").map(String::as_str), Some("v"));

@@ -16,7 +16,6 @@ use reconsim::scenario::faults::generate;
 use reconsim::scenario::runner::{Outcome, run_world};
 use reconsim::scenario::{Plan, Scenario};
 use reconsim::sim::{ProcState, TraceMode};
-use reconsim::world::apiserver::ApiServer;
 use reconsim::world::object::ObjectKey;
 use reconsim_kube::kinds::kind_of;
 use reconsim_kube::{Kinds, KubeBridge};
@@ -231,17 +230,11 @@ fn run(s: &Scenario, seed: u64) -> (Outcome, World) {
     run_world(s, seed, generate(s, seed), TraceMode::Hash)
 }
 
-fn api(world: &World) -> &ApiServer {
-    let Some(api) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
-        unreachable!("process 0 is the API server")
-    };
-    api
-}
-
 /// Every Pod as the operator's client reads it, with its name, by name.
 /// The Pods the operator made (not its own, `operator-0`, its entry's Deployment's).
 fn pods(world: &World) -> Vec<(String, Pod)> {
-    api(world)
+    world
+        .api()
         .list(kind_of::<Pod>())
         .filter(|o| !o.meta.name.starts_with(&format!("{OPERATOR}-")))
         .map(|o| {
@@ -263,7 +256,7 @@ fn phase(pod: &Pod) -> Option<&str> {
 /// The data of the ConfigMap the workload of `pod` wrote, if it did.
 fn ran(world: &World, pod: &str) -> Option<std::collections::BTreeMap<String, String>> {
     let key = ObjectKey::new(kind_of::<ConfigMap>(), "default", &user::ran(pod));
-    let cm: ConfigMap = reconsim_kube::wire::decode(api(world).get(&key)?)?;
+    let cm: ConfigMap = reconsim_kube::wire::decode(world.api().get(&key)?)?;
     Some(cm.data.unwrap_or_default())
 }
 
@@ -354,7 +347,8 @@ fn a_deployments_pod_moves_to_the_other_worker_when_its_node_is_cut_off() {
     assert_eq!(data.get("node"), Some(&other));
     // The first pod's container, on the unreachable node, runs on: no one can stop it.
     assert_eq!(host_of(&world, first), Some(lost.as_str()));
-    let Some(deleting) = api(&world)
+    let Some(deleting) = world
+        .api()
         .get(&ObjectKey::new(kind_of::<Pod>(), "default", first))
         .and_then(|o| o.meta.deletion_timestamp)
     else {
@@ -376,7 +370,7 @@ fn a_program_that_returns_is_its_containers_exit_and_the_kubelet_restarts_it() {
     let (outcome, world) = run(&s, 0);
     assert_eq!(outcome.violation, None);
     let key = ObjectKey::new(kind_of::<Pod>(), "default", user::WORKER);
-    let pod = api(&world).get(&key).expect("the Pod");
+    let pod = world.api().get(&key).expect("the Pod");
     let pod = pod
         .typed::<reconsim::world::object::Pod>()
         .expect("a world Pod");

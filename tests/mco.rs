@@ -9,7 +9,6 @@ use reconsim::families::mco::section::CONTROLLER;
 use reconsim::scenario::build::{World, build};
 use reconsim::scenario::{Scenario, faults, library, run_world};
 use reconsim::sim::{SimTime, TraceMode};
-use reconsim::world::apiserver::ApiServer;
 use reconsim::world::manager::Manager;
 use reconsim_mco::model::{MachineConfig, MachineConfigPool};
 use reconsim_world::object::{ConditionStatus, Node, Resource};
@@ -36,15 +35,9 @@ fn machines(world: &World) -> Vec<&McoMachine> {
         .collect()
 }
 
-fn api(world: &World) -> &reconsim::world::apiserver::ApiServer {
-    let Some(a) = world.sim.actor(world.apiserver).component::<ApiServer>() else {
-        unreachable!()
-    };
-    a
-}
-
 fn target(world: &World, pool: &str) -> String {
-    api(world)
+    world
+        .api()
         .list(MachineConfigPool::KIND)
         .find(|p| p.meta.name == pool)
         .and_then(|p| p.typed::<MachineConfigPool>()?.status.configuration.clone())
@@ -156,7 +149,8 @@ fn the_in_flight_gc_collects_and_clears_its_records() {
         let world = run_to_end(&s, seed);
         let deleted = &render_controller(&world).deleted;
         assert!(deleted.len() >= 6, "seed {seed}: deleted only {deleted:?}");
-        let rendered: Vec<&str> = api(&world)
+        let rendered: Vec<&str> = world
+            .api()
             .list(MachineConfig::KIND)
             .filter(|m| m.meta.name.starts_with("rendered-"))
             .map(|m| m.meta.name.as_str())
@@ -170,7 +164,7 @@ fn the_in_flight_gc_collects_and_clears_its_records() {
             },
             "seed {seed}: only the targets are left"
         );
-        for p in api(&world).list(MachineConfigPool::KIND) {
+        for p in world.api().list(MachineConfigPool::KIND) {
             assert!(
                 !p.meta
                     .annotations
@@ -195,7 +189,8 @@ fn the_orphan_policy_deletes_nothing_in_the_scenario() {
     let (outcome, world) = run_world(&s, 0, plan, TraceMode::Hash);
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     let worker_target = target(&world, "worker");
-    let renders: Vec<_> = api(&world)
+    let renders: Vec<_> = world
+        .api()
         .list(MachineConfig::KIND)
         .filter(|m| m.meta.name.starts_with("rendered-worker-"))
         .collect();
@@ -260,7 +255,7 @@ fn no_mco_node_goes_unknown_while_its_machine_runs() {
         let mut registered = std::collections::BTreeSet::new();
         for t in (5_000..=s.duration_ms).step_by(5_000) {
             world.sim.run_until(SimTime(t));
-            for n in api(&world).list(Node::KIND) {
+            for n in world.api().list(Node::KIND) {
                 if !names.contains(&n.meta.name) {
                     continue;
                 }

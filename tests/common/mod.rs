@@ -304,3 +304,16 @@ pub fn twice_each(s: &reconsim::scenario::Scenario, seeds: std::ops::Range<u64>)
     failing.sort();
     failing
 }
+
+/// `holds`: an invariant that always holds, for a test that reads the world at the end
+/// (a scenario names at least one invariant).
+pub const HOLDS: &str = "holds";
+
+#[derive(Clone, Debug)]
+pub struct Holds;
+
+impl reconsim::check::Check for Holds {
+    fn check(&mut self, _: &reconsim::check::View<'_>) -> Option<reconsim::check::Violation> {
+        None
+    }
+}

@@ -34,6 +34,16 @@ pub struct World {
     pub cloud: ProcId,
 }
 
+impl World {
+    /// The API server's state: what a test or a checker reads of the world at the end.
+    pub fn api(&self) -> &ApiServer {
+        let Some(api) = self.sim.actor(self.apiserver).component::<ApiServer>() else {
+            unreachable!("the world's API server process runs the API server")
+        };
+        api
+    }
+}
+
 /// Build the world of `scenario` for `seed` with fault `plan`.
 pub fn build(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> World {
     build_recording(scenario, seed, plan, trace, false)
