@@ -293,7 +293,19 @@ fn the_service_is_a_fault_target_by_its_name() {
 }
 
 #[test]
-fn a_service_named_as_a_node_is_refused() {
+fn a_service_named_as_a_node_a_host_or_a_process_of_the_cluster_is_refused() {
     let e = load(&doc(json!([]), json!([PAYMENTS]))).unwrap_err();
     assert!(e.contains(".topology") && e.contains("`payments`"), "{e}");
+    // The cluster's host `cloud`, and the shop's own pod `shop-0`.
+    for taken in ["cloud", "shop-0"] {
+        let families = reconsim::families::builtin()
+            .with(extensions().service(taken, |_| HttpServer::boxed(Ledger::default())));
+        let e = Scenario::from_value("kube_http", "", &doc(json!([]), json!([])), &families)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(".controllers") && e.contains(&format!("`{taken}`")),
+            "{e}"
+        );
+    }
 }

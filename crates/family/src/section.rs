@@ -2,8 +2,9 @@
 //!
 //! The scenario builder calls every section of a scenario in the registry's order
 //! ([`crate::Families`]): `services` first (their processes start right after the
-//! cloud), `seed` and `images` before the cluster's processes start, `spawn` after them, `workload` for the user's script; the runner calls `converged`
-//! once faults heal. The section is plain data (cloneable, serializable back into the
+//! cloud), `seed` and `images` before the cluster's processes start, `spawn` after
+//! them, `workload` for the user's script; the runner calls `converged` once faults
+//! heal. The section is plain data (cloneable, serializable back into the
 //! file it came from), so failure files embed it and tests can edit it typed
 //! ([`FamilySection`]'s `as_any_mut`, through `Controllers::get_mut` of the scenario
 //! crate).

@@ -767,14 +767,32 @@ impl Scenario {
         for (i, h) in hosts.iter().enumerate() {
             if !seen.insert(h) {
                 let control_plane = FIXED_HOSTS.len() + self.topology.control_plane_nodes.len();
-                if i >= control_plane + self.topology.worker_nodes.len() {
-                    return err(
-                        ".topology",
-                        format!(
-                            "no host named as a service this binary registers; `{h}` is \
-                             both (rename the node, or the service)"
-                        ),
-                    );
+                let nodes_end = control_plane + self.topology.worker_nodes.len();
+                if i >= nodes_end {
+                    // A service's host: named as the cluster's, a node, or another service.
+                    let first = hosts.iter().position(|o| o == h).unwrap_or(i);
+                    return if first < FIXED_HOSTS.len() {
+                        err(
+                            ".controllers",
+                            format!(
+                                "services this binary registers named apart from the \
+                                 cluster's hosts {FIXED_HOSTS:?}; `{h}` is one"
+                            ),
+                        )
+                    } else if first < nodes_end {
+                        err(
+                            ".topology",
+                            format!(
+                                "no node named as a service this binary registers; `{h}` is \
+                                 both (rename the node, or the service)"
+                            ),
+                        )
+                    } else {
+                        err(
+                            ".controllers",
+                            format!("services with unique names; two families register `{h}`"),
+                        )
+                    };
                 }
                 let path = if i < control_plane {
                     ".topology.control_plane_nodes"
@@ -809,6 +827,18 @@ impl Scenario {
                 .validate(&context)
                 .map_err(|e| param(e.under(&format!(".controllers.{name}"))))?;
             processes.extend(section.processes());
+        }
+        // A service's process is named as its host: apart from every other process.
+        for service in self.service_names() {
+            if processes.iter().filter(|p| **p == service).count() > 1 {
+                return err(
+                    ".controllers",
+                    format!(
+                        "services this binary registers named apart from the world's \
+                         processes; `{service}` is one"
+                    ),
+                );
+            }
         }
         for (i, name) in self.invariants.iter().enumerate() {
             if self.families.invariant(name).is_none() {
