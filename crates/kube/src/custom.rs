@@ -86,6 +86,18 @@ impl Manifests for Kinds {
         self.decodes(kind, manifest)
             .map_err(|why| format!("a {kind} as its type reads it: {why}"))?;
         let namespace = manifest["metadata"]["namespace"].as_str().unwrap_or("");
+        // As a create would store it: a custom resource with a status subresource is
+        // born without the status its manifest gives (docs/semantics.md 4.11).
+        let mut created;
+        let manifest = if served.custom_resource() && served.status_subresource {
+            created = manifest.clone();
+            if let Some(top) = created.as_object_mut() {
+                top.remove("status");
+            }
+            &created
+        } else {
+            manifest
+        };
         let parsed = wire::from_json(manifest, served, namespace).map_err(|r| r.message)?;
         if parsed.resource_version.is_some() || parsed.uid.is_some() {
             // Both are the server's: a create with a resourceVersion is refused

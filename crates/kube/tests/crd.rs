@@ -4,7 +4,7 @@
 //! touches status alone), a JSON patch and its failing `test`, owner references and the
 //! garbage collector, the clear answers for a kind not served and a propagation policy
 //! not modelled, and the writes the real server refuses: a custom resource's PUT with no
-//! resourceVersion (422), a create that names one (500).
+//! resourceVersion (422), a create that names one (500), the status of a create (dropped).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -85,6 +85,13 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     out.push(format!(
         "create with rv: {}",
         code(api.create(&pp, &copy).await)
+    ));
+    // Create cannot set the status of a kind with a status subresource.
+    let mut born = Widget::new("w3", WidgetSpec { size: 3 });
+    born.status = Some(WidgetStatus { ready: true });
+    out.push(format!(
+        "created with status: {}",
+        seen(&api.create(&pp, &born).await?)
     ));
 
     // A JSON patch, then one whose test fails.
@@ -173,6 +180,7 @@ fn a_custom_resource_has_its_status_subresource_json_patches_and_owner_reference
             "status patched: size 2 gen 2 status Some(true)",
             r#"blind replace: 422 Invalid: widgets.test.reconsim.dev "w" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"#,
             "create with rv: 500 : resourceVersion should not be set on objects to be created",
+            "created with status: size 3 gen 1 status None",
             r#"labels: {"tier": "gold"}"#,
             "failed test: 422 Invalid",
             "configmap blind replace: ok",
