@@ -21,7 +21,8 @@ pub const CLOUD: &str = "cloud";
 /// program over `kinds`, made again at every start of a container (a restart runs it
 /// anew). Its entries' `objects` and its `create`, `patch` and `delete` actions are
 /// manifests of `kinds`. The program reaches the world's cloud as the service [`CLOUD`]
-/// and each of the user's own services (`Extensions::service`) by its name. `container` says which pod it is (`pod_name`: a replica's identity, as a
+/// and each of the user's own services (`Extensions::service`) by its name.
+/// `container` says which pod it is (`pod_name`: a replica's identity, as a
 /// Deployment's pod reads its own name from the downward API).
 ///
 /// ```
@@ -86,19 +87,10 @@ impl Manifests for Kinds {
         self.decodes(kind, manifest)
             .map_err(|why| format!("a {kind} as its type reads it: {why}"))?;
         let namespace = manifest["metadata"]["namespace"].as_str().unwrap_or("");
-        // As a create would store it: a custom resource with a status subresource is
-        // born without the status its manifest gives (docs/semantics.md 4.11).
-        let mut created;
-        let manifest = if served.custom_resource() && served.status_subresource {
-            created = manifest.clone();
-            if let Some(top) = created.as_object_mut() {
-                top.remove("status");
-            }
-            &created
-        } else {
-            manifest
-        };
-        let parsed = wire::from_json(manifest, served, namespace).map_err(|r| r.message)?;
+        // As a create would store it.
+        let mut created = manifest.clone();
+        served.prepare_for_create(&mut created);
+        let parsed = wire::from_json(&created, served, namespace).map_err(|r| r.message)?;
         if parsed.resource_version.is_some() || parsed.uid.is_some() {
             // Both are the server's: a create with a resourceVersion is refused
             // (apiserver storage/etcd3/store.go, Create: "resourceVersion should not be

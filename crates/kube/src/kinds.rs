@@ -87,6 +87,19 @@ impl Served {
     pub fn custom_resource(self) -> bool {
         !self.strategic_merge
     }
+
+    /// What a create keeps of a client's `body`: a custom resource with a status
+    /// subresource is born without the status it carries ("create cannot set status",
+    /// apiextensions-apiserver's `customResourceStrategy.PrepareForCreate`;
+    /// docs/semantics.md 4.11).
+    pub fn prepare_for_create(self, body: &mut Value) {
+        if self.custom_resource()
+            && self.status_subresource
+            && let Some(top) = body.as_object_mut()
+        {
+            top.remove("status");
+        }
+    }
 }
 
 /// The kinds a world serves, found by their REST path.

@@ -409,14 +409,7 @@ fn route_or_refuse(
                 ));
             }
             let mut v = json_body(body, &format!("a {kind}'s JSON"))?;
-            // A custom resource with a status subresource: create cannot set status
-            // (apiextensions-apiserver customResourceStrategy.PrepareForCreate drops it).
-            if t.served.custom_resource()
-                && t.served.status_subresource
-                && let Some(top) = v.as_object_mut()
-            {
-                top.remove("status");
-            }
+            t.served.prepare_for_create(&mut v);
             if let Some(other) = v["metadata"]["namespace"].as_str()
                 && !other.is_empty()
                 && other != ns
