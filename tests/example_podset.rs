@@ -174,9 +174,30 @@ fn proptest_finds_the_bug_and_its_shrunk_case_replays() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["reproduced"], true);
     assert_eq!(doc["trace_hash"], failure.trace_hash.as_str());
-    // The profile draws one to three partitions and maybe a crash; one partition is
-    // enough, and proptest shrinks to it.
-    assert!(shrunk.plan.len() <= 2, "{:?}", shrunk.plan);
+    // The profile draws one to three partitions and maybe a crash. proptest shrinks the
+    // case it found; `reconsim shrink` takes the rest to faults that are each needed:
+    // a dropping partition, and without any one of them the case holds.
+    let (small, report) = reconsim::scenario::shrink::shrink(&failure, 200);
+    assert!(report.faults_after <= shrunk.plan.len(), "{report:?}");
+    assert!(small.replay(TraceMode::Hash).reproduced);
+    assert!(
+        small
+            .plan
+            .faults
+            .iter()
+            .any(|f| matches!(f.fault, reconsim::sim::Fault::Partition { .. })),
+        "{:?}",
+        small.plan
+    );
+    for i in 0..small.plan.faults.len() {
+        let mut fewer = small.clone();
+        fewer.plan.faults.remove(i);
+        assert!(
+            fewer.replay(TraceMode::Hash).outcome.violation.is_none(),
+            "fault {i} is not needed: {:?}",
+            small.plan
+        );
+    }
 }
 
 #[test]

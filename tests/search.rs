@@ -5,7 +5,9 @@
 //! - its report is the same for any number of jobs;
 //! - every clean scenario stays clean over its whole single-perturbation plan set, by
 //!   its invariants and by the differential oracle, but for one documented race of the
-//!   modelled controller, which the fix closes;
+//!   modelled controller, which the fix closes, and the ambiguous create: a connection
+//!   reset that fails a create which took effect (docs/semantics.md 4.12), after which a
+//!   controller that keeps no expectation of it counts again;
 //! - group plans (every race-directed perturbation at once) find the narrow KCP races
 //!   within a few runs, and in two clean scenarios of v0.3.4 the documented
 //!   health-recheck race, which no invariant of theirs checks;
@@ -37,13 +39,20 @@ fn shipped(name: &str) -> Scenario {
 
 /// Search `scenario`, keeping the failure file of each failing plan.
 fn run(scenario: &Scenario, config: &SearchConfig) -> (SearchReport, Vec<FailureFile>) {
+    let (report, keyed) = run_keyed(scenario, config);
+    (report, keyed.into_iter().map(|(_, f)| f).collect())
+}
+
+/// [`run`], each file with its plan's (seed, place in the run order), by time.
+type Keyed = Vec<((u64, usize), FailureFile)>;
+fn run_keyed(scenario: &Scenario, config: &SearchConfig) -> (SearchReport, Keyed) {
     let files = Mutex::new(Vec::new());
-    let report = search(scenario, config, &|_, _, _, outcome, plan| {
+    let report = search(scenario, config, &|seed, i, _, outcome, plan| {
         let f = FailureFile::new(scenario, plan, outcome).expect("a violation");
-        files.lock().unwrap().push(f);
+        files.lock().unwrap().push(((seed, i), f));
     });
     let mut files = files.into_inner().unwrap();
-    files.sort_by_key(|f| f.time_ms);
+    files.sort_by_key(|(key, f)| (f.time_ms, *key));
     (report, files)
 }
 
@@ -110,7 +119,7 @@ fn search_reports_the_same_whatever_the_jobs() {
     let s = shipped("kcp-upgrade-stale-leader-candidate");
     let one = SearchConfig {
         jobs: 1,
-        ..singles(60)
+        ..singles(100)
     };
     let two = SearchConfig {
         jobs: 3,
@@ -142,27 +151,51 @@ fn search_finds_the_stale_cache_race_of_the_fixed_machine_api_and_the_idempotent
     // faults): the leader-election fix alone still launches a second instance when
     // a reconcile reads a cache without the instance's id while the cloud's
     // DescribeInstances cannot see the new instance yet. Search finds it from seed 0
-    // by breaking the Machine controller's watch right after its instance-id patch.
+    // by breaking the Machine controller's watch right after its instance-id patch (a
+    // lost event, or the patch's answer lost with its connection), or by losing the
+    // RunInstances answer with its connection.
     let s = shipped("machineapi-leader-election");
     let config = SearchConfig {
         differential: true,
         ..singles(5000)
     };
-    let (report, files) = run(&s, &config);
+    let (report, files) = run_keyed(&s, &config);
     assert!(!report.failures.is_empty());
+    let mut launches = Vec::new();
     for f in &report.failures {
         assert_eq!(f.invariant, "no_duplicate_machines");
+        let file = file_of(&files, f);
+        // The MachineSet's ambiguous create is another race, of another controller,
+        // which no client token closes (every_clean_scenario_holds_... has it).
+        if ambiguous_create(file, &f.description) {
+            assert!(f.description.contains("machineset-controller-0"));
+            continue;
+        }
+        launches.push(file);
+        // Or the same race from the other side: the RunInstances answer lost with its
+        // connection (a reset, semantics 4.12), the call retried before DescribeInstances
+        // can see the instance it made.
+        let broken_watch = (f.description.starts_with("drop_event:")
+            && f.description.contains("to machine-controller-0")
+            && f.description.contains("Modified Machine"))
+            // The connection reset as the instance-id patch is answered: the patch's
+            // event is lost with it, and the cache lacks the id until the relist.
+            || (f.description.starts_with("lose_answer:")
+                && f.description.contains("of machine-controller-0")
+                && f.description.contains("patch Machine"));
+        let lost_launch = f.description.starts_with("lose_answer:")
+            && f.description.contains("of machine-controller-0")
+            && f.description.contains("call RunInstances");
         assert!(
-            f.description.starts_with("drop_event:")
-                && f.description.contains("to machine-controller-0")
-                && f.description.contains("Modified Machine"),
+            broken_watch || lost_launch,
             "an unexpected failure of the fixed scenario: {}",
             f.description
         );
     }
     // The client token (idempotent RunInstances) is the fix: every one of those plans
     // holds with it.
-    for file in &files {
+    assert!(!launches.is_empty());
+    for file in launches {
         let mut fixed = file.clone();
         fixed
             .scenario
@@ -175,38 +208,86 @@ fn search_finds_the_stale_cache_race_of_the_fixed_machine_api_and_the_idempotent
 }
 
 /// Every failure a clean scenario shows over its single-perturbation plans, by its
-/// invariants or by the differential oracle.
-fn clean_failures(s: &Scenario) -> Vec<String> {
+/// invariants or by the differential oracle, but the ambiguous creates; and how many
+/// of those there were.
+fn clean_failures(s: &Scenario) -> (Vec<String>, usize) {
     let config = SearchConfig {
         differential: true,
         ..singles(100_000)
     };
-    let (report, _) = run(s, &config);
+    let (report, files) = run_keyed(s, &config);
     assert!(report.seeds[0].reference.violation.is_none(), "{}", s.name);
-    report
-        .failures
-        .iter()
-        .map(|f| {
-            format!(
+    assert_eq!(files.len(), report.failures.len());
+    let mut other = Vec::new();
+    let mut ambiguous = 0;
+    for f in &report.failures {
+        let file = file_of(&files, f);
+        if ambiguous_create(file, &f.description) {
+            ambiguous += 1;
+        } else {
+            other.push(format!(
                 "{}: plan #{} {} -> {}",
                 s.name, f.plan, f.description, f.invariant
-            )
-        })
-        .collect()
+            ));
+        }
+    }
+    (other, ambiguous)
+}
+
+/// The failure file of a search's failure.
+fn file_of<'a>(files: &'a Keyed, f: &reconsim::scenario::search::SearchFailure) -> &'a FailureFile {
+    files
+        .iter()
+        .find(|(key, _)| *key == (f.seed, f.plan))
+        .map(|(_, file)| file)
+        .expect("each failure has its file")
+}
+
+/// The ambiguous create (docs/semantics.md 4.12): the plan resets the controller's
+/// connection (a lost watch event or answer), a create of its that took effect fails
+/// with it ("timed out": the reconcile cannot tell), and the controller, which keeps no
+/// expectation of what failed (Kubernetes' ReplicaSet does not either), creates one
+/// too many. Told by the plan, the violation's message and the explanation, which must
+/// show that failed create.
+fn ambiguous_create(file: &FailureFile, description: &str) -> bool {
+    let reset = description.starts_with("drop_event:") || description.starts_with("lose_answer:");
+    let too_many = file.message.contains("was created")
+        || (file.invariant == "podset_max_pods" && file.message.contains("active Pods"));
+    if !(reset && too_many) {
+        return false;
+    }
+    let story = explain::explain(file).expect("it replays").lines;
+    story.iter().any(|line| {
+        line.contains("ends in error")
+            && line.contains("timed out")
+            && line.to_lowercase().contains("creat")
+    })
 }
 
 #[test]
 fn every_clean_scenario_holds_over_its_single_perturbations() {
     let mut failures = Vec::new();
+    let mut ambiguous = Vec::new();
     for path in library::files().unwrap() {
         let s = Scenario::load(&path, &builtin()).unwrap();
         // Its one documented race has its own test above.
         if s.expect != Expect::Clean || s.name == "machineapi-leader-election" {
             continue;
         }
-        failures.extend(clean_failures(&s));
+        let (other, n) = clean_failures(&s);
+        failures.extend(other);
+        if n > 0 {
+            ambiguous.push(s.name.clone());
+        }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+    // The MachineSet and KCP controllers keep nothing of a create that failed, and
+    // count an ambiguous create twice; the MCO's render controller names its configs
+    // by their content, so a second create is AlreadyExists, and never does.
+    assert!(
+        !ambiguous.is_empty() && ambiguous.iter().all(|n| !n.starts_with("mco-")),
+        "{ambiguous:?}"
+    );
 }
 
 fn podset_families() -> Families {
@@ -223,7 +304,9 @@ fn podset(name: &str) -> Scenario {
 #[test]
 fn the_podset_example_is_caught_by_search_and_its_fixes_hold_over_every_single_plan() {
     for fixed in ["podset-fixed", "podset-deposed-leader-fenced"] {
-        let failures = clean_failures(&podset(fixed));
+        // Expectations do not survive a create that failed (controller.rs): the
+        // ambiguous create may still count twice, in Kubernetes as here.
+        let (failures, _) = clean_failures(&podset(fixed));
         assert!(failures.is_empty(), "{failures:#?}");
     }
     for buggy in ["podset-buggy", "podset-deposed-leader"] {

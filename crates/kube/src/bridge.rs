@@ -684,6 +684,13 @@ impl Component for KubeBridge {
         Some(RETRANSMIT_OPEN_MS)
     }
 
+    /// HTTP/1.1: each request and each watch has a connection of its own, so a lost
+    /// message breaks that one only (its request fails, its watch ends: what
+    /// `gave_up` says), not every connection as a client-go client's shared HTTP/2 one.
+    fn broken_by_drop(&self, _msg: &Msg) -> Option<Msg> {
+        None
+    }
+
     /// HTTP/1.1: each request in flight has a connection of its own, so two sent at
     /// once (a `try_join!`, two reconciles) may reach the server in either order.
     fn lane(&self, msg: &Msg) -> u32 {

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PartitionMode {
-    /// The message is lost (a broken connection).
+    /// The message is lost and its connection with it (a reset): the connection's
+    /// client end hears of it at once (docs/semantics.md 4.12).
     Drop,
     /// The message waits and is delivered, in order, after the partition heals.
     Hold,
@@ -59,15 +60,17 @@ pub enum Fault<F> {
     ClockSkew { process: String, offset_ms: i64 },
     /// A world fault, handed to the named process's `on_fault`.
     Inject { process: String, fault: F },
-    /// Anchored only: the anchor's message is lost. A request: its caller times out. A
-    /// message of a stream (a watch event): its connection breaks, and the receiver
-    /// hears of it as TCP would tell it ([`crate::Actor::broken_by_drop`]).
+    /// Anchored only: the anchor's message is lost, and with it its connection (TCP
+    /// never loses one message silently): the connection's client end (a request's
+    /// sender, an answer's or a stream's receiver) hears of it as its transport would
+    /// tell it ([`crate::Actor::broken_by_drop`], else [`crate::Actor::gave_up`]).
     DropMessage,
     /// Anchored only: the anchor's message takes this much longer (its link is FIFO, so
     /// what follows it on the link waits too: a stalled stream).
     DelayMessage { extra_ms: u64 },
     /// Anchored only: the answer to the anchor's request is lost (the request took
-    /// effect; its caller times out not knowing).
+    /// effect) and its connection breaks: its caller hears the request failed, not
+    /// knowing whether it took effect.
     LoseAnswer,
 }
 

@@ -104,10 +104,12 @@ pub trait Actor: Sized {
     fn subject(_msg: &Self::Msg) -> Option<String> {
         None
     }
-    /// What the receiver of `msg` gets when a fault drops it, if its connection would
-    /// notice: TCP never loses one message of a stream silently, so a dropped watch
-    /// event is a broken connection the client hears of (a reset).
-    fn broken_by_drop(_msg: &Self::Msg) -> Option<Self::Msg> {
+    /// What this process, the client end of the connection that carried `msg` (a
+    /// request's sender, an answer's or a stream's receiver), hears when a fault or a
+    /// dropping partition loses it: TCP never loses one message of a connection
+    /// silently, it breaks the connection (a reset). `None`, the default: what
+    /// [`Actor::gave_up`] says (the request failed, the stream ended).
+    fn broken_by_drop(&self, _msg: &Self::Msg) -> Option<Self::Msg> {
         None
     }
     /// How long this process's transport keeps trying to carry `msg` (which it `sent`,

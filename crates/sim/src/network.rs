@@ -8,7 +8,9 @@
 //! ([`crate::Actor::lane`]); each lane is its own FIFO link, so messages on two lanes may
 //! arrive in either order. Messages between processes on one host are never cut. Partitions are
 //! checked when a message arrives, so one sent just before a partition starts is caught by
-//! it; a `Hold` partition parks messages and releases them, in order, when it heals, but
+//! it. A `Drop` partition loses the message with its connection, never silently: the
+//! connection's client end hears of it at once (a reset; docs/semantics.md 4.12). A
+//! `Hold` partition parks messages and releases them, in order, when it heals, but
 //! only within TCP's real bounds (docs/semantics.md 4.6): the sender's kernel
 //! retransmits unacknowledged data while the socket is open, and a client-go client
 //! closes a dead connection about 45 s in (its HTTP/2 health check), after which the
@@ -94,6 +96,10 @@ pub(crate) struct Network {
     /// Last scheduled delivery on each link (sender, receiver, the sender's lane):
     /// (time, tie-break). Looked up, never iterated.
     links: HashMap<(ProcId, ProcId, u32), (SimTime, u32)>,
+    /// How many times the connection between two processes (the lower id first) was
+    /// reset: a message carries the count at its send, and one sent before a reset is
+    /// lost with the connection. Looked up, never iterated; empty until a reset.
+    resets: HashMap<(ProcId, ProcId), u32>,
 }
 
 impl Network {
@@ -170,6 +176,21 @@ impl Network {
         };
         *slot = at;
         at
+    }
+
+    /// The generation of the connection between `a` and `b`: how many times it was
+    /// reset ([`Network::reset`]).
+    pub fn conn(&self, a: ProcId, b: ProcId) -> u32 {
+        if self.resets.is_empty() {
+            return 0;
+        }
+        self.resets.get(&(a.min(b), a.max(b))).copied().unwrap_or(0)
+    }
+
+    /// The connection between `a` and `b` broke: what is in flight on it is lost.
+    pub fn reset(&mut self, a: ProcId, b: ProcId) {
+        let n = self.resets.entry((a.min(b), a.max(b))).or_insert(0);
+        *n = n.wrapping_add(1);
     }
 
     /// Forget a link's history (a process restarted: new connections).

@@ -37,6 +37,9 @@ pub enum DropReason {
     /// An anchored fault dropped it (the message, an answer, or the send of a process
     /// that crashed just before it).
     Fault,
+    /// Its connection was reset after it was sent: a message lost on the connection
+    /// broke it, and what was still in flight on it is lost too (docs/semantics.md 4.12).
+    Reset,
 }
 
 /// One thing that happened.

@@ -58,6 +58,39 @@ fn drop_partition_loses_crossing_messages_only_and_heals() {
 }
 
 #[test]
+fn a_message_a_dropping_partition_loses_breaks_its_connection_for_the_client() {
+    // TCP never loses one message of a stream silently (semantics 4.12): each loss is
+    // heard by the stream's receiver (the client end), at the loss, as its transport
+    // says (`gave_up`: `GaveUp(i)` for `Seq(i)`). Nothing is heard on side a.
+    let fault = partition(&["a1", "a2"], &["b"], PartitionMode::Drop, false);
+    let (sim, [s, r_same, r_other]) = partition_world(fault, 100, 200);
+    let heard: Vec<(u64, u64)> = log(&sim, r_other)
+        .iter()
+        .filter_map(|e| match e {
+            Seen::Msg {
+                now,
+                from,
+                msg: Msg::GaveUp(n),
+            } if *from == r_other => Some((*now, *n)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(heard, (10..30).map(|i| (8 + 10 * i, i)).collect::<Vec<_>>());
+    for p in [s, r_same] {
+        assert!(
+            !log(&sim, p).iter().any(|e| matches!(
+                e,
+                Seen::Msg {
+                    msg: Msg::GaveUp(_),
+                    ..
+                }
+            )),
+            "{p} heard of a loss it had no part in"
+        );
+    }
+}
+
+#[test]
 fn hold_partition_delivers_held_messages_in_order_after_heal() {
     let fault = partition(&["a1", "a2"], &["b"], PartitionMode::Hold, false);
     let (sim, [s, r_same, r_other]) = partition_world(fault, 100, 200);

@@ -143,6 +143,15 @@ pub trait Component: fmt::Debug + 'static {
     fn retransmits_ms(&self, _msg: &Msg, _sent: bool) -> Option<u64> {
         None
     }
+    /// What this component, the client end of the connection that carried `msg`,
+    /// hears when a fault or a dropping partition loses it: see
+    /// [`reconsim_sim::Actor::broken_by_drop`]. The default, a client-go client's: its
+    /// requests and watches share one HTTP/2 connection to the API server, so the loss
+    /// of any of them breaks it, as a reset ([`Msg::ConnectionReset`]: every reflector
+    /// relists, every request on it fails). A service call's connection is its own.
+    fn broken_by_drop(&self, msg: &Msg) -> Option<Msg> {
+        matches!(msg, Msg::Api(_) | Msg::ApiResp(_) | Msg::Watch(_)).then_some(Msg::ConnectionReset)
+    }
     /// Which of this component's connections to its receiver `msg` goes on: see
     /// [`reconsim_sim::Actor::lane`]. 0, the default: one connection per receiver.
     fn lane(&self, _msg: &Msg) -> u32 {

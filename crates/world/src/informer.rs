@@ -274,6 +274,17 @@ impl Informer {
         );
     }
 
+    /// The connection broke: every reflector with a list, a watch-open or a watch on it
+    /// failed and backs off. One already backing off has nothing on it and keeps its
+    /// own timer (client-go's reflectors back off each on its own).
+    fn connection_lost(&mut self, ctx: &mut WorldCtx<'_>) {
+        for i in 0..self.reflectors.len() {
+            if self.reflectors[i].phase != Phase::Idle {
+                self.retry(i, ctx);
+            }
+        }
+    }
+
     /// Offer a message to the informer. Returns false if it is not the informer's; else
     /// appends every object whose cached state changed (for a deletion: its last state).
     pub fn handle(
@@ -293,9 +304,7 @@ impl Informer {
                 // The server's connections were reset: every watch on them is gone.
                 self.ping = None;
                 self.last_heard = ctx.now();
-                for i in 0..self.reflectors.len() {
-                    self.retry(i, ctx);
-                }
+                self.connection_lost(ctx);
                 true
             }
             Msg::Watch(ev) => {
@@ -503,9 +512,7 @@ impl Informer {
                 // Dead connection: every watch and request on it is gone.
                 self.ping = None;
                 self.last_heard = now;
-                for i in 0..self.reflectors.len() {
-                    self.retry(i, ctx);
-                }
+                self.connection_lost(ctx);
                 ctx.set_timer(READ_IDLE_TIMEOUT_MS, timer);
             }
         }

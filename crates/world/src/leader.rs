@@ -316,6 +316,19 @@ impl LeaderElector {
 
     /// Offer a message; API responses to the elector's requests are its own.
     pub fn handle(&mut self, msg: &Msg, ctx: &mut WorldCtx<'_>) -> Handled {
+        if let Msg::ConnectionReset = msg {
+            // Its connection broke: the request in flight on it failed (the reset is
+            // also other components', so it is never only ours).
+            if let Some(f) = self.in_flight.take() {
+                ctx.cancel_timer(f.timeout);
+                ctx.note(|| format!("leader: request {:#x} failed: connection reset", f.req));
+                return Handled {
+                    ours: false,
+                    event: self.attempt_done(false, ctx),
+                };
+            }
+            return Handled::NOT_OURS;
+        }
         let Msg::ApiResp(resp) = msg else {
             return Handled::NOT_OURS;
         };

@@ -28,7 +28,7 @@ pub use crate::fault::Failpoints;
 use crate::fault::{FailpointAction, WorldFault};
 use crate::informer::{Informer, RelistNotify};
 use crate::leader::{LeaderConfig, LeaderElector, LeaderEvent};
-use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
+use crate::msg::{Lost, Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
 use crate::reconcile_error::{Protocol, ReconcileError};
 use reconsim_sim::{ProcId, SimRng, SimTime};
@@ -357,10 +357,45 @@ struct Controller {
     reconciler: Box<dyn Reconciler>,
     queue: WorkQueue,
     ids: ReqIds,
-    /// The request the current reconcile waits on.
-    in_flight: Option<u64>,
+    /// What the current reconcile waits on: a request's (or a sleep's) id, and which.
+    in_flight: Option<(u64, Wait)>,
     reconciles: u64,
 }
+
+/// What a reconcile's step waits on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Wait {
+    /// The answer of a read on the API server's connection: a reset makes client-go
+    /// send it again ([`Read`]).
+    Read(Read),
+    /// The answer of a write on the API server's connection, which a reset fails.
+    Write,
+    /// The answer of a service's call (the cloud's), on a connection of its own.
+    Service,
+    /// The end of a sleep.
+    Sleep,
+}
+
+/// A read in flight, kept to send again: client-go retries a GET that failed with a
+/// connection reset (or an EOF), after the `Retry-After: 1` it gives itself, and never
+/// a write, "as they are not idempotent" (rest `request.go`, `isErrRetryableFunc`;
+/// docs/semantics.md 4.12).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Read {
+    op: ApiOp,
+    /// Times sent again so far.
+    retries: u8,
+    /// Waiting out its `Retry-After`: on no connection, so no reset fails it.
+    waiting: bool,
+}
+
+/// client-go's `Retry-After` for a GET that failed with a connection reset.
+const READ_RETRY_AFTER_MS: u64 = 1_000;
+/// How many times a read is sent again. client-go allows `maxRetries` (10), but only
+/// for a reset or an EOF (`net.IsConnectionReset`, `net.IsProbableEOF`): the retry
+/// dials a new connection, and while the link is still cut that dial is refused,
+/// which is neither, so the read fails then. One retry is what a cut leaves.
+const READ_RETRIES_MAX: u8 = 1;
 
 /// Settings of a manager process.
 #[derive(Clone, Debug, Default)]
@@ -615,15 +650,18 @@ impl Component for Manager {
             }
             AnyTimer::Manager(Timer::RequestTimeout { ctrl, req }) => {
                 let c = &mut self.controllers[ctrl as usize];
-                if c.in_flight == Some(req) {
+                if c.in_flight.as_ref().is_some_and(|(id, _)| *id == req) {
                     c.in_flight = None;
                     self.step(ctrl as usize, Some(Reply::TimedOut), ctx);
                     self.pump(ctrl as usize, ctx);
                 }
             }
+            AnyTimer::Manager(Timer::Retry { ctrl, req }) => {
+                self.retry_read(ctrl as usize, req, ctx);
+            }
             AnyTimer::Manager(Timer::Wake { ctrl, req }) => {
                 let c = &mut self.controllers[ctrl as usize];
-                if c.in_flight == Some(req) {
+                if c.in_flight.as_ref().is_some_and(|(id, _)| *id == req) {
                     c.in_flight = None;
                     self.step(ctrl as usize, Some(Reply::Woke), ctx);
                     self.pump(ctrl as usize, ctx);
@@ -657,6 +695,13 @@ impl Manager {
 
     /// A message as it reaches the manager's code (after any watch stall).
     fn handle(&mut self, msg: Msg, ctx: &mut WorldCtx<'_>) {
+        match msg {
+            Msg::ConnectionReset => return self.connection_reset(ctx),
+            Msg::ConnectionLost(Lost::Request(id)) => {
+                return self.failed(id, |w| *w == Wait::Service, ctx);
+            }
+            _ => {}
+        }
         let mut changes = std::mem::take(&mut self.changes);
         if self.informer.handle(&msg, ctx, &mut changes) {
             self.offer(&changes, ctx);
@@ -681,12 +726,99 @@ impl Manager {
         if let Some(i) = self
             .controllers
             .iter()
-            .position(|c| c.in_flight == Some(id))
+            .position(|c| c.in_flight.as_ref().is_some_and(|(f, _)| *f == id))
         {
             self.controllers[i].in_flight = None;
             self.step(i, Some(reply), ctx);
             self.pump(i, ctx);
         }
+    }
+
+    /// The API server's connection broke (a lost message of it, the server's restart;
+    /// client-go keeps one HTTP/2 connection for all, semantics 4.12): every watch on
+    /// it relists, and the elector's and every controller's request on it failed.
+    fn connection_reset(&mut self, ctx: &mut WorldCtx<'_>) {
+        let mut changes = std::mem::take(&mut self.changes);
+        self.informer
+            .handle(&Msg::ConnectionReset, ctx, &mut changes);
+        self.offer(&changes, ctx);
+        changes.clear();
+        self.changes = changes;
+        if let Some(e) = &mut self.elector {
+            let handled = e.handle(&Msg::ConnectionReset, ctx);
+            self.on_leader_event(handled.event, ctx);
+            if self.exited {
+                return;
+            }
+        }
+        for i in 0..self.controllers.len() {
+            match &mut self.controllers[i].in_flight {
+                Some((id, Wait::Write)) => {
+                    let id = *id;
+                    self.failed(id, |w| *w == Wait::Write, ctx);
+                }
+                Some((_, Wait::Read(read))) if read.waiting => {}
+                Some((id, Wait::Read(read))) if read.retries < READ_RETRIES_MAX => {
+                    read.waiting = true;
+                    let req = *id;
+                    ctx.set_timer(
+                        READ_RETRY_AFTER_MS,
+                        Msg::Timer(AnyTimer::Manager(Timer::Retry {
+                            ctrl: i as u16,
+                            req,
+                        })),
+                    );
+                }
+                Some((id, Wait::Read(_))) => {
+                    let id = *id;
+                    self.failed(id, |w| matches!(w, Wait::Read(_)), ctx);
+                }
+                _ => {}
+            }
+        }
+        self.maybe_start(ctx);
+    }
+
+    /// Request `id`, waited on as `wait` says, failed with a transport error: the
+    /// reconcile waiting on it sees it fail, as when it timed out.
+    fn failed(&mut self, id: u64, wait: impl Fn(&Wait) -> bool, ctx: &mut WorldCtx<'_>) {
+        if let Some(i) = self.controllers.iter().position(|c| {
+            c.in_flight
+                .as_ref()
+                .is_some_and(|(f, w)| *f == id && wait(w))
+        }) {
+            self.controllers[i].in_flight = None;
+            self.step(i, Some(Reply::TimedOut), ctx);
+            self.pump(i, ctx);
+        }
+    }
+
+    /// Send controller `ctrl`'s read `req` again, as a new request (an answer to the
+    /// old one is no longer waited for), with its own timeout.
+    fn retry_read(&mut self, ctrl: usize, req: u64, ctx: &mut WorldCtx<'_>) {
+        let c = &mut self.controllers[ctrl];
+        let Some((id, Wait::Read(read))) = &mut c.in_flight else {
+            return;
+        };
+        if *id != req || !read.waiting {
+            return;
+        }
+        read.waiting = false;
+        read.retries += 1;
+        let next = c.ids.issue();
+        *id = next;
+        let op = read.op.clone();
+        ctx.send(
+            self.endpoints.apiserver,
+            Msg::Api(ApiRequest { id: next, op }),
+        );
+        ctx.set_timer(
+            REQUEST_TIMEOUT_MS,
+            Msg::Timer(AnyTimer::Manager(Timer::RequestTimeout {
+                ctrl: ctrl as u16,
+                req: next,
+            })),
+        );
     }
 
     fn on_leader_event(&mut self, event: Option<LeaderEvent>, ctx: &mut WorldCtx<'_>) {
@@ -825,12 +957,28 @@ impl Manager {
         match step {
             Step::Call(call) => {
                 let id = c.ids.issue();
-                c.in_flight = Some(id);
-                let msg = match call {
-                    Call::Api(op) => (self.endpoints.apiserver, Msg::Api(ApiRequest { id, op })),
-                    Call::Service { to, request } => (to, Msg::Request { id, body: request }),
+                let (to, msg, wait) = match call {
+                    Call::Api(op) => {
+                        let wait = match op {
+                            ApiOp::Get(_) | ApiOp::List { .. } => Wait::Read(Read {
+                                op: op.clone(),
+                                retries: 0,
+                                waiting: false,
+                            }),
+                            _ => Wait::Write,
+                        };
+                        (
+                            self.endpoints.apiserver,
+                            Msg::Api(ApiRequest { id, op }),
+                            wait,
+                        )
+                    }
+                    Call::Service { to, request } => {
+                        (to, Msg::Request { id, body: request }, Wait::Service)
+                    }
                 };
-                ctx.send(msg.0, msg.1);
+                c.in_flight = Some((id, wait));
+                ctx.send(to, msg);
                 ctx.set_timer(
                     REQUEST_TIMEOUT_MS,
                     Msg::Timer(AnyTimer::Manager(Timer::RequestTimeout {
@@ -841,7 +989,7 @@ impl Manager {
             }
             Step::Sleep { ms } => {
                 let id = c.ids.issue();
-                c.in_flight = Some(id);
+                c.in_flight = Some((id, Wait::Sleep));
                 ctx.set_timer(
                     ms,
                     Msg::Timer(AnyTimer::Manager(Timer::Wake {

@@ -135,10 +135,8 @@ impl Actor for Proc {
         }
     }
 
-    /// A watch event lost is its HTTP/2 connection broken: the client's reads fail and
-    /// every reflector on it relists, as on a reset (informer.rs).
-    fn broken_by_drop(msg: &Msg) -> Option<Msg> {
-        matches!(msg, Msg::Watch(_)).then_some(Msg::ConnectionReset)
+    fn broken_by_drop(&self, msg: &Msg) -> Option<Msg> {
+        self.get().broken_by_drop(msg)
     }
 
     fn describe(msg: &Msg) -> String {

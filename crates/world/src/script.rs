@@ -1,12 +1,16 @@
 //! A scripted API client: issues requests at fixed times and keeps every answer.
 //!
 //! Scenarios use it for user actions ("scale the MachineSet to 2 at t=300 s"); tests use
-//! it to drive the API server through the network like any other client.
+//! it to drive the API server through the network like any other client. A
+//! [`Script::retrying`] one stands for an operator that writes what it must until the
+//! server has it (the machine-config-operator's templates): a step whose request failed
+//! with its connection is sent again.
 
 use crate::api::{ApiOp, ApiRequest, ApiResponse, WatchEvent};
 use crate::component::{Component, UNREAD, WorldCtx};
+use crate::manager::REQUEST_TIMEOUT_MS;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
-use reconsim_sim::{ProcId, SimTime};
+use reconsim_sim::{ProcId, SimTime, TimerId};
 use std::collections::BTreeMap;
 
 pub use crate::timer::ScriptTimer as Timer;
@@ -27,9 +31,18 @@ pub struct Script {
     pub responses: Vec<(usize, SimTime, ApiResponse)>,
     /// Every watch event received (when a step opened a watch).
     pub events: Vec<(SimTime, WatchEvent)>,
-    /// Request id -> step, for the answers still to come.
-    sent: BTreeMap<u64, usize>,
+    /// Request id -> step (and a retrying script's timeout), for the answers to come.
+    sent: BTreeMap<u64, (usize, Option<TimerId>)>,
+    /// For a retrying script, each step's failures so far (its backoff); `None` for one
+    /// that sends each step once.
+    failures: Option<Vec<u32>>,
 }
+
+/// A retrying script's backoff: client-go's `DefaultControllerRateLimiter` per item,
+/// 5 ms doubling to 1000 s (`ItemExponentialFailureRateLimiter(5ms, 1000s)`), as an
+/// operator's work queue requeues a sync that failed.
+const RETRY_BASE_MS: u64 = 5;
+const RETRY_MAX_MS: u64 = 1_000_000;
 
 impl Script {
     pub fn new(apiserver: ProcId, steps: Vec<Step>) -> Self {
@@ -40,7 +53,33 @@ impl Script {
             responses: Vec::new(),
             events: Vec::new(),
             sent: BTreeMap::new(),
+            failures: None,
         }
+    }
+
+    /// A script that sends a step again, after a backoff, when its request failed
+    /// with its connection (a reset, or no answer within [`REQUEST_TIMEOUT_MS`], as a
+    /// client-go client's request fails): an operator writing what it must until the
+    /// server has it. An answer, even an error, ends the step.
+    pub fn retrying(apiserver: ProcId, steps: Vec<Step>) -> Self {
+        let failures = Some(vec![0; steps.len()]);
+        Script {
+            failures,
+            ..Script::new(apiserver, steps)
+        }
+    }
+
+    /// Step `step`'s request failed: send it again after its backoff.
+    fn again(&mut self, step: usize, ctx: &mut WorldCtx<'_>) {
+        let Some(failures) = &mut self.failures else {
+            return;
+        };
+        let n = failures[step];
+        failures[step] = n.saturating_add(1);
+        let delay = RETRY_BASE_MS
+            .saturating_mul(1u64 << n.min(30))
+            .min(RETRY_MAX_MS);
+        ctx.set_timer(delay, Msg::Timer(AnyTimer::Script(Timer::Step(step))));
     }
 
     /// The response to step `n`, if it came.
@@ -67,23 +106,48 @@ impl Component for Script {
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::ApiResp(resp) => {
-                if let Some(step) = self.sent.remove(&resp.id) {
+                if let Some((step, timeout)) = self.sent.remove(&resp.id) {
+                    if let Some(t) = timeout {
+                        ctx.cancel_timer(t);
+                    }
                     self.responses.push((step, ctx.now(), resp));
                 }
             }
             Msg::Watch(ev) => self.events.push((ctx.now(), ev)),
+            // Its connection broke: every request on it failed.
+            Msg::ConnectionReset if self.failures.is_some() => {
+                for (_, (step, timeout)) in std::mem::take(&mut self.sent) {
+                    if let Some(t) = timeout {
+                        ctx.cancel_timer(t);
+                    }
+                    self.again(step, ctx);
+                }
+            }
             _ => {}
         }
     }
 
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
-        let AnyTimer::Script(Timer::Step(i)) = t else {
-            panic!("timer {t:?} reached the wrong component: a script");
-        };
-        let id = self.ids.issue();
-        self.sent.insert(id, i);
-        let op = self.steps[i].op.clone();
-        ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
+        match t {
+            AnyTimer::Script(Timer::Step(i)) => {
+                let id = self.ids.issue();
+                let op = self.steps[i].op.clone();
+                ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
+                let timeout = self.failures.is_some().then(|| {
+                    ctx.set_timer(
+                        REQUEST_TIMEOUT_MS,
+                        Msg::Timer(AnyTimer::Script(Timer::Timeout { step: i, req: id })),
+                    )
+                });
+                self.sent.insert(id, (i, timeout));
+            }
+            AnyTimer::Script(Timer::Timeout { step, req }) => {
+                if self.sent.remove(&req).is_some() {
+                    self.again(step, ctx);
+                }
+            }
+            t => panic!("timer {t:?} reached the wrong component: a script"),
+        }
     }
 
     /// Its responses are for tests, not for checkers.

@@ -128,13 +128,34 @@ pub enum ManagerTimer {
     ReleaseWatch,
     /// The new leader's fence is over.
     FenceOver,
+    /// Controller `ctrl`'s read `req`, failed by a connection reset, is sent again.
+    Retry { ctrl: u16, req: u64 },
 }
 
 /// A scripted client's timer (`script::Script`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum ScriptTimer {
     /// Send step `n` of the script.
     Step(usize),
+    /// A retrying script's request `req` for step `step` has had no answer for its
+    /// timeout: it failed.
+    Timeout { step: usize, req: u64 },
+}
+
+/// Hashed by hand so that `Step` hashes as it did when it was the only variant (derived
+/// `Hash` writes no discriminant for a one-variant enum: its field alone), and every
+/// trace hash recorded before stays; `Timeout` writes first a tag no `Step` writes.
+impl std::hash::Hash for ScriptTimer {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            ScriptTimer::Step(n) => n.hash(state),
+            ScriptTimer::Timeout { step, req } => {
+                usize::MAX.hash(state);
+                step.hash(state);
+                req.hash(state);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

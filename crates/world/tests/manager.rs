@@ -786,43 +786,88 @@ fn sleep_waits_then_continues_with_woke_and_keeps_the_key() {
     );
 }
 
-#[test]
-fn request_lost_to_a_dropping_partition_times_out() {
-    // The reconcile sleeps 5 s, then sends a Get into a partition that drops it.
+/// A reconcile that sleeps 5 s, then sends `plan`'s request into a partition (from 4 s,
+/// `cut_ms` long) of `mode`: its reconciles.
+fn into_a_partition(mode: PartitionMode, cut_ms: u64, plan: Plan) -> Vec<Run> {
     let cut = Fault::Partition {
         hosts_a: vec!["h-m0".into()],
         hosts_b: vec!["api".into()],
-        mode: PartitionMode::Drop,
+        mode,
         one_way: false,
     };
     let mut w = world(
         5,
-        vec![timed(4_000, Some(120_000), cut)],
+        vec![timed(4_000, Some(cut_ms), cut)],
         vec![widget_set("ws-a", 1)],
         vec![],
-        vec![mgr(
-            "m0",
-            Recorder::widget_sets(vec![Plan::done().sleep(5_000).gets(1)]),
-        )],
+        vec![mgr("m0", Recorder::widget_sets(vec![plan.sleep(5_000)]))],
     );
     w.sim.run_until(SimTime::from_secs(200));
-    // The HTTP/2 health check's bound (semantics 4.3): 30 s idle + 15 s ping.
+    rec(&w.sim, w.mgrs[0]).log.clone()
+}
+
+#[test]
+fn write_lost_to_a_dropping_partition_fails_with_the_reset() {
+    // TCP never loses one request silently: the loss breaks the connection (a reset,
+    // semantics 4.12), and a write fails as it is lost (client-go never retries one),
+    // where it once waited out the 45 s health check (issue 29 item 10).
+    let log = into_a_partition(PartitionMode::Drop, 120_000, Plan::done().patch_status());
+    let first = &log[0];
+    assert_eq!(first.replies.len(), 2);
+    let (at, seen) = first.replies[1];
+    assert_eq!(seen, Seen::TimedOut);
+    assert!(
+        at > first.issued[1] && at.since(first.issued[1]) <= 5,
+        "failed at the loss, one latency after the send: {at:?}"
+    );
+    assert_eq!(first.end, Some(at));
+}
+
+#[test]
+fn read_lost_to_a_dropping_partition_is_sent_again_after_a_second() {
+    // client-go retries a GET that failed with a reset, after 1 s (rest request.go):
+    // past a 1.5 s cut the retry is answered, and the reconcile never sees the loss.
+    let log = into_a_partition(PartitionMode::Drop, 1_500, Plan::done().gets(1));
+    let first = &log[0];
+    assert_eq!(first.replies.len(), 2);
+    let (at, seen) = first.replies[1];
+    assert_eq!(seen, Seen::ApiOk);
+    let waited = at.since(first.issued[1]);
+    assert!(
+        (1_000..1_020).contains(&waited),
+        "answered {waited} ms after the send"
+    );
+    // A cut that outlasts the retry: the retry's new connection is refused, which
+    // client-go does not retry, so the read fails then, a second after the loss.
+    let log = into_a_partition(PartitionMode::Drop, 120_000, Plan::done().gets(1));
+    let first = &log[0];
+    let (at, seen) = first.replies[1];
+    assert_eq!(seen, Seen::TimedOut);
+    let waited = at.since(first.issued[1]);
+    assert!(
+        (1_000..1_020).contains(&waited),
+        "failed {waited} ms after the send"
+    );
+    // The next reconcile (the informer's relist after the heal re-offers the object, or
+    // nothing does) is never handed the stale answer.
+    assert!(
+        log.iter()
+            .skip(1)
+            .all(|run| run.replies.iter().all(|(_, s)| *s != Seen::TimedOut))
+    );
+}
+
+#[test]
+fn request_held_by_a_partition_times_out_with_the_health_check() {
+    // A request the partition holds (TCP retransmitting into silence) fails when the
+    // HTTP/2 health check gives up on the connection: 30 s idle + 15 s ping (4.3).
     assert_eq!(REQUEST_TIMEOUT_MS, READ_IDLE_TIMEOUT_MS + PING_TIMEOUT_MS);
-    let r = rec(&w.sim, w.mgrs[0]);
-    let first = &r.log[0];
+    let log = into_a_partition(PartitionMode::Hold, 120_000, Plan::done().gets(1));
+    let first = &log[0];
     assert_eq!(first.replies.len(), 2);
     assert_eq!(
         first.replies[1],
         (first.issued[1].plus_ms(REQUEST_TIMEOUT_MS), Seen::TimedOut)
-    );
-    assert_eq!(first.end, Some(first.replies[1].0));
-    // The next reconcile (the informer's relist after the heal re-offers the object, or
-    // nothing does) is never handed the stale answer.
-    assert!(
-        r.log
-            .iter()
-            .skip(1)
-            .all(|run| run.replies.iter().all(|(_, s)| *s != Seen::TimedOut))
     );
 }
 

@@ -377,7 +377,7 @@ impl McoSpec {
         sim.spawn(
             infra,
             OPERATOR,
-            Proc::new(Script::new(endpoints.apiserver, steps)),
+            Proc::new(Script::retrying(endpoints.apiserver, steps)),
         );
         let t = &self.timing;
         for g in &self.machines {

@@ -3,6 +3,7 @@
 
 use super::faults::FaultAction;
 use super::proc::ProcState;
+use super::wire::{Broken, End};
 use super::{Actor, Sim};
 use crate::anchor::Position;
 use crate::fault::Fault;
@@ -86,8 +87,8 @@ impl<A: Actor> Sim<A> {
         if drop || (sender_running && sender == ProcState::Crashed) {
             // Lost, or never sent: its sender died just before.
             self.dropped_by_fault(from, to);
-            if drop && let Some(reset) = A::broken_by_drop(&msg) {
-                self.transmit(from, to, reset, extra_ms);
+            if drop {
+                self.broken_on_send(from, to, &msg, extra_ms);
             }
         } else if sender_running && sender == ProcState::Paused {
             self.procs[from.index()].deferred.push((to, msg, true));
@@ -118,7 +119,24 @@ impl<A: Actor> Sim<A> {
         };
         self.lost_answers.swap_remove(k);
         self.dropped_by_fault(from, to);
+        self.broken_on_send(from, to, msg, 0);
         true
+    }
+
+    /// A fault lost `msg` as `from` sent it: its connection broke (wire.rs). A
+    /// request's sender hears at once; a receiver hears over the link, after what was
+    /// sent to it before (FIFO), as the reset of its connection.
+    fn broken_on_send(&mut self, from: ProcId, to: ProcId, msg: &A::Msg, extra_ms: u64) {
+        let Some(Broken { end, notice, whole }) = self.broken_notice(from, to, msg) else {
+            return;
+        };
+        if whole {
+            self.net.reset(from, to);
+        }
+        match end {
+            End::Sender => self.notify(from, notice),
+            End::Receiver => self.transmit(from, to, notice, extra_ms),
+        }
     }
 
     fn dropped_by_fault(&mut self, from: ProcId, to: ProcId) {

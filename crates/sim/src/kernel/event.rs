@@ -17,6 +17,9 @@ pub(super) enum Event<M> {
         from: ProcId,
         to: ProcId,
         inc: u32,
+        /// The generation of the connection between sender and receiver when it was
+        /// sent (`Network::conn`): a reset since voids it.
+        conn: u32,
         msg: M,
     },
     Timer {

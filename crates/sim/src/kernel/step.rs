@@ -138,6 +138,7 @@ impl<A: Actor> Sim<A> {
                 from,
                 to,
                 inc: ev_inc,
+                conn,
                 msg,
             } => {
                 if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
@@ -147,6 +148,18 @@ impl<A: Actor> Sim<A> {
                             from,
                             to,
                             reason: DropReason::ReceiverDown,
+                        },
+                    );
+                    return Some(StepKind::Lost(to));
+                }
+                if conn != self.net.conn(from, to) {
+                    // Still in flight when its connection was reset: lost with it.
+                    self.trace.push(
+                        self.now,
+                        RecordKind::Dropped {
+                            from,
+                            to,
+                            reason: DropReason::Reset,
                         },
                     );
                     return Some(StepKind::Lost(to));
@@ -161,7 +174,7 @@ impl<A: Actor> Sim<A> {
                     self.next_held += 1;
                     let number = self.next_held;
                     let give_up_at = self.now.plus_ms(bound_ms);
-                    self.hold(from, to, ev_inc, msg, Some((number, give_up_at)));
+                    self.hold(from, to, (ev_inc, conn), msg, Some((number, give_up_at)));
                     self.enqueue(
                         give_up_at,
                         Event::GiveUp {
@@ -181,10 +194,11 @@ impl<A: Actor> Sim<A> {
                                 reason: DropReason::Partition,
                             },
                         );
+                        self.break_connection(from, to, &msg);
                         return Some(StepKind::Lost(to));
                     }
                     Some(PartitionMode::Hold) => {
-                        self.hold(from, to, ev_inc, msg, None);
+                        self.hold(from, to, (ev_inc, conn), msg, None);
                         return Some(StepKind::Lost(to));
                     }
                     None => {}
@@ -194,6 +208,7 @@ impl<A: Actor> Sim<A> {
                         from,
                         to,
                         inc: ev_inc,
+                        conn,
                         msg,
                     });
                     return None;

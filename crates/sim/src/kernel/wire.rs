@@ -1,7 +1,9 @@
-//! Messages on the wire: a send's latency and FIFO link, and the messages a partition
-//! holds until its heal, TCP's bounds on them and a retransmitting client's give-up.
+//! Messages on the wire: a send's latency and FIFO link, the messages a partition
+//! holds until its heal, TCP's bounds on them and a retransmitting client's give-up,
+//! and the broken connection a lost message is.
 
 use super::event::{DUE_EARLIER, Event};
+use super::proc::ProcState;
 use super::{Actor, Sim, StepKind};
 use crate::id::ProcId;
 use crate::network::NetConfig;
@@ -13,6 +15,8 @@ pub(super) struct Held<M> {
     from: ProcId,
     to: ProcId,
     inc: u32,
+    /// Its connection's generation at the send (`Network::conn`).
+    conn: u32,
     msg: M,
     /// When the partition caught it, and the sender's incarnation then.
     held_at: SimTime,
@@ -22,7 +26,93 @@ pub(super) struct Held<M> {
     retransmitted: Option<(u64, SimTime)>,
 }
 
+/// Which end of a connection hears that a lost message broke it.
+pub(super) enum End {
+    /// A request's sender: its request failed.
+    Sender,
+    /// A stream's or an answer's receiver: its stream ended, or its request failed.
+    Receiver,
+}
+
+/// What a lost message does to its connection: who hears of it, what, and whether the
+/// whole connection between the two processes broke (a client that multiplexes every
+/// request and watch on one connection, [`Actor::broken_by_drop`]) or only the lost
+/// message's own ([`Actor::gave_up`]).
+pub(super) struct Broken<M> {
+    pub end: End,
+    pub notice: M,
+    pub whole: bool,
+}
+
 impl<A: Actor> Sim<A> {
+    /// Which end of a lost `msg` from `from` to `to` is its connection's client, and
+    /// what that end hears: TCP never loses one message of a connection silently, it
+    /// breaks the connection (docs/semantics.md 4.12). A request's sender, or an
+    /// answer's or a stream's receiver, hears what it says it would
+    /// ([`Actor::broken_by_drop`]), else what [`Actor::gave_up`] says. `None` when
+    /// neither says anything.
+    pub(super) fn broken_notice(
+        &self,
+        from: ProcId,
+        to: ProcId,
+        msg: &A::Msg,
+    ) -> Option<Broken<A::Msg>> {
+        let (end, client) = if A::request_id(msg).is_some() {
+            (End::Sender, from)
+        } else {
+            (End::Receiver, to)
+        };
+        if let Some(notice) = self.procs[client.index()].actor.broken_by_drop(msg) {
+            return Some(Broken {
+                end,
+                notice,
+                whole: true,
+            });
+        }
+        A::gave_up(msg).map(|notice| Broken {
+            end,
+            notice,
+            whole: false,
+        })
+    }
+
+    /// A dropping partition lost `msg` on arrival: its client end hears at once that
+    /// the connection broke (the messages before it on the link already arrived).
+    pub(super) fn break_connection(&mut self, from: ProcId, to: ProcId, msg: &A::Msg) {
+        let Some(Broken { end, notice, whole }) = self.broken_notice(from, to, msg) else {
+            return;
+        };
+        if whole {
+            self.net.reset(from, to);
+        }
+        let client = match end {
+            End::Sender => from,
+            End::Receiver => to,
+        };
+        self.notify(client, notice);
+    }
+
+    /// Tell `client` at once, from itself, what its transport found (a connection that
+    /// broke or gave up); nothing if it is down.
+    pub(super) fn notify(&mut self, client: ProcId, notice: A::Msg) {
+        let slot = &self.procs[client.index()];
+        if matches!(slot.state, ProcState::Crashed | ProcState::Stopped) {
+            return;
+        }
+        let inc = slot.incarnation;
+        self.enqueue_with(
+            self.now,
+            DUE_EARLIER,
+            Event::Deliver {
+                from: client,
+                to: client,
+                inc,
+                conn: self.net.conn(client, client),
+                msg: notice,
+            },
+        );
+    }
+
     /// Put a message on the network, `extra_ms` later than its link would.
     pub(super) fn transmit(&mut self, from: ProcId, to: ProcId, msg: A::Msg, extra_ms: u64) {
         let Some(receiver) = self.procs.get(to.index()) else {
@@ -47,7 +137,18 @@ impl<A: Actor> Sim<A> {
         let tb = self.draw_tiebreak();
         let lane = self.procs[from.index()].actor.lane(&msg);
         let (at, tb) = self.net.fifo(from, to, lane, earliest, tb);
-        self.enqueue_with(at, tb, Event::Deliver { from, to, inc, msg });
+        let conn = self.net.conn(from, to);
+        self.enqueue_with(
+            at,
+            tb,
+            Event::Deliver {
+                from,
+                to,
+                inc,
+                conn,
+                msg,
+            },
+        );
     }
 
     /// Deliver now, in their original order, the held messages whose link is whole again.
@@ -76,13 +177,28 @@ impl<A: Actor> Sim<A> {
                 deadline = deadline.min(sender.down_at.plus_ms(self.net.config.hold_orphan_ms));
             }
             let Held {
-                from, to, inc, msg, ..
+                from,
+                to,
+                inc,
+                conn,
+                msg,
+                ..
             } = h;
             if self.now > deadline {
                 self.expired(from, to);
                 continue;
             }
-            self.enqueue_with(self.now, DUE_EARLIER, Event::Deliver { from, to, inc, msg });
+            self.enqueue_with(
+                self.now,
+                DUE_EARLIER,
+                Event::Deliver {
+                    from,
+                    to,
+                    inc,
+                    conn,
+                    msg,
+                },
+            );
         }
     }
 
@@ -103,7 +219,7 @@ impl<A: Actor> Sim<A> {
         &mut self,
         from: ProcId,
         to: ProcId,
-        inc: u32,
+        (inc, conn): (u32, u32),
         msg: A::Msg,
         retransmitted: Option<(u64, SimTime)>,
     ) {
@@ -113,6 +229,7 @@ impl<A: Actor> Sim<A> {
             from,
             to,
             inc,
+            conn,
             msg,
             held_at: self.now,
             from_inc,
@@ -162,6 +279,7 @@ impl<A: Actor> Sim<A> {
                     from: client,
                     to: client,
                     inc: client_inc,
+                    conn: self.net.conn(client, client),
                     msg: notice,
                 },
             );
