@@ -12,7 +12,7 @@ use crate::kinds::{Kinds, Served};
 use crate::wire;
 use crate::write::{Change, Part, Write};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent, WholePatch};
-use reconsim_world::object::{Kind, ObjectKey};
+use reconsim_world::object::{Kind, Object, ObjectKey};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 /// How the answer to a routed operation is written.
@@ -659,23 +659,41 @@ fn route_or_refuse(
 }
 
 /// One watch event as its line on the stream, if the watch's namespace and selector
-/// take it.
+/// take it. As the API server's watch cache converts it (apiserver
+/// `storage/cacher/cache_watcher.go`, `convertToWatchEvent`; docs/semantics.md 3.16):
+/// the object before the write and after it are each matched; a change that makes the
+/// object match is ADDED, one that makes it stop matching is DELETED with its previous
+/// content at the write's resourceVersion, and a deletion is DELETED if the object
+/// matched before it.
 pub fn event_line(
     ev: &WatchEvent,
     namespace: Option<&str>,
     selector: &Selector,
 ) -> Option<Vec<u8>> {
-    if namespace.is_some_and(|ns| ns != ev.object.meta.namespace)
-        || !selector.matches(&ev.object.meta.labels)
-    {
-        return None;
-    }
-    let kind = match ev.event {
-        EventType::Added => "ADDED",
-        EventType::Modified => "MODIFIED",
-        EventType::Deleted => "DELETED",
+    let passes = |o: &Object| {
+        namespace.is_none_or(|ns| ns == o.meta.namespace) && selector.matches(&o.meta.labels)
     };
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": wire::to_json(&ev.object)?}))
+    let now = ev.event != EventType::Deleted && passes(&ev.object);
+    // A deletion's object is the last state, which the watch matches as it did before.
+    let before = match (ev.event, &ev.prev) {
+        (EventType::Deleted, _) => passes(&ev.object),
+        (_, Some(prev)) => passes(prev),
+        (_, None) => false,
+    };
+    let (kind, object) = match (now, before) {
+        (true, false) => ("ADDED", wire::to_json(&ev.object)?),
+        (true, true) => ("MODIFIED", wire::to_json(&ev.object)?),
+        (false, true) => match (ev.event, &ev.prev) {
+            (EventType::Modified, Some(prev)) => {
+                let mut gone = (**prev).clone();
+                gone.meta.resource_version = ev.object.meta.resource_version;
+                ("DELETED", wire::to_json(&gone)?)
+            }
+            _ => ("DELETED", wire::to_json(&ev.object)?),
+        },
+        (false, false) => return None,
+    };
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object}))
         .expect("JSON values serialize");
     line.push(b'\n');
     Some(line)

@@ -206,6 +206,77 @@ fn a_watch_streams_the_servers_events_filtered_by_namespace_and_labels() {
     );
 }
 
+/// A label-selector watch while objects start and stop matching it.
+async fn relabeling(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.create(&pp, &config_map("first", "web")).await?;
+    api.create(&pp, &config_map("db", "db")).await?;
+    let mut events = api
+        .watch(&WatchParams::default().labels("app=web"), "0")
+        .await?
+        .boxed();
+    let mut out = Vec::new();
+    let mut next = async || match events.next().await {
+        Some(Ok(WatchEvent::Added(c))) => format!("ADDED {}", c.metadata.name.unwrap()),
+        Some(Ok(WatchEvent::Modified(c))) => format!("MODIFIED {}", c.metadata.name.unwrap()),
+        Some(Ok(WatchEvent::Deleted(c))) => format!(
+            "DELETED {} app={} rv={}",
+            c.metadata.name.unwrap(),
+            c.metadata.labels.unwrap_or_default()["app"],
+            c.metadata.resource_version.unwrap()
+        ),
+        other => format!("{other:?}"),
+    };
+    let relabel =
+        |app: &str| Patch::Merge(serde_json::json!({"metadata": {"labels": {"app": app}}}));
+    out.push(next().await);
+    // db starts matching: the watch sees it appear.
+    api.patch("db", &PatchParams::default(), &relabel("web"))
+        .await?;
+    out.push(next().await);
+    // first stops matching: the watch sees it go, as it was, at the write's version.
+    let moved = api
+        .patch("first", &PatchParams::default(), &relabel("api"))
+        .await?;
+    out.push(format!(
+        "(first now rv={})",
+        moved.metadata.resource_version.unwrap()
+    ));
+    out.push(next().await);
+    // Changes and the deletion of an object that no longer matches: nothing.
+    let data = Patch::Merge(serde_json::json!({"data": {"k": "v3"}}));
+    api.patch("first", &PatchParams::default(), &data).await?;
+    api.delete("first", &DeleteParams::default()).await?;
+    api.delete("db", &DeleteParams::default()).await?;
+    out.push(next().await);
+    Ok(out)
+}
+
+#[test]
+fn a_label_selector_watch_hears_objects_start_and_stop_matching() {
+    // Before (issue 29 item 7): db's relabel came as MODIFIED of an object the watch
+    // never had, and first's went unheard, so a watcher kept it forever.
+    let lines = run(5, ApiServerConfig::default(), program(relabeling));
+    let rv = lines[2]
+        .strip_prefix("(first now rv=")
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("first's new version")
+        .to_string();
+    assert_eq!(
+        lines,
+        [
+            "ADDED first".to_string(),
+            "ADDED db".to_string(),
+            format!("(first now rv={rv})"),
+            format!("DELETED first app=web rv={rv}"),
+            "DELETED db app=web rv=".to_string() + lines[4].rsplit('=').next().unwrap(),
+        ]
+    );
+}
+
 /// A watch from a resourceVersion the server's history no longer holds.
 async fn too_old(client: kube::Client) -> Result<String, kube::Error> {
     use futures::StreamExt;

@@ -351,10 +351,27 @@ pub enum EventType {
 
 /// One event of a watch stream. `seq` counts the events of this watch from 0, so a
 /// client sees a gap when one was lost.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct WatchEvent {
     pub watch_id: u64,
     pub seq: u64,
     pub event: EventType,
     pub object: Arc<Object>,
+    /// The object as it was before this write (none for a create), as the API server's
+    /// watch cache keeps it (`watchCacheEvent.PrevObject`): a watch with a label
+    /// selector turns a change into ADDED or DELETED when the object starts or stops
+    /// matching (docs/semantics.md 3.16). Not hashed nor serialized: what the write
+    /// changed is `object`, which is.
+    #[serde(skip)]
+    pub prev: Option<Arc<Object>>,
+}
+
+/// By hand, without `prev`, so that every trace hash stays what it was before `prev`.
+impl std::hash::Hash for WatchEvent {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.watch_id.hash(state);
+        self.seq.hash(state);
+        self.event.hash(state);
+        self.object.hash(state);
+    }
 }

@@ -92,6 +92,8 @@ struct HistoryEntry {
     rv: u64,
     event: EventType,
     object: Arc<Object>,
+    /// The object before this write ([`WatchEvent::prev`]).
+    prev: Option<Arc<Object>>,
 }
 
 /// The API server process.
@@ -612,8 +614,8 @@ impl ApiServer {
         if event == EventType::Added {
             self.uids.insert(arc.meta.uid, key.clone());
         }
-        self.objects.insert(key, arc.clone());
-        self.emit(event, &arc, ctx);
+        let prev = self.objects.insert(key, arc.clone());
+        self.emit(event, &arc, prev, ctx);
         if self.collectable(&arc) {
             // Written with only dangling owners (e.g. created from a stale cache after
             // its owner went): the real collector deletes it too.
@@ -636,7 +638,7 @@ impl ApiServer {
         let mut last = last.unwrap_or_else(|| (*stored).clone());
         last.meta.resource_version = self.resource_version;
         let arc = Arc::new(last);
-        self.emit(EventType::Deleted, &arc, ctx);
+        self.emit(EventType::Deleted, &arc, Some(stored), ctx);
         self.schedule_gc(ctx);
     }
 
@@ -709,14 +711,20 @@ impl ApiServer {
         };
         for h in self.history.iter().filter(|h| h.rv > from_rv) {
             if watcher.kinds.contains(&h.object.kind()) {
-                send_event(&mut watcher, h.event, &h.object, ctx);
+                send_event(&mut watcher, h.event, (&h.object, &h.prev), ctx);
             }
         }
         self.watchers.push(watcher);
         Ok(())
     }
 
-    fn emit(&mut self, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
+    fn emit(
+        &mut self,
+        event: EventType,
+        object: &Arc<Object>,
+        prev: Option<Arc<Object>>,
+        ctx: &mut WorldCtx<'_>,
+    ) {
         let kind = object.kind();
         if self.watch_lag_ms > 0 || !self.held.is_empty() || !self.cache_feed.is_empty() {
             // Behind the lag, or behind events still held by it (order first).
@@ -739,7 +747,7 @@ impl ApiServer {
             for w in &mut self.watchers {
                 if w.kinds.contains(&kind) {
                     self.held
-                        .push_back((release, w.proc, next_event(w, event, object)));
+                        .push_back((release, w.proc, next_event(w, event, (object, &prev))));
                     any = true;
                 }
             }
@@ -752,7 +760,7 @@ impl ApiServer {
         } else {
             for w in &mut self.watchers {
                 if w.kinds.contains(&kind) {
-                    send_event(w, event, object, ctx);
+                    send_event(w, event, (object, &prev), ctx);
                 }
             }
         }
@@ -762,6 +770,7 @@ impl ApiServer {
             rv: object.meta.resource_version,
             event,
             object: object.clone(),
+            prev,
         });
         self.trim_history(now);
     }
@@ -798,18 +807,22 @@ impl ApiServer {
     }
 }
 
-fn send_event(w: &mut Watcher, event: EventType, object: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
-    let e = next_event(w, event, object);
+/// The object a write left, and the one it replaced.
+type Written<'a> = (&'a Arc<Object>, &'a Option<Arc<Object>>);
+
+fn send_event(w: &mut Watcher, event: EventType, written: Written<'_>, ctx: &mut WorldCtx<'_>) {
+    let e = next_event(w, event, written);
     ctx.send(w.proc, Msg::Watch(e));
 }
 
 /// The watcher's next numbered event.
-fn next_event(w: &mut Watcher, event: EventType, object: &Arc<Object>) -> WatchEvent {
+fn next_event(w: &mut Watcher, event: EventType, (object, prev): Written<'_>) -> WatchEvent {
     let e = WatchEvent {
         watch_id: w.watch_id,
         seq: w.seq,
         event,
         object: object.clone(),
+        prev: prev.clone(),
     };
     w.seq += 1;
     e
