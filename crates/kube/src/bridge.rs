@@ -381,7 +381,9 @@ impl KubeBridge {
                         self.next_id += 1;
                         let id = self.next_id;
                         let mut opened = 0;
-                        if let ApiOp::Watch { stream, .. } = &mut op {
+                        if let ApiOp::Watch { stream, .. } | ApiOp::WatchState { stream, .. } =
+                            &mut op
+                        {
                             run.next_stream += 1;
                             *stream = run.next_stream;
                             opened = run.next_stream;

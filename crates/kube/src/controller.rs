@@ -359,7 +359,7 @@ where
                 &self.relations.kinds,
             ) {
                 Routed::Op {
-                    op: ApiOp::Watch { .. },
+                    op: ApiOp::Watch { .. } | ApiOp::WatchState { .. },
                     ..
                 } => {
                     let body = rest::status(

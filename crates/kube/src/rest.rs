@@ -469,15 +469,22 @@ fn route_or_refuse(
             let namespace = t.namespace.map(str::to_string);
             let rv = rv_param(uri)?;
             if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
-                // From the resourceVersion given, exclusive (none and "0": from the start
-                // of the server's history, which replays what it holds).
-                return op(
-                    ApiOp::Watch {
+                // From the resourceVersion given, exclusive; none and "0" start from
+                // the current state, an ADDED event per object (semantics 3.17).
+                let watch = match rv {
+                    None | Some(0) => ApiOp::WatchState {
                         // The bridge numbers its streams.
                         stream: 0,
                         kinds: vec![kind],
-                        from_rv: rv.unwrap_or(0),
                     },
+                    Some(from_rv) => ApiOp::Watch {
+                        stream: 0,
+                        kinds: vec![kind],
+                        from_rv,
+                    },
+                };
+                return op(
+                    watch,
                     Shape::Watch {
                         namespace,
                         selector,

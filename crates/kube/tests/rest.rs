@@ -277,6 +277,58 @@ fn a_label_selector_watch_hears_objects_start_and_stop_matching() {
     );
 }
 
+/// Watches from "0" and from no resourceVersion, after writes the history no longer
+/// holds (it keeps one event): each starts from the current state.
+async fn from_now(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let data = |v: &str| Patch::Merge(serde_json::json!({"data": {"k": v}}));
+    api.create(&pp, &config_map("a", "web")).await?;
+    api.patch("a", &PatchParams::default(), &data("v2")).await?;
+    api.create(&pp, &config_map("gone", "web")).await?;
+    api.delete("gone", &DeleteParams::default()).await?;
+    let mut out = Vec::new();
+    for (i, version) in ["0", ""].into_iter().enumerate() {
+        let mut events = api
+            .watch(&WatchParams::default().labels("app=web"), version)
+            .await?
+            .boxed();
+        let mut next = async || match events.next().await {
+            Some(Ok(WatchEvent::Added(c))) => format!("ADDED {}", c.data.unwrap()["k"]),
+            Some(Ok(WatchEvent::Modified(c))) => format!("MODIFIED {}", c.data.unwrap()["k"]),
+            other => format!("{other:?}"),
+        };
+        out.push(format!("from {version:?}: {}", next().await));
+        let v = format!("v{}", i + 3);
+        api.patch("a", &PatchParams::default(), &data(&v)).await?;
+        out.push(next().await);
+    }
+    Ok(out)
+}
+
+#[test]
+fn a_watch_from_0_or_no_version_starts_from_the_current_state() {
+    // api-concepts, "Semantics for watch": synthetic ADDED events of what exists, then
+    // the changes. Before (issue 29 item 5), "0" after the history moved on answered
+    // 410, and none replayed raw history: a's first version, gone's ADDED and DELETED.
+    let config = ApiServerConfig {
+        watch_history_max: 1,
+        ..Default::default()
+    };
+    let lines = run(5, config, program(from_now));
+    assert_eq!(
+        lines,
+        [
+            r#"from "0": ADDED v2"#,
+            "MODIFIED v3",
+            r#"from "": ADDED v3"#,
+            "MODIFIED v4"
+        ]
+    );
+}
+
 /// A watch from a resourceVersion the server's history no longer holds.
 async fn too_old(client: kube::Client) -> Result<String, kube::Error> {
     use futures::StreamExt;

@@ -77,6 +77,13 @@ pub enum ApiOp {
     },
     /// An HTTP/2 ping: how a client notices a dead connection.
     Ping,
+    /// Open (or replace) watch stream `stream` on `kinds` from the current state: an
+    /// ADDED event for every object of `kinds` as it is now, then every change after,
+    /// as a watch with resourceVersion unset or "0" starts (docs/semantics.md 3.17).
+    WatchState {
+        stream: u32,
+        kinds: Vec<Kind>,
+    },
 }
 
 /// One field-level change of a patch.

@@ -352,6 +352,10 @@ impl ApiServer {
                     .err()
                     .map(Err);
             }
+            ApiOp::WatchState { stream, kinds } => {
+                self.watch_state(from, id, stream, kinds, ctx);
+                return None;
+            }
             ApiOp::Unwatch { stream } => {
                 self.watchers
                     .retain(|w| !(w.proc == from && w.stream == stream));
@@ -716,6 +720,45 @@ impl ApiServer {
         }
         self.watchers.push(watcher);
         Ok(())
+    }
+
+    /// A watch from the current state: an ADDED event for every object of `kinds` now,
+    /// in key order, then every change after (api-concepts, "Semantics for watch":
+    /// resourceVersion unset starts "at most recent" and "0" "at any", each "with
+    /// synthetic 'Added' events of all resources instances that exist at the starting
+    /// resource version"). Served at the most recent, which "any" allows.
+    fn watch_state(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        stream: u32,
+        kinds: Vec<Kind>,
+        ctx: &mut WorldCtx<'_>,
+    ) {
+        self.watchers
+            .retain(|w| !(w.proc == from && w.stream == stream));
+        self.next_watch_id += 1;
+        let watch_id = self.next_watch_id;
+        ctx.send(
+            from,
+            Msg::ApiResp(ApiResponse {
+                id,
+                result: Ok(ApiOk::Watching { watch_id }),
+            }),
+        );
+        let mut watcher = Watcher {
+            proc: from,
+            stream,
+            watch_id,
+            kinds,
+            seq: 0,
+        };
+        for object in self.objects.values() {
+            if watcher.kinds.contains(&object.kind()) {
+                send_event(&mut watcher, EventType::Added, (object, &None), ctx);
+            }
+        }
+        self.watchers.push(watcher);
     }
 
     fn emit(

@@ -56,7 +56,10 @@ impl Actor for Proc {
             Msg::Api(ApiRequest { op, .. }) => {
                 let written = match op {
                     ApiOp::Get(_) | ApiOp::List { .. } => return Some(EventClass::Read),
-                    ApiOp::Watch { .. } | ApiOp::Unwatch { .. } | ApiOp::Ping => return None,
+                    ApiOp::Watch { .. }
+                    | ApiOp::WatchState { .. }
+                    | ApiOp::Unwatch { .. }
+                    | ApiOp::Ping => return None,
                     ApiOp::Create(o) | ApiOp::Update { object: o, .. } => o.kind(),
                     ApiOp::Patch { key, .. }
                     | ApiOp::Delete { key, .. }
@@ -89,7 +92,10 @@ impl Actor for Proc {
                 | ApiOp::Bind { key, .. } => key.kind,
                 ApiOp::List { kind, .. } => *kind,
                 ApiOp::Create(o) | ApiOp::Update { object: o, .. } => o.kind(),
-                ApiOp::Watch { .. } | ApiOp::Unwatch { .. } | ApiOp::Ping => return None,
+                ApiOp::Watch { .. }
+                | ApiOp::WatchState { .. }
+                | ApiOp::Unwatch { .. }
+                | ApiOp::Ping => return None,
             },
             Msg::Watch(ev) => ev.object.kind(),
             _ => return None,
