@@ -98,8 +98,9 @@ pub(crate) struct Network {
     links: HashMap<(ProcId, ProcId, u32), (SimTime, u32)>,
     /// How many times the connection between two processes (the lower id first) was
     /// reset: a message carries the count at its send, and one sent before a reset is
-    /// lost with the connection. Looked up, never iterated; empty until a reset.
-    resets: HashMap<(ProcId, ProcId), u32>,
+    /// lost with the connection. Empty until a reset, and a few pairs after: a scan of
+    /// it is cheaper than hashing every message's pair.
+    resets: Vec<((ProcId, ProcId), u32)>,
 }
 
 impl Network {
@@ -184,13 +185,20 @@ impl Network {
         if self.resets.is_empty() {
             return 0;
         }
-        self.resets.get(&(a.min(b), a.max(b))).copied().unwrap_or(0)
+        let pair = (a.min(b), a.max(b));
+        self.resets
+            .iter()
+            .find(|(p, _)| *p == pair)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// The connection between `a` and `b` broke: what is in flight on it is lost.
     pub fn reset(&mut self, a: ProcId, b: ProcId) {
-        let n = self.resets.entry((a.min(b), a.max(b))).or_insert(0);
-        *n = n.wrapping_add(1);
+        let pair = (a.min(b), a.max(b));
+        match self.resets.iter_mut().find(|(p, _)| *p == pair) {
+            Some((_, n)) => *n = n.wrapping_add(1),
+            None => self.resets.push((pair, 1)),
+        }
     }
 
     /// Forget a link's history (a process restarted: new connections).
