@@ -774,6 +774,12 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
         (Err(ApiError::Gone), _) => (410, status(410, "Expired", "too old resource version")),
         (Err(ApiError::Invalid(why)), _) => (422, status(422, "Invalid", why)),
         (Err(ApiError::ApplyConflict(why)), _) => (409, status(409, "Conflict", why)),
+        // As the NamespaceLifecycle admission plugin answers (semantics 4.13).
+        (Err(ApiError::NamespaceNotFound(ns)), _) => {
+            let mut body = status(404, "NotFound", &format!("namespaces {ns:?} not found"));
+            body["details"] = json!({"name": ns, "kind": "namespaces"});
+            (404, body)
+        }
     }
 }
 

@@ -80,6 +80,11 @@ impl KubeWorld {
         let mut sim = Sim::new(config, faults);
         let api_host = sim.add_host("api");
         let user_host = sim.add_host("user");
+        // A real API server's admission: a program's namespace must exist.
+        let apiserver = ApiServerConfig {
+            namespace_lifecycle: true,
+            ..apiserver
+        };
         let apiserver = sim.spawn(api_host, "apiserver", Proc::new(ApiServer::new(apiserver)));
         let program = sim.spawn(
             user_host,

@@ -29,15 +29,31 @@ fn code(r: Result<impl std::fmt::Debug, kube::Error>) -> String {
     }
 }
 
+/// Create namespace `name`, as `kubectl create namespace` does.
+async fn create_namespace(client: &kube::Client, name: &str) -> Result<(), kube::Error> {
+    let mut ns = k8s_openapi::api::core::v1::Namespace::default();
+    ns.metadata.name = Some(name.into());
+    Api::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    Ok(())
+}
+
 /// What a kube-rs user writes.
 async fn lifecycle(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     let pp = PostParams::default();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let other: Api<ConfigMap> = Api::namespaced(client.clone(), "other");
-    let all: Api<ConfigMap> = Api::all(client);
+    let all: Api<ConfigMap> = Api::all(client.clone());
     let mut out = Vec::new();
     api.create(&pp, &config_map("web", "web")).await?;
     api.create(&pp, &config_map("db", "db")).await?;
+    // A namespace must exist before anything is created in it.
+    match other.create(&pp, &config_map("web", "web")).await {
+        Err(kube::Error::Api(s)) => out.push(format!("{} {} {}", s.code, s.reason, s.message)),
+        answer => out.push(format!("created in a missing namespace: {answer:?}")),
+    }
+    create_namespace(&client, "other").await?;
     other.create(&pp, &config_map("web", "web")).await?;
     let names = |l: kube::core::ObjectList<ConfigMap>| {
         l.items
@@ -144,6 +160,7 @@ fn list_replace_patch_and_delete_behave_as_the_api_server_does() {
     assert_eq!(
         lines,
         [
+            r#"404 NotFound namespaces "other" not found"#,
             "default/web",
             "default/db,default/web,other/web",
             "default/db",
@@ -164,6 +181,7 @@ async fn watching(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     use kube::api::{WatchEvent, WatchParams};
     let pp = PostParams::default();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    create_namespace(&client, "other").await?;
     let other: Api<ConfigMap> = Api::namespaced(client, "other");
     api.create(&pp, &config_map("first", "web")).await?;
     let mut events = api

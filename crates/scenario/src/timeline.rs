@@ -89,6 +89,7 @@ fn api_answer(result: &Result<ApiOk, ApiError>) -> String {
         Err(ApiError::Gone) => "410 Gone".into(),
         Err(ApiError::Invalid(why)) => format!("422 Invalid ({why})"),
         Err(ApiError::ApplyConflict(why)) => format!("409 Conflict ({why})"),
+        Err(ApiError::NamespaceNotFound(ns)) => format!("404 Not Found (namespaces {ns:?})"),
     }
 }
 

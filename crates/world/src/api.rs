@@ -346,6 +346,9 @@ pub enum ApiError {
     /// 409 on a server-side apply that would change fields other managers own: the
     /// conflicts, as the server words them
     ApplyConflict(String),
+    /// 404 on a create into a namespace that does not exist: its name
+    /// (docs/semantics.md 4.13)
+    NamespaceNotFound(String),
 }
 
 /// ADDED / MODIFIED / DELETED

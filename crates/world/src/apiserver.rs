@@ -64,6 +64,10 @@ pub struct ApiServerConfig {
     /// (`--default-not-ready-toleration-seconds`, `--default-unreachable-...`: 300 s;
     /// docs/semantics.md 5.5). `None`: the plugin is off.
     pub default_toleration_seconds: Option<u64>,
+    /// The NamespaceLifecycle admission plugin: a create into a namespace that does not
+    /// exist is 404 (docs/semantics.md 4.13). Off by default: the world's families do
+    /// not model their own Namespace objects; the program path's world turns it on.
+    pub namespace_lifecycle: bool,
 }
 
 impl Default for ApiServerConfig {
@@ -73,6 +77,7 @@ impl Default for ApiServerConfig {
             watch_history_max: 10_000,
             gc_delay_ms: 500,
             default_toleration_seconds: Some(300),
+            namespace_lifecycle: false,
         }
     }
 }
@@ -96,12 +101,23 @@ struct HistoryEntry {
     prev: Option<Arc<Object>>,
 }
 
+/// The namespaces a cluster has from its start: the API server's system namespaces
+/// controller creates them (kubernetes `pkg/controlplane/controller/systemnamespaces`:
+/// kube-system, kube-public, kube-node-lease, default).
+pub const BUILTIN_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
 /// The API server process.
 #[derive(Debug)]
 pub struct ApiServer {
     config: ApiServerConfig,
     objects: BTreeMap<ObjectKey, Arc<Object>>,
     uids: BTreeMap<Uid, ObjectKey>,
+    /// Namespaces that exist beyond the four every cluster has ([`BUILTIN_NAMESPACES`]):
+    /// a Namespace object's name, and every namespace an object was stored in (the
+    /// world does not model its own namespaces' objects). Never shrinks: namespace
+    /// deletion is not modelled.
+    namespaces: BTreeSet<String>,
     resource_version: u64,
     next_uid: u64,
     history: VecDeque<HistoryEntry>,
@@ -138,6 +154,7 @@ impl ApiServer {
             config,
             objects: BTreeMap::new(),
             uids: BTreeMap::new(),
+            namespaces: BTreeSet::new(),
             resource_version: 0,
             next_uid: 0,
             history: VecDeque::new(),
@@ -197,6 +214,7 @@ impl ApiServer {
         object.meta.generation = 1;
         let arc = Arc::new(object);
         self.uids.insert(arc.meta.uid, key.clone());
+        self.note_namespace(&arc);
         self.objects.insert(key, arc.clone());
         self.history_floor = self.resource_version;
         arc
@@ -365,6 +383,25 @@ impl ApiServer {
         })
     }
 
+    /// Whether namespace `ns` exists (semantics 4.13).
+    fn namespace_exists(&self, ns: &str) -> bool {
+        BUILTIN_NAMESPACES.contains(&ns) || self.namespaces.contains(ns)
+    }
+
+    /// Remember the namespace `object` makes exist: its own if it is a Namespace, the
+    /// one it lives in otherwise.
+    fn note_namespace(&mut self, object: &Object) {
+        let kind = object.kind();
+        let ns = if kind.group().is_empty() && kind.as_str() == "Namespace" {
+            &object.meta.name
+        } else {
+            &object.meta.namespace
+        };
+        if !ns.is_empty() && !self.namespace_exists(ns) {
+            self.namespaces.insert(ns.clone());
+        }
+    }
+
     fn create(&mut self, mut object: Object, ctx: &mut WorldCtx<'_>) -> Result<ApiOk, ApiError> {
         let kind = object.kind();
         if kind.namespaced() == object.meta.namespace.is_empty() {
@@ -372,6 +409,13 @@ impl ApiServer {
                 "{kind}: namespace must be {}",
                 if kind.namespaced() { "set" } else { "empty" }
             )));
+        }
+        if self.config.namespace_lifecycle
+            && kind.namespaced()
+            && !self.namespace_exists(&object.meta.namespace)
+        {
+            // The NamespaceLifecycle admission plugin refuses it before any storage.
+            return Err(ApiError::NamespaceNotFound(object.meta.namespace));
         }
         if object.meta.name.is_empty() {
             let Some(mut prefix) = object.meta.generate_name.clone() else {
@@ -617,6 +661,7 @@ impl ApiServer {
         let arc = Arc::new(object);
         if event == EventType::Added {
             self.uids.insert(arc.meta.uid, key.clone());
+            self.note_namespace(&arc);
         }
         let prev = self.objects.insert(key, arc.clone());
         self.emit(event, &arc, prev, ctx);

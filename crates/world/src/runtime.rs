@@ -139,6 +139,9 @@ impl Error {
             ApiError::Gone => (410, "Gone", String::new()),
             ApiError::Invalid(m) => (422, "Invalid", m),
             ApiError::ApplyConflict(m) => (409, "Conflict", m),
+            ApiError::NamespaceNotFound(ns) => {
+                (404, "NotFound", format!("namespaces {ns:?} not found"))
+            }
         };
         Error::Api(ErrorResponse {
             code,
