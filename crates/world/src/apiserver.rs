@@ -741,23 +741,7 @@ impl ApiServer {
         if from_rv < self.history_floor {
             return Err(ApiError::Gone);
         }
-        self.next_watch_id += 1;
-        let watch_id = self.next_watch_id;
-        // The answer goes first; the FIFO link keeps it ahead of the replayed events.
-        ctx.send(
-            from,
-            Msg::ApiResp(ApiResponse {
-                id,
-                result: Ok(ApiOk::Watching { watch_id }),
-            }),
-        );
-        let mut watcher = Watcher {
-            proc: from,
-            stream,
-            watch_id,
-            kinds,
-            seq: 0,
-        };
+        let mut watcher = self.open_watch(from, id, stream, kinds, ctx);
         for h in self.history.iter().filter(|h| h.rv > from_rv) {
             if watcher.kinds.contains(&h.object.kind()) {
                 send_event(&mut watcher, h.event, (&h.object, &h.prev), ctx);
@@ -782,6 +766,25 @@ impl ApiServer {
     ) {
         self.watchers
             .retain(|w| !(w.proc == from && w.stream == stream));
+        let mut watcher = self.open_watch(from, id, stream, kinds, ctx);
+        for object in self.objects.values() {
+            if watcher.kinds.contains(&object.kind()) {
+                send_event(&mut watcher, EventType::Added, (object, &None), ctx);
+            }
+        }
+        self.watchers.push(watcher);
+    }
+
+    /// A new watch's number, answered to request `id`: the answer goes first, and the
+    /// FIFO link keeps it ahead of the events the watch then sends.
+    fn open_watch(
+        &mut self,
+        from: ProcId,
+        id: u64,
+        stream: u32,
+        kinds: Vec<Kind>,
+        ctx: &mut WorldCtx<'_>,
+    ) -> Watcher {
         self.next_watch_id += 1;
         let watch_id = self.next_watch_id;
         ctx.send(
@@ -791,19 +794,13 @@ impl ApiServer {
                 result: Ok(ApiOk::Watching { watch_id }),
             }),
         );
-        let mut watcher = Watcher {
+        Watcher {
             proc: from,
             stream,
             watch_id,
             kinds,
             seq: 0,
-        };
-        for object in self.objects.values() {
-            if watcher.kinds.contains(&object.kind()) {
-                send_event(&mut watcher, EventType::Added, (object, &None), ctx);
-            }
         }
-        self.watchers.push(watcher);
     }
 
     fn emit(

@@ -100,6 +100,12 @@ impl<A: Actor> Sim<A> {
             return;
         }
         let inc = slot.incarnation;
+        self.deliver_to_itself(client, inc, notice);
+    }
+
+    /// Deliver `notice` now to incarnation `inc` of `client`, from itself (its own
+    /// transport's word: no link, no partition, before anything else due now).
+    fn deliver_to_itself(&mut self, client: ProcId, inc: u32, notice: A::Msg) {
         self.enqueue_with(
             self.now,
             DUE_EARLIER,
@@ -272,17 +278,7 @@ impl<A: Actor> Sim<A> {
         self.expired(from, to);
         let client_inc = if client == from { from_inc } else { inc };
         if let Some(notice) = A::gave_up(&msg) {
-            self.enqueue_with(
-                self.now,
-                DUE_EARLIER,
-                Event::Deliver {
-                    from: client,
-                    to: client,
-                    inc: client_inc,
-                    conn: self.net.conn(client, client),
-                    msg: notice,
-                },
-            );
+            self.deliver_to_itself(client, client_inc, notice);
         }
         Some(StepKind::Lost(client))
     }
