@@ -375,8 +375,7 @@ impl ApiServer {
                 return None;
             }
             ApiOp::Unwatch { stream } => {
-                self.watchers
-                    .retain(|w| !(w.proc == from && w.stream == stream));
+                self.unwatch(from, stream);
                 Ok(ApiOk::Pong)
             }
             ApiOp::Ping => Ok(ApiOk::Pong),
@@ -389,8 +388,11 @@ impl ApiServer {
     }
 
     /// Remember the namespace `object` makes exist: its own if it is a Namespace, the
-    /// one it lives in otherwise.
+    /// one it lives in otherwise. Only while the admission is on: nothing else reads it.
     fn note_namespace(&mut self, object: &Object) {
+        if !self.config.namespace_lifecycle {
+            return;
+        }
         let kind = object.kind();
         let ns = if kind.group().is_empty() && kind.as_str() == "Namespace" {
             &object.meta.name
@@ -735,8 +737,7 @@ impl ApiServer {
         from_rv: u64,
         ctx: &mut WorldCtx<'_>,
     ) -> Result<(), ApiError> {
-        self.watchers
-            .retain(|w| !(w.proc == from && w.stream == stream));
+        self.unwatch(from, stream);
         self.trim_history(ctx.now());
         if from_rv < self.history_floor {
             return Err(ApiError::Gone);
@@ -764,8 +765,7 @@ impl ApiServer {
         kinds: Vec<Kind>,
         ctx: &mut WorldCtx<'_>,
     ) {
-        self.watchers
-            .retain(|w| !(w.proc == from && w.stream == stream));
+        self.unwatch(from, stream);
         let mut watcher = self.open_watch(from, id, stream, kinds, ctx);
         for object in self.objects.values() {
             if watcher.kinds.contains(&object.kind()) {
@@ -773,6 +773,12 @@ impl ApiServer {
             }
         }
         self.watchers.push(watcher);
+    }
+
+    /// Close `from`'s watch stream `stream`, if it has one (a new watch replaces it).
+    fn unwatch(&mut self, from: ProcId, stream: u32) {
+        self.watchers
+            .retain(|w| !(w.proc == from && w.stream == stream));
     }
 
     /// A new watch's number, answered to request `id`: the answer goes first, and the
