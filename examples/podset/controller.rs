@@ -320,6 +320,7 @@ fn pod_for(podset: &Object) -> Object {
         name: name.clone(),
         uid: podset.meta.uid,
         controller: true,
+        block_owner_deletion: false,
     }];
     let pod = Pod {
         spec: PodSpec {

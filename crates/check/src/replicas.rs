@@ -207,6 +207,7 @@ mod tests {
                 name: "a".into(),
                 uid: Uid(*uid),
                 controller: true,
+                block_owner_deletion: false,
             });
             api.seed_object(Object::new(meta, Pod::default()));
         }

@@ -45,6 +45,7 @@ pub fn seed(
             name: name.to_string(),
             uid: deployment.meta.uid,
             controller: true,
+            block_owner_deletion: false,
         }];
         server.seed_object(Object::new(
             meta,

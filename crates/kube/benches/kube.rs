@@ -79,6 +79,7 @@ fn script_world(seed: u64, kinds: &Kinds) -> Sim<Proc> {
         key: key(1),
         uid: None,
         grace_period_seconds: None,
+        options: Default::default(),
     });
     ops.push(ApiOp::Get(key(1)));
     let steps = ops

@@ -29,6 +29,7 @@ use reconsim_world::component::{Component, Payload};
 use reconsim_world::fault::WorldFault;
 use reconsim_world::kubelet::KubeletTiming;
 use reconsim_world::msg::{Lost, Msg, Timer};
+use reconsim_world::object::Kind;
 use reconsim_world::proc::WorldCtx;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -67,8 +68,14 @@ type Answer = tokio::sync::oneshot::Sender<http::Response<WireBody>>;
 /// A watch the program holds open: which events its stream takes.
 struct Subscription {
     stream: u32,
+    kind: Kind,
     namespace: Option<String>,
     selector: Selector,
+    /// A streaming list whose initial events are not over yet: its next bookmark says
+    /// they are.
+    initial_events: bool,
+    /// The connection it holds, back to the pool when the server ends the watch.
+    conn_id: ConnId,
     lines: tokio::sync::mpsc::UnboundedSender<Bytes>,
 }
 
@@ -486,8 +493,10 @@ impl KubeBridge {
         match (&shape, result) {
             (
                 Shape::Watch {
+                    kind,
                     namespace,
                     selector,
+                    initial_events,
                 },
                 Ok(ApiOk::Watching { watch_id }),
             ) => {
@@ -496,8 +505,11 @@ impl KubeBridge {
                     *watch_id,
                     Subscription {
                         stream,
+                        kind: *kind,
                         namespace: namespace.clone(),
                         selector: selector.clone(),
+                        initial_events: *initial_events,
+                        conn_id,
                         lines,
                     },
                 );
@@ -627,6 +639,32 @@ impl Component for KubeBridge {
                     let _ = w.lines.send(line.into());
                     self.pump(ctx);
                 }
+            }
+            Msg::WatchBookmark {
+                watch_id,
+                resource_version,
+            } => {
+                let Some(run) = &mut self.running else {
+                    return;
+                };
+                let Some(w) = run.watches.get_mut(&watch_id) else {
+                    return;
+                };
+                let end = std::mem::take(&mut w.initial_events);
+                let line = rest::bookmark_line(w.kind, resource_version, end);
+                let _ = w.lines.send(line.into());
+                self.pump(ctx);
+            }
+            Msg::WatchEnd { watch_id } => {
+                // The response ends as a whole chunked body does: its connection is
+                // idle again, back to the pool; the program's stream ends.
+                let Some(run) = &mut self.running else {
+                    return;
+                };
+                if let Some(w) = run.watches.remove(&watch_id) {
+                    run.pool.checkin(ctx.true_now(), w.conn_id);
+                }
+                self.pump(ctx);
             }
             Msg::ConnectionReset => {
                 // The server's host reset its connections: every watch stream ends (the

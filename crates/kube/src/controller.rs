@@ -30,7 +30,7 @@ use crate::transport::{Exchange, Queue, SimService, WireBody};
 use kube::runtime::controller::Action;
 use reconsim_world::api::ApiOp;
 use reconsim_world::manager::{
-    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owner,
+    Call, ReconcileCtx, Reconciler, Reply, Step, enqueue_for, enqueue_owners,
 };
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use reconsim_world::reconcile_error::{ReconcileError, Unexpected};
@@ -75,8 +75,9 @@ where
         }
     }
 
-    /// Reconcile an object's controller owner of kind `K` when the object changes
-    /// (`Controller::owns`: by its controller owner reference).
+    /// Reconcile an object's owners of kind `K` when the object changes
+    /// (`Controller::owns`: by every owner reference of that kind, controller or not, as
+    /// kube-runtime's `trigger_owners` maps them).
     pub fn owns<C>(mut self) -> Self
     where
         C: kube::Resource<DynamicType = ()>,
@@ -445,7 +446,7 @@ where
         let r = &self.relations;
         enqueue_for(object, r.kind, keys);
         if r.owns.contains(&object.kind()) {
-            enqueue_owner(object, r.kind, keys);
+            enqueue_owners(object, r.kind, keys);
         }
     }
 

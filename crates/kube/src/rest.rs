@@ -4,14 +4,18 @@
 //! subresource. Served: create (POST), get (GET), list (GET of the collection, in a
 //! namespace or all, with an equality-based `labelSelector`; `resourceVersion=0` reads
 //! the watch cache), watch (`?watch=true`), replace (PUT), JSON merge patch and JSON
-//! patch (PATCH), delete (DELETE, with a uid precondition). Every other request is
+//! patch (PATCH), delete (DELETE, with uid and resourceVersion preconditions and a
+//! propagation policy). Every other request is
 //! answered, not dropped: a Status naming what reconsim does not serve, so a user's code
 //! fails loudly (docs/kube.md).
 
 use crate::kinds::{Kinds, Served};
 use crate::wire;
 use crate::write::{Change, Part, Write};
-use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent, WholePatch};
+use reconsim_world::api::{
+    ApiError, ApiOk, ApiOp, DeleteOptions, EventType, PatchOp, Propagation, WatchEvent,
+    WatchOptions, WholePatch,
+};
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -29,8 +33,11 @@ pub enum Shape {
     /// A watch: 200 and a stream of event lines, those in the namespace (all if
     /// `None`) whose labels match.
     Watch {
+        kind: Kind,
         namespace: Option<String>,
         selector: Selector,
+        /// A streaming list: its first bookmark ends the initial events.
+        initial_events: bool,
     },
 }
 
@@ -469,25 +476,70 @@ fn route_or_refuse(
             let namespace = t.namespace.map(str::to_string);
             let rv = rv_param(uri)?;
             if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
+                let flag = |name: &str| query(uri, name).is_some_and(|v| v == "true" || v == "1");
+                let timeout_ms = match query(uri, "timeoutSeconds").as_deref() {
+                    None | Some("") => None,
+                    Some(t) => Some(
+                        t.parse::<u64>().map_err(|_| {
+                            refuse(
+                                400,
+                                "BadRequest",
+                                format!("timeoutSeconds: {t:?} is not a whole number of seconds"),
+                            )
+                        })? * 1_000,
+                    ),
+                };
+                let options = WatchOptions {
+                    timeout_ms,
+                    bookmarks: flag("allowWatchBookmarks"),
+                    send_initial_events: flag("sendInitialEvents"),
+                };
+                // A streaming list (`sendInitialEvents`, kube-runtime's
+                // `streaming_lists()`): the current state as ADDED events, then a
+                // bookmark that says they are over (semantics 3.18). The real server
+                // insists on bookmarks and `resourceVersionMatch=NotOlderThan` with it.
+                let initial_events = options.send_initial_events;
+                if initial_events {
+                    // As apimachinery's ValidateListOptions words it.
+                    let mut why = Vec::new();
+                    if query(uri, "resourceVersionMatch").as_deref() != Some("NotOlderThan") {
+                        why.push("resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+                    }
+                    if !options.bookmarks {
+                        why.push("allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true");
+                    }
+                    if !why.is_empty() {
+                        return Err(refuse(422, "Invalid", why.join(", ")));
+                    }
+                }
                 // From the resourceVersion given, exclusive; none and "0" start from
                 // the current state, an ADDED event per object (semantics 3.17).
                 let watch = match rv {
+                    _ if initial_events => ApiOp::WatchState {
+                        stream: 0,
+                        kinds: vec![kind],
+                        options,
+                    },
                     None | Some(0) => ApiOp::WatchState {
                         // The bridge numbers its streams.
                         stream: 0,
                         kinds: vec![kind],
+                        options,
                     },
                     Some(from_rv) => ApiOp::Watch {
                         stream: 0,
                         kinds: vec![kind],
                         from_rv,
+                        options,
                     },
                 };
                 return op(
                     watch,
                     Shape::Watch {
+                        kind,
                         namespace,
                         selector,
+                        initial_events,
                     },
                 );
             }
@@ -626,37 +678,56 @@ fn route_or_refuse(
             )
         }
         (&http::Method::DELETE, Some(name)) if !t.status => {
-            // DeleteParams: a uid precondition; background propagation (the default).
+            // DeleteParams: preconditions (uid, resourceVersion), gracePeriodSeconds and
+            // the propagation policy (docs/semantics.md 3.8).
             let params: Value = if body.is_empty() {
                 json!({})
             } else {
                 json_body(body, "DeleteOptions")?
             };
-            if params["preconditions"]["resourceVersion"].is_string() {
-                return Err(refuse(
-                    405,
-                    "MethodNotAllowed",
-                    "reconsim serves a delete's uid precondition only, not its resourceVersion yet (docs/kube.md)".into(),
-                ));
-            }
-            match params["propagationPolicy"].as_str() {
-                None | Some("Background") => {}
-                Some(other) => {
+            let propagation = match (
+                params["propagationPolicy"].as_str(),
+                params["orphanDependents"].as_bool(),
+            ) {
+                (Some(policy), Some(_)) => {
+                    // As apimachinery's ValidateDeleteOptions answers.
                     return Err(refuse(
-                        405,
-                        "MethodNotAllowed",
+                        422,
+                        "Invalid",
                         format!(
-                            "reconsim collects garbage in the background only, not with propagationPolicy {other} yet (docs/kube.md)"
+                            "propagationPolicy: Invalid value: {policy:?}: orphanDependents and deletionPropagation cannot be both set"
                         ),
                     ));
                 }
-            }
+                (None, None) => None,
+                (None, Some(true)) | (Some("Orphan"), None) => Some(Propagation::Orphan),
+                (None, Some(false)) | (Some("Background"), None) => Some(Propagation::Background),
+                (Some("Foreground"), None) => Some(Propagation::Foreground),
+                (Some(other), None) => {
+                    return Err(refuse(
+                        422,
+                        "Invalid",
+                        format!(
+                            "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                        ),
+                    ));
+                }
+            };
+            // A resourceVersion that is not one of the server's never matches: 409, as the
+            // real server's string comparison answers.
+            let resource_version = params["preconditions"]["resourceVersion"]
+                .as_str()
+                .map(|rv| rv.parse::<u64>().unwrap_or(u64::MAX));
             let uid = params["preconditions"]["uid"].as_str().map(wire::parse_uid);
             op(
                 ApiOp::Delete {
                     key: key(name),
                     uid,
                     grace_period_seconds: params["gracePeriodSeconds"].as_u64(),
+                    options: DeleteOptions {
+                        resource_version,
+                        propagation,
+                    },
                 },
                 Shape::Deleted,
             )
@@ -704,6 +775,25 @@ pub fn event_line(
         .expect("JSON values serialize");
     line.push(b'\n');
     Some(line)
+}
+
+/// A bookmark's line: the kind and the resourceVersion alone, as the watch cache writes
+/// it (apiserver `storage/cacher`, `getBookmarkEvent`); the one that ends a streaming
+/// list's initial events carries the `k8s.io/initial-events-end` annotation.
+pub fn bookmark_line(kind: Kind, resource_version: u64, initial_events_end: bool) -> Vec<u8> {
+    let mut metadata = json!({"resourceVersion": resource_version.to_string()});
+    if initial_events_end {
+        metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    let object = json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.as_str(),
+        "metadata": metadata,
+    });
+    let mut line = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": object}))
+        .expect("JSON values serialize");
+    line.push(b'\n');
+    line
 }
 
 /// The line a watch from a compacted resourceVersion gets, as the API server sends it:

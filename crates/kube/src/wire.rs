@@ -108,13 +108,17 @@ fn metadata(meta: &ObjectMeta) -> Value {
             .owner_references
             .iter()
             .map(|r| {
-                json!({
+                let mut v = json!({
                     "apiVersion": r.kind.api_version(),
                     "kind": r.kind.as_str(),
                     "name": r.name,
                     "uid": uid_text(r.uid),
                     "controller": r.controller,
-                })
+                });
+                if r.block_owner_deletion {
+                    v["blockOwnerDeletion"] = json!(true);
+                }
+                v
             })
             .collect();
         m.insert("ownerReferences".into(), Value::Array(refs));
@@ -320,6 +324,10 @@ fn owner_reference(r: &Value, i: usize) -> Result<OwnerReference, Rejected> {
         uid: parse_uid(&need("uid")?),
         controller: r
             .get("controller")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        block_owner_deletion: r
+            .get("blockOwnerDeletion")
             .and_then(Value::as_bool)
             .unwrap_or(false),
     })

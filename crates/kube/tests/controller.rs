@@ -301,3 +301,26 @@ fn a_reconcile_that_sleeps_on_tokios_clock_waits_in_virtual_time() {
         .unwrap_or_else(|| panic!("{outcomes:?}"));
     assert!((6_000..6_200).contains(&ms), "{outcomes:?}");
 }
+
+#[test]
+fn owns_maps_every_owner_reference_of_the_kind_not_only_the_controller() {
+    // kube-runtime 5.0's trigger_owners maps each owner reference whose apiVersion and
+    // kind are the owner's, controller or not (controller-runtime's Owns takes the
+    // controller only; that is the families' `enqueue_owner`).
+    let log = Arc::new(Log::default());
+    let reconciler = controller(&log);
+    let mut b = Bundle::new("b", spec(1));
+    b.metadata.namespace = Some("default".into());
+    b.metadata.uid = Some("d5d0f7a6-0000-0000-0000-000000000001".into());
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("shared".into());
+    cm.metadata.namespace = Some("default".into());
+    let mut plain = b.owner_ref(&()).expect("named, with a uid");
+    plain.controller = None;
+    cm.metadata.owner_references = Some(vec![plain]);
+    let object = kinds().object(&cm).expect("a ConfigMap");
+    let mut keys = Vec::new();
+    reconciler.keys_for(&object, &mut keys);
+    let names: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    assert_eq!(names, ["Bundle default/b"]);
+}

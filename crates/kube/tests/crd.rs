@@ -2,12 +2,12 @@
 //! `Api<K>` speaks to it: its group path, its status subresource (a write of the object
 //! leaves status alone and bumps generation on a spec change; a write of `/status`
 //! touches status alone), a JSON patch and its failing `test`, owner references and the
-//! garbage collector, the clear answers for a kind not served and a propagation policy
-//! not modelled, and the writes the real server refuses: a custom resource's PUT with no
+//! garbage collector (a delete in the foreground, a stale resourceVersion precondition),
+//! the clear answer for a kind not served, and the writes the real server refuses: a custom resource's PUT with no
 //! resourceVersion (422), a create that names one (500), the status of a create (dropped).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{CustomResource, Resource, ResourceExt};
 use reconsim_kube::{Kinds, KubeWorld, Program};
 use reconsim_sim::{SimTime, TraceMode};
@@ -124,7 +124,11 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("dependent".into());
-    cm.metadata.owner_references = w.controller_owner_ref(&()).map(|r| vec![r]);
+    // kube's `controller_owner_ref` leaves blockOwnerDeletion unset (kube-core 5.0);
+    // client-go's NewControllerRef sets it, as here.
+    let mut owner = w.controller_owner_ref(&()).expect("a stored object");
+    owner.block_owner_deletion = Some(true);
+    cm.metadata.owner_references = Some(vec![owner]);
     let cm = cms.create(&pp, &cm).await?;
     // A built-in kind's PUT may leave it out: last writer wins.
     let mut blind = cm.clone();
@@ -135,20 +139,43 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
         "owner: {}",
         cm.owner_references()[0].kind.clone() + "/" + &cm.owner_references()[0].name
     ));
-    let r = api
-        .delete("w", &DeleteParams::foreground())
-        .await
-        .map(|_| ());
+    // A resourceVersion precondition that is stale: 409, and nothing deleted.
+    let stale = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: Some("1".into()),
+            uid: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let r = api.delete("w", &stale).await.map(|_| ());
     out.push(format!(
-        "foreground: {}",
+        "stale precondition: {}",
         code(r).split(':').next().unwrap()
     ));
-    api.delete("w", &DeleteParams::default()).await?;
-    let mut polls = 0;
-    while cms.get_opt("dependent").await?.is_some() && polls < 1000 {
-        polls += 1;
+    // In the foreground: the owner stays, marked, until its dependent (whose controller
+    // reference blocks owner deletion) is gone.
+    let marked = api.delete("w", &DeleteParams::foreground()).await?;
+    out.push(format!(
+        "foreground: {}",
+        marked
+            .map_left(|w| format!("marked, finalizers {:?}", w.finalizers()))
+            .either(|l| l, |_| "gone".into())
+    ));
+    let mut order = Vec::new();
+    for _ in 0..1000 {
+        let (cm, owner) = (
+            cms.get_opt("dependent").await?.is_some(),
+            api.get_opt("w").await?.is_some(),
+        );
+        let now = format!("dependent {cm}, owner {owner}");
+        if order.last() != Some(&now) {
+            order.push(now);
+        }
+        if !cm && !owner {
+            break;
+        }
     }
-    out.push(format!("collected: {}", polls < 1000));
+    out.push(format!("collected: {}", order.join(" -> ")));
 
     // A kind the world does not serve: 404, naming what it serves.
     let services: Api<Service> = Api::namespaced(client, "default");
@@ -185,8 +212,9 @@ fn a_custom_resource_has_its_status_subresource_json_patches_and_owner_reference
             "failed test: 422 Invalid",
             "configmap blind replace: ok",
             "owner: Widget/w",
-            "foreground: 405 MethodNotAllowed",
-            "collected: true",
+            "stale precondition: 409 Conflict",
+            r#"foreground: marked, finalizers ["foregroundDeletion"]"#,
+            "collected: dependent true, owner true -> dependent false, owner true -> dependent false, owner false",
             "service: 404 NotFound: the world serves no services in v1; it serves: configmaps (v1), events (v1), namespaces (v1), nodes (v1), pods (v1), secrets (v1), deployments (apps/v1), certificatesigningrequests (certificates.k8s.io/v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1), widgets (test.reconsim.dev/v1) (register a kind with Kinds::with, docs/kube.md)",
         ]
     );

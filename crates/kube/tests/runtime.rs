@@ -31,6 +31,8 @@ struct BundleSpec {
 struct Ctx {
     client: kube::Client,
     log: Arc<Mutex<Vec<String>>>,
+    /// The reconcile's requeue; `None`: it waits for a change.
+    requeue: Option<Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +63,9 @@ async fn reconcile(b: Arc<Bundle>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         .lock()
         .unwrap()
         .push(format!("{since_epoch} s: reconciled {}", b.name_any()));
-    Ok(Action::requeue(Duration::from_secs(60)))
+    Ok(ctx
+        .requeue
+        .map_or_else(Action::await_change, Action::requeue))
 }
 
 fn error_policy(_: Arc<Bundle>, e: &Error, ctx: Arc<Ctx>) -> Action {
@@ -73,10 +77,27 @@ fn kinds() -> Kinds {
     Kinds::new().crd::<Bundle>().core::<ConfigMap>()
 }
 
+/// How the program's Controller runs: its reconcile's requeue and its watchers' config.
+#[derive(Clone)]
+struct Setup {
+    requeue: Option<Duration>,
+    watcher: watcher::Config,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            requeue: Some(Duration::from_secs(60)),
+            watcher: watcher::Config::default(),
+        }
+    }
+}
+
 /// The user's `main`, but for the client: two Bundles, then kube-runtime's Controller.
-fn program(log: Arc<Mutex<Vec<String>>>) -> Program {
+fn program(log: Arc<Mutex<Vec<String>>>, setup: Setup) -> Program {
     Arc::new(move |client: kube::Client| {
         let log = log.clone();
+        let setup = setup.clone();
         Box::pin(async move {
             let bundles: Api<Bundle> = Api::namespaced(client.clone(), "default");
             for (name, count) in [("a", 2), ("b", 3)] {
@@ -86,9 +107,14 @@ fn program(log: Arc<Mutex<Vec<String>>>) -> Program {
                 }
             }
             let cms: Api<ConfigMap> = Api::all(client.clone());
-            Controller::new(bundles, watcher::Config::default())
-                .owns(cms, watcher::Config::default())
-                .run(reconcile, error_policy, Arc::new(Ctx { client, log }))
+            let ctx = Arc::new(Ctx {
+                client,
+                log,
+                requeue: setup.requeue,
+            });
+            Controller::new(bundles, setup.watcher.clone())
+                .owns(cms, setup.watcher)
+                .run(reconcile, error_policy, ctx)
                 .for_each(|_| futures::future::ready(()))
                 .await;
             "the controller stopped".to_string()
@@ -104,6 +130,10 @@ struct Outcome {
 }
 
 fn run(seed: u64, until: SimTime) -> Outcome {
+    run_with(seed, until, Setup::default())
+}
+
+fn run_with(seed: u64, until: SimTime, setup: Setup) -> Outcome {
     intercept::on_own_thread(seed, || {
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut w = KubeWorld::new(
@@ -111,7 +141,7 @@ fn run(seed: u64, until: SimTime) -> Outcome {
             TraceMode::Hash,
             ApiServerConfig::default(),
             kinds(),
-            program(log.clone()),
+            program(log.clone(), setup),
         );
         w.sim.run_until(until);
         let Some(api) = w.sim.actor(w.apiserver).component::<ApiServer>() else {
@@ -166,5 +196,77 @@ fn kube_runtimes_controller_is_deterministic_under_a_seed() {
             a.requests, b.requests
         );
         assert_eq!(a.log, b.log);
+    }
+}
+
+/// The times (s) at which Bundle `name` was reconciled.
+fn reconciled(o: &Outcome, name: &str) -> Vec<String> {
+    o.log
+        .iter()
+        .filter_map(|l| l.strip_suffix(&format!(" s: reconciled {name}")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_quiet_object_is_reconciled_once_an_hour_not_after_every_watch_timeout() {
+    // kube-runtime's watcher asks for 290 s watches with bookmarks; the server ends each
+    // at its timeout after a bookmark at its current resourceVersion, and the watcher
+    // re-watches from there: no 410, no relist, no reconcile (semantics 3.18). Without
+    // bookmarks and timeouts the watch from the list's resourceVersion aged out of the
+    // history and each relist reconciled everything again.
+    let setup = Setup {
+        requeue: None,
+        ..Setup::default()
+    };
+    let o = run_with(1, SimTime::from_secs(3_600), setup);
+    for name in ["a", "b"] {
+        assert_eq!(reconciled(&o, name), ["0", "0"], "{:?}", o.log);
+    }
+    let lists = o
+        .requests
+        .iter()
+        .filter(|r| r.contains("limit=500"))
+        .count();
+    assert_eq!(lists, 2, "one list per watcher: {:?}", o.requests);
+    let watches = o
+        .requests
+        .iter()
+        .filter(|r| r.contains("bundles?&watch=true"))
+        .count();
+    assert_eq!(watches, 3_600 / 290 + 1, "{:?}", o.requests);
+    assert!(!o.log.iter().any(|l| l.starts_with("error")), "{:?}", o.log);
+}
+
+#[test]
+fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
+    // kube-runtime's `streaming_lists()`: a watch with sendInitialEvents, whose initial
+    // events end with the bookmark annotated k8s.io/initial-events-end; without it the
+    // watcher never reaches its first reconcile.
+    let setup = Setup {
+        watcher: watcher::Config::default().streaming_lists(),
+        ..Setup::default()
+    };
+    let o = run_with(1, SimTime::from_secs(150), setup);
+    assert_eq!(
+        o.config_maps,
+        ["a-0", "a-1", "b-0", "b-1", "b-2"],
+        "{:?}",
+        o.requests
+    );
+    assert!(
+        o.requests
+            .iter()
+            .any(|r| r.contains("sendInitialEvents=true")),
+        "{:?}",
+        o.requests
+    );
+    assert!(
+        !o.requests.iter().any(|r| r.contains("limit=500")),
+        "{:?}",
+        o.requests
+    );
+    for name in ["a", "b"] {
+        assert_eq!(reconciled(&o, name), ["0", "0", "60", "120"], "{:?}", o.log);
     }
 }

@@ -55,6 +55,10 @@ pub enum ApiOp {
         key: ObjectKey,
         uid: Option<Uid>,
         grace_period_seconds: Option<u64>,
+        /// A resourceVersion precondition and the propagation policy
+        /// ([`DeleteOptions::default`]: neither, as most deletes are).
+        #[serde(skip_serializing_if = "DeleteOptions::is_default")]
+        options: DeleteOptions,
     },
     /// Bind a Pod to a node (the `pods/binding` subresource, the only way to set
     /// `spec.nodeName` once the pod exists): 409 Conflict if it is already bound or being
@@ -70,6 +74,10 @@ pub enum ApiOp {
         stream: u32,
         kinds: Vec<Kind>,
         from_rv: u64,
+        /// `timeoutSeconds` and `allowWatchBookmarks` ([`WatchOptions::default`]:
+        /// neither, as the families' informers watch).
+        #[serde(skip_serializing_if = "WatchOptions::is_default")]
+        options: WatchOptions,
     },
     /// Close a watch stream.
     Unwatch {
@@ -83,7 +91,85 @@ pub enum ApiOp {
     WatchState {
         stream: u32,
         kinds: Vec<Kind>,
+        #[serde(skip_serializing_if = "WatchOptions::is_default")]
+        options: WatchOptions,
     },
+}
+
+/// How a deletion treats the object's dependents (`DeleteOptions.propagationPolicy`;
+/// docs/semantics.md 3.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Propagation {
+    /// The object goes now; the garbage collector deletes its dependents after.
+    Background,
+    /// The object stays, with the `foregroundDeletion` finalizer, until the collector has
+    /// deleted every dependent whose reference to it blocks owner deletion.
+    Foreground,
+    /// The object stays, with the `orphan` finalizer, until the collector has removed the
+    /// references to it from all its dependents, which live on.
+    Orphan,
+}
+
+/// A delete's options beyond its uid precondition and grace period. The default (no
+/// resourceVersion precondition, no propagation policy) hashes to nothing, so that the
+/// trace of a run without them is what it was before they existed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeleteOptions {
+    /// `preconditions.resourceVersion`: the delete is 409 Conflict unless the stored
+    /// object is at this resourceVersion.
+    pub resource_version: Option<u64>,
+    /// `propagationPolicy`; `None` leaves it to the object's own `orphan` or
+    /// `foregroundDeletion` finalizer, else background (registry/store.go,
+    /// `shouldOrphanDependents`, `shouldDeleteDependents`).
+    pub propagation: Option<Propagation>,
+}
+
+impl DeleteOptions {
+    pub fn is_default(&self) -> bool {
+        *self == DeleteOptions::default()
+    }
+}
+
+impl Hash for DeleteOptions {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        if !self.is_default() {
+            self.resource_version.hash(state);
+            self.propagation.hash(state);
+        }
+    }
+}
+
+/// How long a watch lasts and whether it hears bookmarks (docs/semantics.md 3.18). The
+/// default (neither) hashes to nothing, so that the trace of a run without them is what
+/// it was before they existed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WatchOptions {
+    /// `timeoutSeconds`, in ms: the server ends the watch this long after it opened
+    /// ([`crate::Msg::WatchEnd`]). `None`: the watch lasts until its client ends it.
+    pub timeout_ms: Option<u64>,
+    /// `allowWatchBookmarks`: about every minute, and 2 s before the timeout, the server
+    /// sends the watch cache's resourceVersion ([`crate::Msg::WatchBookmark`]), so a
+    /// client re-watches from there, not from its last event's.
+    pub bookmarks: bool,
+    /// `sendInitialEvents` (a streaming list): a bookmark right after the current
+    /// state's ADDED events says they are over ([`ApiOp::WatchState`] only).
+    pub send_initial_events: bool,
+}
+
+impl WatchOptions {
+    pub fn is_default(&self) -> bool {
+        *self == WatchOptions::default()
+    }
+}
+
+impl Hash for WatchOptions {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        if !self.is_default() {
+            self.timeout_ms.hash(state);
+            self.bookmarks.hash(state);
+            self.send_initial_events.hash(state);
+        }
+    }
 }
 
 /// One field-level change of a patch.

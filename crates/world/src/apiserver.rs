@@ -10,11 +10,14 @@
 //! - bound Pods are deleted gracefully (3.6): deletionTimestamp = now + grace period
 //!   (30 s by default), and the Pod stays, whatever is written to it, until its kubelet
 //!   confirms with a zero grace period (then it goes once its finalizers are gone);
-//! - background garbage collection (3.8, 3.9): an object whose owners (by uid) are all gone
-//!   is deleted about `gc_delay_ms` after the server notices (an owner removed, or an object
-//!   written with only dangling owner references, as the real collector's graph sees it);
-//!   an object with no owner references is never collected, so removing an owner
-//!   reference orphans; the sweep is re-armed when the server restarts;
+//! - garbage collection (3.8, 3.9), a pass about `gc_delay_ms` after the server notices
+//!   (an owner removed or marked, an object written with a dangling owner reference, as
+//!   the real collector's graph sees it): an object whose owners are all gone (looked up
+//!   in its namespace) is deleted, a gone owner's reference beside a live one is patched
+//!   away; an object with no owner references is never collected, so removing an owner
+//!   reference orphans; a delete in the foreground (`foregroundDeletion`) waits for the
+//!   dependents that block owner deletion, an orphaning one (`orphan`) unhooks them; the
+//!   pass is re-armed when the server restarts;
 //! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`,
 //!   trimmed by age also when no write comes, as etcd compaction is periodic), 410 Gone
 //!   for a resourceVersion older than the history (3.10);
@@ -26,11 +29,14 @@
 //!   lists (3.15): while it lags, a list with `from_watch_cache` answers the state the
 //!   released events built, at their resourceVersion, not the store's.
 
-use crate::api::{ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, EventType, PatchOp, WatchEvent};
+use crate::api::{
+    ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, DeleteOptions, EventType, PatchOp,
+    Propagation, WatchEvent, WatchOptions,
+};
 use crate::component::{Component, WorldCtx};
 use crate::fault::WorldFault;
 use crate::msg::{Msg, Timer as AnyTimer};
-use crate::object::{Kind, Object, ObjectKey, Uid, of_kind};
+use crate::object::{Kind, Object, ObjectKey, OwnerReference, Uid, of_kind};
 use crate::object::{
     Pod, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration, pod_spec_update_forbidden,
 };
@@ -89,7 +95,24 @@ struct Watcher {
     watch_id: u64,
     kinds: Vec<Kind>,
     seq: u64,
+    /// When its `timeoutSeconds` runs out.
+    deadline: Option<SimTime>,
+    /// Whether it asked for bookmarks.
+    bookmarks: bool,
 }
+
+/// A watch request: who asks, its request id, its stream and kinds, its options.
+struct Open {
+    from: ProcId,
+    id: u64,
+    stream: u32,
+    kinds: Vec<Kind>,
+    options: WatchOptions,
+}
+
+/// How often a watch that asked for bookmarks gets one (the cacher's
+/// `bookmarkFrequency`, a minute).
+const BOOKMARK_FREQUENCY_MS: u64 = 60_000;
 
 #[derive(Clone, Debug)]
 struct HistoryEntry {
@@ -281,6 +304,7 @@ impl Component for ApiServer {
         };
         match timer {
             Timer::GcSweep => self.gc_sweep(ctx),
+            Timer::WatchTick { watch_id } => self.watch_tick(watch_id, ctx),
             Timer::ReleaseWatch => {
                 let now = ctx.now();
                 while self.held.front().is_some_and(|(at, _, _)| *at <= now) {
@@ -354,7 +378,8 @@ impl ApiServer {
                 key,
                 uid,
                 grace_period_seconds,
-            } => self.delete(&key, uid, grace_period_seconds, ctx),
+                options,
+            } => self.delete(&key, uid, grace_period_seconds, options, ctx),
             ApiOp::Bind {
                 key,
                 uid,
@@ -364,14 +389,30 @@ impl ApiServer {
                 stream,
                 kinds,
                 from_rv,
+                options,
             } => {
-                return self
-                    .watch(from, id, stream, kinds, from_rv, ctx)
-                    .err()
-                    .map(Err);
+                let open = Open {
+                    from,
+                    id,
+                    stream,
+                    kinds,
+                    options,
+                };
+                return self.watch(open, from_rv, ctx).err().map(Err);
             }
-            ApiOp::WatchState { stream, kinds } => {
-                self.watch_state(from, id, stream, kinds, ctx);
+            ApiOp::WatchState {
+                stream,
+                kinds,
+                options,
+            } => {
+                let open = Open {
+                    from,
+                    id,
+                    stream,
+                    kinds,
+                    options,
+                };
+                self.watch_state(open, ctx);
                 return None;
             }
             ApiOp::Unwatch { stream } => {
@@ -611,10 +652,16 @@ impl ApiServer {
         key: &ObjectKey,
         uid: Option<Uid>,
         grace_period_seconds: Option<u64>,
+        options: DeleteOptions,
         ctx: &mut WorldCtx<'_>,
     ) -> Result<ApiOk, ApiError> {
         let current = self.objects.get(key).ok_or(ApiError::NotFound)?.clone();
-        if uid.is_some_and(|u| u != current.meta.uid) {
+        // Preconditions (rest/delete.go, BeforeDelete): either mismatch is 409 Conflict.
+        if uid.is_some_and(|u| u != current.meta.uid)
+            || options
+                .resource_version
+                .is_some_and(|rv| rv != current.meta.resource_version)
+        {
             return Err(ApiError::Conflict);
         }
         // Only a Pod bound to a node has a grace period (an unbound one goes at once).
@@ -626,25 +673,44 @@ impl ApiServer {
         } else {
             0
         };
-        if current.meta.finalizers.is_empty() && grace_s == 0 {
-            self.remove(key, None, ctx);
-            return Ok(ApiOk::Deleted);
-        }
-        if current.meta.is_deleting() {
+        if current.meta.is_deleting() && self.awaiting_grace.contains(&current.meta.uid) {
+            // A graceful deletion is pending: only its confirmation changes anything
+            // ("finalizers cannot be updated via DeleteOptions if a deletion is already
+            // pending", registry/store.go Delete).
             if grace_s == 0 {
                 // Confirmed: from now on only the finalizers hold it.
                 self.awaiting_grace.remove(&current.meta.uid);
+                if current.meta.finalizers.is_empty() {
+                    self.remove(key, None, ctx);
+                    return Ok(ApiOk::Deleted);
+                }
             }
             return Ok(ApiOk::Object(current));
         }
+        let finalizers = gc_finalizers(&current.meta.finalizers, options.propagation);
+        if finalizers.is_empty() && grace_s == 0 {
+            self.remove(key, None, ctx);
+            return Ok(ApiOk::Deleted);
+        }
         let mut next = (*current).clone();
-        next.meta.deletion_timestamp = Some(ctx.now().plus_ms(grace_s.saturating_mul(1000)));
-        next.meta.deletion_grace_period_seconds = Some(grace_s);
-        next.meta.generation += 1;
-        if grace_s > 0 {
-            self.awaiting_grace.insert(current.meta.uid);
+        if !current.meta.is_deleting() {
+            next.meta.deletion_timestamp = Some(ctx.now().plus_ms(grace_s.saturating_mul(1000)));
+            next.meta.deletion_grace_period_seconds = Some(grace_s);
+            next.meta.generation += 1;
+            if grace_s > 0 {
+                self.awaiting_grace.insert(current.meta.uid);
+            }
+        }
+        next.meta.finalizers = finalizers;
+        if next == *current {
+            return Ok(ApiOk::Object(current));
         }
         let stored = self.store(key.clone(), next, EventType::Modified, ctx);
+        if stored.meta.has_finalizer(FINALIZER_ORPHAN)
+            || stored.meta.has_finalizer(FINALIZER_FOREGROUND)
+        {
+            self.schedule_gc(ctx);
+        }
         Ok(ApiOk::Object(stored))
     }
 
@@ -666,10 +732,19 @@ impl ApiServer {
             self.note_namespace(&arc);
         }
         let prev = self.objects.insert(key, arc.clone());
+        // A reference that blocked an owner's deletion in the foreground is gone: the
+        // real collector's graph hears of it and looks at the owner again.
+        let unblocked = prev.as_ref().is_some_and(|p| {
+            p.meta.owner_references.iter().any(|r| {
+                r.block_owner_deletion
+                    && !arc.meta.owner_references.contains(r)
+                    && self.waits_for_dependents(r.uid)
+            })
+        });
         self.emit(event, &arc, prev, ctx);
-        if self.collectable(&arc) {
-            // Written with only dangling owners (e.g. created from a stale cache after
-            // its owner went): the real collector deletes it too.
+        if unblocked || self.gc_action(&arc).is_some() {
+            // Written with dangling owners (e.g. created from a stale cache after its
+            // owner went): the real collector's graph sees it too.
             self.schedule_gc(ctx);
         }
         arc
@@ -703,46 +778,160 @@ impl ApiServer {
         }
     }
 
-    /// Whether the collector deletes `o`: it has owners and every one is gone (3.9).
-    fn collectable(&self, o: &Object) -> bool {
-        !o.meta.owner_references.is_empty()
-            && !o.meta.is_deleting()
-            && o.meta
-                .owner_references
-                .iter()
-                .all(|r| !self.uids.contains_key(&r.uid))
-    }
-
-    /// Delete every object all of whose owners are gone (background cascading deletion).
-    fn gc_sweep(&mut self, ctx: &mut WorldCtx<'_>) {
-        self.gc_pending = false;
-        let orphans: Vec<(ObjectKey, Uid)> = self
-            .objects
-            .iter()
-            .filter(|(_, o)| self.collectable(o))
-            .map(|(k, o)| (k.clone(), o.meta.uid))
-            .collect();
-        for (key, uid) in orphans {
-            // A collected bound Pod still goes through its kubelet, like any delete.
-            let _ = self.delete(&key, Some(uid), None, ctx);
+    /// How the collector sees `dependent`'s reference `r` (garbagecollector.go,
+    /// `isDangling` and `classifyReferences`; docs/semantics.md 3.9): the owner is looked
+    /// up by name in the dependent's namespace (or cluster-wide, for a cluster-scoped
+    /// owner), so an owner in another namespace, or one whose uid or kind differs, is
+    /// absent.
+    fn owner_state(&self, dependent: &Object, r: &OwnerReference) -> OwnerState {
+        let Some(owner) = self.uids.get(&r.uid).and_then(|k| self.objects.get(k)) else {
+            return OwnerState::Dangling;
+        };
+        let owner_ns = &owner.meta.namespace;
+        if !owner_ns.is_empty() {
+            if dependent.meta.namespace.is_empty() {
+                return OwnerState::Invalid;
+            }
+            if *owner_ns != dependent.meta.namespace {
+                return OwnerState::Dangling;
+            }
+        }
+        if owner.meta.name != r.name || owner.kind() != r.kind {
+            return OwnerState::Dangling;
+        }
+        if owner.meta.is_deleting() && owner.meta.has_finalizer(FINALIZER_FOREGROUND) {
+            OwnerState::WaitingForDependents
+        } else {
+            OwnerState::Solid
         }
     }
 
-    fn watch(
-        &mut self,
-        from: ProcId,
-        id: u64,
-        stream: u32,
-        kinds: Vec<Kind>,
-        from_rv: u64,
-        ctx: &mut WorldCtx<'_>,
-    ) -> Result<(), ApiError> {
-        self.unwatch(from, stream);
+    /// What the collector does with `o` now, if anything.
+    fn gc_action(&self, o: &Object) -> Option<GcAction> {
+        if o.meta.owner_references.is_empty() || o.meta.is_deleting() {
+            return None;
+        }
+        let (mut solid, mut waiting) = (false, false);
+        let mut unhook = Vec::new();
+        for r in &o.meta.owner_references {
+            match self.owner_state(o, r) {
+                // The real collector's lookup fails and the item is dropped, untouched.
+                OwnerState::Invalid => return None,
+                OwnerState::Solid => solid = true,
+                OwnerState::Dangling => unhook.push(r.uid),
+                OwnerState::WaitingForDependents => {
+                    waiting = true;
+                    unhook.push(r.uid);
+                }
+            }
+        }
+        if solid {
+            // An owner lives: the others' references are patched away, never the object.
+            return (!unhook.is_empty()).then_some(GcAction::Unhook(unhook));
+        }
+        // No owner lives: deleted, in the foreground if an owner waits for it and it has
+        // dependents of its own, else as its own finalizers say.
+        let foreground = waiting && self.has_dependents(o.meta.uid);
+        Some(GcAction::Delete(
+            foreground.then_some(Propagation::Foreground),
+        ))
+    }
+
+    /// Whether object `uid` is being deleted in the foreground.
+    fn waits_for_dependents(&self, uid: Uid) -> bool {
+        self.uids
+            .get(&uid)
+            .and_then(|k| self.objects.get(k))
+            .is_some_and(|o| o.meta.is_deleting() && o.meta.has_finalizer(FINALIZER_FOREGROUND))
+    }
+
+    fn has_dependents(&self, uid: Uid) -> bool {
+        self.objects
+            .values()
+            .any(|o| o.meta.owner_references.iter().any(|r| r.uid == uid))
+    }
+
+    /// One pass of the garbage collector: dependents whose owners are gone or waiting
+    /// are deleted, or unhooked from them while another owner lives (3.9); an owner
+    /// deleted with `orphan` has the references to it removed from its dependents, then
+    /// loses the finalizer; one deleted in the foreground loses `foregroundDeletion`
+    /// once no dependent that blocks owner deletion is left (3.8). Owners are judged
+    /// before the pass's own deletions, so an owner goes one pass after its last
+    /// blocking dependent, as the real collector hears of it through its informers.
+    fn gc_sweep(&mut self, ctx: &mut WorldCtx<'_>) {
+        self.gc_pending = false;
+        let mut owners_done: Vec<(ObjectKey, &'static str)> = Vec::new();
+        let mut orphaned: Vec<Uid> = Vec::new();
+        for (k, o) in &self.objects {
+            if !o.meta.is_deleting() {
+                continue;
+            }
+            let uid = o.meta.uid;
+            if o.meta.has_finalizer(FINALIZER_ORPHAN) {
+                orphaned.push(uid);
+                owners_done.push((k.clone(), FINALIZER_ORPHAN));
+            } else if o.meta.has_finalizer(FINALIZER_FOREGROUND) {
+                let blocked = self.objects.values().any(|d| {
+                    d.meta
+                        .owner_references
+                        .iter()
+                        .any(|r| r.uid == uid && r.block_owner_deletion)
+                });
+                if !blocked {
+                    owners_done.push((k.clone(), FINALIZER_FOREGROUND));
+                }
+            }
+        }
+        let mut work: Vec<(ObjectKey, Uid, GcAction)> = Vec::new();
+        for (k, o) in &self.objects {
+            let orphaning: Vec<Uid> = o
+                .meta
+                .owner_references
+                .iter()
+                .map(|r| r.uid)
+                .filter(|u| orphaned.contains(u))
+                .collect();
+            let action = if orphaning.is_empty() {
+                self.gc_action(o)
+            } else {
+                Some(GcAction::Unhook(orphaning))
+            };
+            if let Some(action) = action {
+                work.push((k.clone(), o.meta.uid, action));
+            }
+        }
+        for (key, uid, action) in work {
+            match action {
+                GcAction::Delete(propagation) => {
+                    // A collected bound Pod still goes through its kubelet, like any delete.
+                    let options = DeleteOptions {
+                        resource_version: None,
+                        propagation,
+                    };
+                    let _ = self.delete(&key, Some(uid), None, options, ctx);
+                }
+                GcAction::Unhook(owners) => {
+                    let ops: Vec<PatchOp> = owners
+                        .into_iter()
+                        .map(PatchOp::RemoveOwnerReference)
+                        .collect();
+                    let _ = self.patch(&key, &ops, None, ctx);
+                }
+            }
+        }
+        for (key, finalizer) in owners_done {
+            let op = PatchOp::RemoveFinalizer(finalizer.to_string());
+            let _ = self.patch(&key, &[op], None, ctx);
+        }
+    }
+
+    fn watch(&mut self, open: Open, from_rv: u64, ctx: &mut WorldCtx<'_>) -> Result<(), ApiError> {
+        self.unwatch(open.from, open.stream);
         self.trim_history(ctx.now());
         if from_rv < self.history_floor {
             return Err(ApiError::Gone);
         }
-        let mut watcher = self.open_watch(from, id, stream, kinds, ctx);
+        let mut watcher = self.open_watch(open, ctx);
         for h in self.history.iter().filter(|h| h.rv > from_rv) {
             if watcher.kinds.contains(&h.object.kind()) {
                 send_event(&mut watcher, h.event, (&h.object, &h.prev), ctx);
@@ -757,20 +946,25 @@ impl ApiServer {
     /// resourceVersion unset starts "at most recent" and "0" "at any", each "with
     /// synthetic 'Added' events of all resources instances that exist at the starting
     /// resource version"). Served at the most recent, which "any" allows.
-    fn watch_state(
-        &mut self,
-        from: ProcId,
-        id: u64,
-        stream: u32,
-        kinds: Vec<Kind>,
-        ctx: &mut WorldCtx<'_>,
-    ) {
-        self.unwatch(from, stream);
-        let mut watcher = self.open_watch(from, id, stream, kinds, ctx);
+    /// With `send_initial_events` (a streaming list), a bookmark follows them at once
+    /// ("immediately when the watcher is fully initialized", `nextBookmarkTime`).
+    fn watch_state(&mut self, open: Open, ctx: &mut WorldCtx<'_>) {
+        self.unwatch(open.from, open.stream);
+        let initial_events_end = open.options.send_initial_events;
+        let mut watcher = self.open_watch(open, ctx);
         for object in self.objects.values() {
             if watcher.kinds.contains(&object.kind()) {
                 send_event(&mut watcher, EventType::Added, (object, &None), ctx);
             }
+        }
+        if initial_events_end {
+            ctx.send(
+                watcher.proc,
+                Msg::WatchBookmark {
+                    watch_id: watcher.watch_id,
+                    resource_version: self.resource_version,
+                },
+            );
         }
         self.watchers.push(watcher);
     }
@@ -782,31 +976,97 @@ impl ApiServer {
     }
 
     /// A new watch's number, answered to request `id`: the answer goes first, and the
-    /// FIFO link keeps it ahead of the events the watch then sends.
-    fn open_watch(
-        &mut self,
-        from: ProcId,
-        id: u64,
-        stream: u32,
-        kinds: Vec<Kind>,
-        ctx: &mut WorldCtx<'_>,
-    ) -> Watcher {
+    /// FIFO link keeps it ahead of the events the watch then sends. A watch with a
+    /// timeout or bookmarks has its first tick armed.
+    fn open_watch(&mut self, open: Open, ctx: &mut WorldCtx<'_>) -> Watcher {
         self.next_watch_id += 1;
         let watch_id = self.next_watch_id;
         ctx.send(
-            from,
+            open.from,
             Msg::ApiResp(ApiResponse {
-                id,
+                id: open.id,
                 result: Ok(ApiOk::Watching { watch_id }),
             }),
         );
-        Watcher {
-            proc: from,
-            stream,
+        let watcher = Watcher {
+            proc: open.from,
+            stream: open.stream,
             watch_id,
-            kinds,
+            kinds: open.kinds,
             seq: 0,
+            deadline: open.options.timeout_ms.map(|ms| ctx.now().plus_ms(ms)),
+            bookmarks: open.options.bookmarks,
+        };
+        self.arm_watch_tick(&watcher, ctx);
+        watcher
+    }
+
+    /// Arm `w`'s next tick: its next bookmark, about a minute from now or 2 s before its
+    /// deadline, whichever is first; else its deadline (apiserver
+    /// `storage/cacher/cache_watcher.go`, `nextBookmarkTime`; docs/semantics.md 3.18).
+    fn arm_watch_tick(&self, w: &Watcher, ctx: &mut WorldCtx<'_>) {
+        let now = ctx.now();
+        let bookmark = w.bookmarks.then(|| {
+            let beat = now.plus_ms(BOOKMARK_FREQUENCY_MS);
+            match w.deadline {
+                Some(d) => beat.min(SimTime::from_ms(d.as_ms().saturating_sub(2_000))),
+                None => beat,
+            }
+        });
+        let next = match (bookmark.filter(|b| *b > now), w.deadline) {
+            (Some(b), _) => b,
+            (None, Some(d)) => d,
+            (None, None) => return,
+        };
+        ctx.set_timer(
+            next.since(now),
+            Msg::Timer(AnyTimer::ApiServer(Timer::WatchTick {
+                watch_id: w.watch_id,
+            })),
+        );
+    }
+
+    /// Watch `watch_id`'s tick: at its deadline it ends (after the events the lag still
+    /// holds for it), else it gets a bookmark at the watch cache's resourceVersion (none
+    /// while events for it are held: they come first, and the next tick has it).
+    fn watch_tick(&mut self, watch_id: u64, ctx: &mut WorldCtx<'_>) {
+        let Some(i) = self.watchers.iter().position(|w| w.watch_id == watch_id) else {
+            return;
+        };
+        let now = ctx.now();
+        let held_until = self
+            .held
+            .iter()
+            .filter(|(_, _, e)| e.watch_id == watch_id)
+            .map(|(at, _, _)| *at)
+            .max();
+        let w = &self.watchers[i];
+        if w.deadline.is_some_and(|d| d <= now) {
+            if let Some(at) = held_until {
+                ctx.set_timer(
+                    at.since(now),
+                    Msg::Timer(AnyTimer::ApiServer(Timer::WatchTick { watch_id })),
+                );
+                return;
+            }
+            let w = self.watchers.remove(i);
+            ctx.send(w.proc, Msg::WatchEnd { watch_id });
+            return;
         }
+        if held_until.is_none() {
+            let resource_version = match &self.watch_cache {
+                Some((_, rv)) => *rv,
+                None => self.resource_version,
+            };
+            ctx.send(
+                w.proc,
+                Msg::WatchBookmark {
+                    watch_id,
+                    resource_version,
+                },
+            );
+        }
+        self.arm_watch_tick(&self.watchers[i], ctx);
     }
 
     fn emit(
@@ -896,6 +1156,72 @@ impl ApiServer {
             self.history.pop_front();
         }
     }
+}
+
+/// The finalizer a deletion in the foreground holds its object with
+/// (`metav1.FinalizerDeleteDependents`).
+pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+/// The finalizer an orphaning deletion holds its object with
+/// (`metav1.FinalizerOrphanDependents`).
+pub const FINALIZER_ORPHAN: &str = "orphan";
+
+/// A dependent's owner reference as the garbage collector classifies it.
+enum OwnerState {
+    /// The owner exists and is not waiting for its dependents' deletion.
+    Solid,
+    /// No such owner in the dependent's namespace (or cluster-wide).
+    Dangling,
+    /// The owner is being deleted in the foreground.
+    WaitingForDependents,
+    /// A cluster-scoped dependent naming a namespaced owner: never resolved.
+    Invalid,
+}
+
+/// What one pass of the collector does to a dependent.
+enum GcAction {
+    /// Delete it, with this propagation (`None`: as its own finalizers say).
+    Delete(Option<Propagation>),
+    /// Remove its references to these owners.
+    Unhook(Vec<Uid>),
+}
+
+/// The finalizers a delete leaves, as registry/store.go's
+/// `deletionFinalizersForGarbageCollection` computes them: `orphan` and
+/// `foregroundDeletion` both dropped, then the one the policy (or, without one, the one
+/// already there) asks for put back.
+fn gc_finalizers(finalizers: &[String], propagation: Option<Propagation>) -> Vec<String> {
+    let (orphan, foreground) = match propagation {
+        Some(Propagation::Orphan) => (true, false),
+        Some(Propagation::Foreground) => (false, true),
+        Some(Propagation::Background) => (false, false),
+        None => {
+            // The first of the two in the list decides (`shouldOrphanDependents`).
+            let first = finalizers
+                .iter()
+                .find(|f| *f == FINALIZER_ORPHAN || *f == FINALIZER_FOREGROUND);
+            (
+                first.is_some_and(|f| f == FINALIZER_ORPHAN),
+                first.is_some_and(|f| f == FINALIZER_FOREGROUND),
+            )
+        }
+    };
+    let has = |f: &str| finalizers.iter().any(|x| x == f);
+    if has(FINALIZER_ORPHAN) == orphan && has(FINALIZER_FOREGROUND) == foreground {
+        // The same set: the list stays as it is.
+        return finalizers.to_vec();
+    }
+    let mut next: Vec<String> = finalizers
+        .iter()
+        .filter(|f| *f != FINALIZER_ORPHAN && *f != FINALIZER_FOREGROUND)
+        .cloned()
+        .collect();
+    if orphan {
+        next.push(FINALIZER_ORPHAN.to_string());
+    }
+    if foreground {
+        next.push(FINALIZER_FOREGROUND.to_string());
+    }
+    next
 }
 
 /// The object a write left, and the one it replaced.

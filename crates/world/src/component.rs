@@ -150,7 +150,15 @@ pub trait Component: fmt::Debug + 'static {
     /// of any of them breaks it, as a reset ([`Msg::ConnectionReset`]: every reflector
     /// relists, every request on it fails). A service call's connection is its own.
     fn broken_by_drop(&self, msg: &Msg) -> Option<Msg> {
-        matches!(msg, Msg::Api(_) | Msg::ApiResp(_) | Msg::Watch(_)).then_some(Msg::ConnectionReset)
+        matches!(
+            msg,
+            Msg::Api(_)
+                | Msg::ApiResp(_)
+                | Msg::Watch(_)
+                | Msg::WatchBookmark { .. }
+                | Msg::WatchEnd { .. }
+        )
+        .then_some(Msg::ConnectionReset)
     }
     /// Which of this component's connections to its receiver `msg` goes on: see
     /// [`reconsim_sim::Actor::lane`]. 0, the default: one connection per receiver.

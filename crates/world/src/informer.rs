@@ -242,6 +242,7 @@ impl Informer {
                     stream: r.stream,
                     kinds: vec![r.kind],
                     from_rv: r.last_rv,
+                    options: Default::default(),
                 },
             }),
         );

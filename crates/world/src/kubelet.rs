@@ -658,6 +658,7 @@ impl Kubelet {
                 name: self.config.node_name.clone(),
                 uid,
                 controller: false,
+                block_owner_deletion: false,
             }];
         }
     }
@@ -794,6 +795,7 @@ impl Kubelet {
                     key: okey,
                     uid: Some(pod.meta.uid),
                     grace_period_seconds: Some(0),
+                    options: Default::default(),
                 },
             );
             return;

@@ -402,6 +402,7 @@ impl NodeLifecycle {
                     key,
                     uid: Some(uid),
                     grace_period_seconds: grace,
+                    options: Default::default(),
                 },
             );
         }

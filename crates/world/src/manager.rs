@@ -244,6 +244,17 @@ pub fn enqueue_owner(object: &Object, owner: Kind, keys: &mut Vec<ObjectKey>) {
     }
 }
 
+/// kube-runtime's `trigger_owners` (`Controller::owns`): every owner of `object` of
+/// `owner` kind, controller or not, in the object's namespace (kube-runtime 5.0,
+/// `controller/trigger.rs` and `ObjectRef::from_owner_ref`).
+pub fn enqueue_owners(object: &Object, owner: Kind, keys: &mut Vec<ObjectKey>) {
+    for r in &object.meta.owner_references {
+        if r.kind == owner {
+            keys.push(ObjectKey::new(owner, &object.meta.namespace, &r.name));
+        }
+    }
+}
+
 /// A controller's logic, as a step machine. All state lives in `self`.
 pub trait Reconciler: Debug {
     /// The controller's name, for traces.

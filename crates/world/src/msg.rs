@@ -48,6 +48,18 @@ pub enum Msg {
     /// retransmit ([`crate::component::Component::retransmits_ms`]). Last, so the
     /// variants before it hash as they did (trace hashes stay put).
     ConnectionLost(Lost),
+    /// A bookmark on watch `watch_id`: the watch cache is at `resource_version` and the
+    /// watch has had every event up to it (a watch opened with
+    /// [`crate::api::WatchOptions::bookmarks`]; docs/semantics.md 3.18).
+    WatchBookmark {
+        watch_id: u64,
+        resource_version: u64,
+    },
+    /// The server ended watch `watch_id`: its `timeoutSeconds` ran out. Its client
+    /// re-watches from the last resourceVersion it heard.
+    WatchEnd {
+        watch_id: u64,
+    },
 }
 
 /// What a connection that gave up carried.

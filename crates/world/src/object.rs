@@ -590,13 +590,33 @@ impl fmt::Display for ObjectKey {
 }
 
 /// metadata.ownerReferences[]
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OwnerReference {
     pub kind: Kind,
     pub name: String,
     pub uid: Uid,
     /// At most one owner is the managing controller.
     pub controller: bool,
+    /// `blockOwnerDeletion`: an owner deleted in the foreground waits until this
+    /// dependent is gone (docs/semantics.md 3.8). client-go's `NewControllerRef` sets
+    /// it, kube's `controller_owner_ref` does not; the world's families leave it unset
+    /// (none of them deletes in the foreground).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub block_owner_deletion: bool,
+}
+
+/// By hand: `block_owner_deletion` only when set, so that every trace hash stays what it
+/// was before the field existed.
+impl std::hash::Hash for OwnerReference {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind.hash(state);
+        self.name.hash(state);
+        self.uid.hash(state);
+        self.controller.hash(state);
+        if self.block_owner_deletion {
+            true.hash(state);
+        }
+    }
 }
 
 /// The metadata every object carries.

@@ -133,6 +133,9 @@ impl Actor for Proc {
             Msg::Api(req) => Some(Msg::ConnectionLost(Lost::Request(req.id))),
             Msg::ApiResp(resp) => Some(Msg::ConnectionLost(Lost::Request(resp.id))),
             Msg::Watch(ev) => Some(Msg::ConnectionLost(Lost::Watch(ev.watch_id))),
+            Msg::WatchBookmark { watch_id, .. } | Msg::WatchEnd { watch_id } => {
+                Some(Msg::ConnectionLost(Lost::Watch(*watch_id)))
+            }
             // A service call (a program's cloud call) and its answer, as an API request.
             Msg::Request { id, .. } | Msg::Response { id, .. } => {
                 Some(Msg::ConnectionLost(Lost::Request(*id)))

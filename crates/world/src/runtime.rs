@@ -639,6 +639,7 @@ impl<K: Resource + Default> Api<K> {
             key: self.key(name),
             uid: params.uid,
             grace_period_seconds: params.grace_period_seconds,
+            options: Default::default(),
         };
         match self.client.api(op).await? {
             ApiOk::Object(o) => Ok(Some(o)),

@@ -32,6 +32,8 @@ pub enum ApiServerTimer {
     GcSweep,
     /// Send the held watch events that are due.
     ReleaseWatch,
+    /// Watch `watch_id`'s next bookmark, or its end ([`crate::api::WatchOptions`]).
+    WatchTick { watch_id: u64 },
 }
 
 /// A kubelet's timers, and its containers' (`kubelet::Kubelet`).

@@ -303,6 +303,7 @@ impl Workloads {
                     name: d.meta.name.clone(),
                     uid: d.meta.uid,
                     controller: true,
+                    block_owner_deletion: false,
                 }];
                 let pod = Pod {
                     spec: PodSpec {
@@ -344,6 +345,7 @@ impl Workloads {
                         key: pkey,
                         uid: Some(uid),
                         grace_period_seconds: None,
+                        options: Default::default(),
                     },
                 );
                 e.deleted.insert(name);

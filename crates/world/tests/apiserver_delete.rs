@@ -105,6 +105,7 @@ fn delete_with_a_uid_precondition_spares_a_recreated_object() {
         key: k.clone(),
         uid: Some(old.meta.uid),
         grace_period_seconds: None,
+        options: Default::default(),
     };
     assert_eq!(w.call(by_old_uid), Err(ApiError::Conflict));
     assert_eq!(w.stored(&k).unwrap(), new);
@@ -112,6 +113,7 @@ fn delete_with_a_uid_precondition_spares_a_recreated_object() {
         key: k.clone(),
         uid: Some(new.meta.uid),
         grace_period_seconds: None,
+        options: Default::default(),
     };
     assert_eq!(w.call(by_new_uid), Ok(ApiOk::Deleted));
     assert_eq!(w.call(delete(&k)), Err(ApiError::NotFound));
@@ -133,6 +135,7 @@ fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
         key: pk("forced"),
         uid: None,
         grace_period_seconds: Some(0),
+        options: Default::default(),
     };
     assert_eq!(w.call(force), Ok(ApiOk::Deleted));
     // Bound: marked, deletionTimestamp = now + 30 s (semantics 3.6), and it stays.
@@ -171,6 +174,7 @@ fn bound_pods_are_deleted_gracefully_unless_grace_is_zero() {
         key: pk("bound"),
         uid: Some(d.meta.uid),
         grace_period_seconds: Some(0),
+        options: Default::default(),
     };
     assert_eq!(w.call(confirm), Ok(ApiOk::Deleted));
     assert!(w.stored(&pk("bound")).is_none());
@@ -239,6 +243,7 @@ fn a_terminating_pod_needs_both_its_kubelet_and_its_finalizers() {
         key: key(Pod::KIND, name),
         uid: None,
         grace_period_seconds: Some(0),
+        options: Default::default(),
     };
     for name in ["kubelet-last", "finalizer-last"] {
         let mut p = pod(name, Some("node-1"));

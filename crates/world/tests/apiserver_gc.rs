@@ -1,16 +1,16 @@
 //! API server: garbage collection of dependents through their owner references.
 
 use reconsim_sim::{Fault, FaultPlan, TimedFault};
-use reconsim_world::Object;
-use reconsim_world::api::{ApiOk, ApiOp, PatchOp};
-use reconsim_world::apiserver::ApiServerConfig;
+use reconsim_world::api::{ApiError, ApiOk, ApiOp, DeleteOptions, PatchOp, Propagation};
+use reconsim_world::apiserver::{ApiServerConfig, FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use reconsim_world::object::Pod;
 use reconsim_world::object::Resource;
+use reconsim_world::{Object, ObjectKey};
 use std::sync::Arc;
 
 mod common;
-use common::WidgetSet;
 use common::apiserver::{World, delete, key, owner, patch, pod, widget, widget_set, wkey};
+use common::{Widget, WidgetSet};
 
 struct Family {
     w: World,
@@ -196,5 +196,196 @@ fn collection_pending_at_an_api_server_crash_runs_after_restart() {
     assert!(
         w.stored(&wkey("plain")).is_none(),
         "collected after the restart"
+    );
+}
+
+fn delete_with(k: &ObjectKey, options: DeleteOptions) -> ApiOp {
+    ApiOp::Delete {
+        key: k.clone(),
+        uid: None,
+        grace_period_seconds: None,
+        options,
+    }
+}
+
+fn propagation(p: Propagation) -> DeleteOptions {
+    DeleteOptions {
+        resource_version: None,
+        propagation: Some(p),
+    }
+}
+
+/// The family, with both dependents' references blocking owner deletion.
+fn blocking_family() -> Family {
+    let Family { mut w, set } = family();
+    for name in ["plain", "guarded"] {
+        let mut r = owner(&set);
+        r.block_owner_deletion = true;
+        w.obj(patch(
+            &wkey(name),
+            vec![PatchOp::SetOwnerReferences(vec![r])],
+        ));
+    }
+    Family { w, set }
+}
+
+#[test]
+fn a_foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_gone() {
+    let Family { mut w, .. } = blocking_family();
+    let s = key(WidgetSet::KIND, "s");
+    let marked = w.obj(delete_with(&s, propagation(Propagation::Foreground)));
+    assert!(marked.meta.is_deleting());
+    assert_eq!(
+        marked.meta.finalizers,
+        vec![FINALIZER_FOREGROUND.to_string()]
+    );
+    w.run_for(10_000);
+    assert!(w.stored(&wkey("plain")).is_none(), "a dependent goes first");
+    assert!(w.stored(&wkey("guarded")).unwrap().meta.is_deleting());
+    assert!(
+        w.stored(&s).is_some(),
+        "the owner waits for the dependent its finalizer holds"
+    );
+    let fin = PatchOp::RemoveFinalizer("test.reconsim.dev/widget".into());
+    assert_eq!(
+        w.call(patch(&wkey("guarded"), vec![fin])),
+        Ok(ApiOk::Deleted)
+    );
+    w.run_for(10_000);
+    assert!(w.stored(&s).is_none(), "then the owner goes");
+}
+
+#[test]
+fn a_foreground_deletion_waits_only_for_blocking_references() {
+    // The dependents' references do not block: the owner goes with the first pass.
+    let Family { mut w, .. } = family();
+    let s = key(WidgetSet::KIND, "s");
+    w.obj(delete_with(&s, propagation(Propagation::Foreground)));
+    w.run_for(1_000);
+    assert!(w.stored(&s).is_some(), "held until the collector's pass");
+    w.run_for(9_000);
+    assert!(w.stored(&s).is_none());
+    assert!(w.stored(&wkey("plain")).is_none());
+    assert!(w.stored(&wkey("guarded")).unwrap().meta.is_deleting());
+}
+
+#[test]
+fn an_orphaning_deletion_unhooks_the_dependents_and_they_live_on() {
+    let Family { mut w, set } = blocking_family();
+    let s = key(WidgetSet::KIND, "s");
+    let marked = w.obj(delete_with(&s, propagation(Propagation::Orphan)));
+    assert_eq!(marked.meta.finalizers, vec![FINALIZER_ORPHAN.to_string()]);
+    w.run_for(20_000);
+    assert!(
+        w.stored(&s).is_none(),
+        "the owner goes once it has orphaned"
+    );
+    for name in ["plain", "guarded"] {
+        let o = w.stored(&wkey(name)).expect("an orphan lives on");
+        assert!(!o.meta.is_deleting(), "{name}");
+        assert!(
+            o.meta
+                .owner_references
+                .iter()
+                .all(|r| r.uid != set.meta.uid),
+            "{name}: {:?}",
+            o.meta.owner_references
+        );
+    }
+}
+
+#[test]
+fn an_explicit_background_policy_drops_a_gc_finalizer_the_object_carries() {
+    // registry/store.go: the policy decides over the finalizers already there.
+    let Family { mut w, .. } = family();
+    let s = key(WidgetSet::KIND, "s");
+    w.obj(patch(
+        &s,
+        vec![PatchOp::AddFinalizer(FINALIZER_ORPHAN.into())],
+    ));
+    let r = w.call(delete_with(&s, propagation(Propagation::Background)));
+    assert_eq!(r, Ok(ApiOk::Deleted));
+    w.run_for(10_000);
+    assert!(
+        w.stored(&wkey("plain")).is_none(),
+        "collected in the background"
+    );
+}
+
+#[test]
+fn a_delete_with_a_stale_resource_version_precondition_is_a_conflict() {
+    let Family { mut w, .. } = family();
+    let plain = w.stored(&wkey("plain")).unwrap();
+    let stale = DeleteOptions {
+        resource_version: Some(plain.meta.resource_version - 1),
+        propagation: None,
+    };
+    assert_eq!(
+        w.call(delete_with(&wkey("plain"), stale)),
+        Err(ApiError::Conflict)
+    );
+    let current = DeleteOptions {
+        resource_version: Some(plain.meta.resource_version),
+        propagation: None,
+    };
+    assert_eq!(
+        w.call(delete_with(&wkey("plain"), current)),
+        Ok(ApiOk::Deleted)
+    );
+}
+
+#[test]
+fn an_owner_in_another_namespace_is_absent_to_the_collector() {
+    // garbagecollector.go isDangling: the owner is looked up in the dependent's
+    // namespace, so a reference across namespaces dangles and the dependent goes.
+    let Family { mut w, set } = family();
+    let mut far = widget("far");
+    far.meta.namespace = "elsewhere".into();
+    far.meta.owner_references.push(owner(&set));
+    w.obj(ApiOp::Create(Box::new(far)));
+    w.run_for(10_000);
+    assert!(w.stored(&set.key()).is_some());
+    assert!(
+        w.stored(&ObjectKey::new(Widget::KIND, "elsewhere", "far"))
+            .is_none(),
+        "collected though its owner exists in another namespace"
+    );
+}
+
+#[test]
+fn a_dangling_reference_beside_a_live_owner_is_patched_away() {
+    let Family { mut w, set } = family();
+    let other = w.obj(ApiOp::Create(Box::new(widget_set("t"))));
+    w.obj(patch(
+        &wkey("plain"),
+        vec![PatchOp::SetOwnerReferences(vec![
+            owner(&set),
+            owner(&other),
+        ])],
+    ));
+    w.call(delete(&key(WidgetSet::KIND, "t"))).unwrap();
+    w.run_for(10_000);
+    let plain = w.stored(&wkey("plain")).expect("one owner lives");
+    assert_eq!(plain.meta.owner_references, vec![owner(&set)]);
+}
+
+#[test]
+fn a_foreground_owner_goes_once_its_blocking_dependent_lets_go_of_it() {
+    // The dependent's controller removes its reference (or it is unhooked): the owner,
+    // waiting in the foreground, is looked at again and goes.
+    let Family { mut w, set } = blocking_family();
+    let s = key(WidgetSet::KIND, "s");
+    w.obj(delete_with(&s, propagation(Propagation::Foreground)));
+    w.run_for(10_000);
+    assert!(w.stored(&s).is_some(), "held by the guarded dependent");
+    w.obj(patch(
+        &wkey("guarded"),
+        vec![PatchOp::RemoveOwnerReference(set.meta.uid)],
+    ));
+    w.run_for(10_000);
+    assert!(w.stored(&s).is_none());
+    assert!(
+        w.stored(&wkey("guarded")).unwrap().meta.is_deleting(),
+        "it was marked by the first pass and stays for its own finalizer"
     );
 }

@@ -194,6 +194,7 @@ fn unwatch_stops_the_stream() {
         stream: 7,
         kinds: vec![Widget::KIND],
         from_rv: 0,
+        options: Default::default(),
     };
     let pid = w.sim.spawn(
         host,
@@ -314,6 +315,7 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
                 stream: 0,
                 kinds: vec![Widget::KIND],
                 from_rv: 0,
+                options: Default::default(),
             },
         },
         Step {

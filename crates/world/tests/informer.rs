@@ -62,6 +62,7 @@ fn delete(at_ms: u64, name: &str) -> Step {
             key: wkey(name),
             uid: None,
             grace_period_seconds: None,
+            options: Default::default(),
         },
     }
 }

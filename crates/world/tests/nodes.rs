@@ -627,6 +627,7 @@ fn deleted_pod_on_a_healthy_node_has_its_container_stopped() {
                 key: ObjectKey::new(Pod::KIND, NS, "web"),
                 uid: None,
                 grace_period_seconds: None,
+                options: Default::default(),
             },
         ),
     ];
@@ -942,6 +943,7 @@ fn the_binding_subresource_refuses_a_bound_or_deleting_pod() {
                 key: ObjectKey::new(Pod::KIND, NS, "held"),
                 uid: None,
                 grace_period_seconds: None,
+                options: Default::default(),
             },
         ),
         bind(6_000, "held", "a"),
@@ -990,6 +992,7 @@ fn a_deleted_pod_s_paused_container_is_killed_after_the_grace_period() {
                 key: ObjectKey::new(Pod::KIND, NS, "web"),
                 uid: None,
                 grace_period_seconds: None,
+                options: Default::default(),
             },
         ),
     ];

@@ -91,6 +91,7 @@ async fn sync(ws: &Object, ctx: &Ctx) -> Result<Action, Error> {
             name: ws.meta.name.clone(),
             uid: ws.meta.uid,
             controller: true,
+            block_owner_deletion: false,
         }];
         widgets
             .create(&PostParams::default(), Object::new(meta, Widget::default()))

@@ -462,6 +462,7 @@ impl Pass<'_> {
             name: kcp.meta.name.clone(),
             uid: kcp.meta.uid,
             controller: true,
+            block_owner_deletion: false,
         }];
         // NextFailureDomainForScaleUp: the domain with the fewest machines.
         let failure_domain = self

@@ -198,6 +198,7 @@ fn controller_ref(ms: &Object) -> OwnerReference {
         name: ms.meta.name.clone(),
         uid: ms.meta.uid,
         controller: true,
+        block_owner_deletion: false,
     }
 }
 

@@ -524,6 +524,7 @@ fn removing_the_owner_reference_orphans_a_rendered_config() {
                     key: pool_key.clone(),
                     uid: None,
                     grace_period_seconds: None,
+                    options: Default::default(),
                 },
             },
         ],

@@ -109,6 +109,7 @@ pub(crate) fn action(m: &dyn Manifests, verb: Verb, manifest: &Value) -> Result<
             key,
             uid: None,
             grace_period_seconds: None,
+            options: Default::default(),
         },
         Verb::Patch => {
             let mut patch = manifest.clone();

@@ -103,6 +103,7 @@ impl World {
             stream: 0,
             kinds,
             from_rv,
+            options: Default::default(),
         };
         self.sim.spawn(
             host,
@@ -146,6 +147,7 @@ pub fn owner(o: &Object) -> OwnerReference {
         name: o.meta.name.clone(),
         uid: o.meta.uid,
         controller: true,
+        block_owner_deletion: false,
     }
 }
 
@@ -162,6 +164,7 @@ pub fn delete(key: &ObjectKey) -> ApiOp {
         key: key.clone(),
         uid: None,
         grace_period_seconds: None,
+        options: Default::default(),
     }
 }
 

@@ -61,6 +61,7 @@ impl McoMachine {
                 name: self.spec.name.clone(),
                 uid,
                 controller: false,
+                block_owner_deletion: false,
             }];
         }
     }

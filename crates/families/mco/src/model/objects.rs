@@ -166,6 +166,7 @@ pub fn rendered_object(pool: &Object, content: BTreeMap<String, String>) -> Obje
         name: pool.meta.name.clone(),
         uid: pool.meta.uid,
         controller: true,
+        block_owner_deletion: false,
     }];
     meta.annotations
         .insert(ANNOTATION_GENERATED_BY.into(), "reconsim".into());

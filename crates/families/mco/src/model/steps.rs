@@ -269,6 +269,7 @@ impl McoMachine {
                                 stream: 0,
                                 kinds: vec![Node::KIND],
                                 from_rv: node.meta.resource_version,
+                                options: Default::default(),
                             },
                         }),
                     );
