@@ -7,7 +7,7 @@
 use crate::doc::JsonDoc;
 use crate::kinds::{self, Served};
 use reconsim_sim::SimTime;
-use reconsim_world::object::{Body, Object, ObjectMeta, OwnerReference, Uid};
+use reconsim_world::object::{Body, Kind, Object, ObjectMeta, OwnerReference, Uid};
 use serde_json::{Map, Value, json};
 
 /// A client's object that the server cannot take: the status code and the message.
@@ -69,7 +69,21 @@ pub fn timestamp(t: SimTime) -> String {
     )
 }
 
-fn metadata(meta: &ObjectMeta) -> Value {
+/// Whether the API server keeps `metadata.generation` for `kind`: a custom resource's
+/// strategy sets it, and so do the built-in kinds with a spec a controller acts on
+/// (apps, batch, ReplicationController, and Pod since KEP-5067), but not ConfigMap,
+/// Secret, Service, Node, Namespace, Lease, Event or CertificateSigningRequest, whose
+/// registry strategies never set it, so the real server's JSON has none
+/// (docs/semantics.md 4.14).
+fn has_generation(kind: Kind) -> bool {
+    match kind.group() {
+        "" => matches!(kind.as_str(), "Pod" | "ReplicationController"),
+        "coordination.k8s.io" | "certificates.k8s.io" | "events.k8s.io" => false,
+        _ => true,
+    }
+}
+
+fn metadata(meta: &ObjectMeta, kind: Kind) -> Value {
     let mut m = Map::new();
     m.insert("name".into(), json!(meta.name));
     if !meta.namespace.is_empty() {
@@ -83,7 +97,9 @@ fn metadata(meta: &ObjectMeta) -> Value {
         "resourceVersion".into(),
         json!(meta.resource_version.to_string()),
     );
-    m.insert("generation".into(), json!(meta.generation));
+    if has_generation(kind) {
+        m.insert("generation".into(), json!(meta.generation));
+    }
     m.insert(
         "creationTimestamp".into(),
         json!(timestamp(meta.creation_timestamp)),
@@ -134,7 +150,7 @@ pub fn to_json(o: &Object) -> Option<Value> {
     let mut m = Map::new();
     m.insert("apiVersion".into(), json!(kind.api_version()));
     m.insert("kind".into(), json!(kind.as_str()));
-    m.insert("metadata".into(), metadata(&o.meta));
+    m.insert("metadata".into(), metadata(&o.meta, o.kind()));
     match o.body.as_document::<JsonDoc>() {
         Some(doc) => m.extend(doc.fields().iter().map(|(k, v)| (k.clone(), v.clone()))),
         None => m.extend((crate::world_kinds::codec(kind)?.encode)(&o.body)?),

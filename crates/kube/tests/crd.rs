@@ -130,6 +130,10 @@ async fn widgets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
     owner.block_owner_deletion = Some(true);
     cm.metadata.owner_references = Some(vec![owner]);
     let cm = cms.create(&pp, &cm).await?;
+    out.push(format!(
+        "configmap generation: {:?}",
+        cm.metadata.generation
+    ));
     // A built-in kind's PUT may leave it out: last writer wins.
     let mut blind = cm.clone();
     blind.metadata.resource_version = None;
@@ -210,6 +214,7 @@ fn a_custom_resource_has_its_status_subresource_json_patches_and_owner_reference
             "created with status: size 3 gen 1 status None",
             r#"labels: {"tier": "gold"}"#,
             "failed test: 422 Invalid",
+            "configmap generation: None",
             "configmap blind replace: ok",
             "owner: Widget/w",
             "stale precondition: 409 Conflict",
