@@ -470,10 +470,7 @@ impl KubeBridge {
             // trace can count it (the kernel's own lines tell the rest).
             let got = match (&shape, result) {
                 (Shape::List { selector, .. }, Ok(ApiOk::List { items, .. })) => {
-                    let n = items
-                        .iter()
-                        .filter(|o| selector.matches(&o.meta.labels))
-                        .count();
+                    let n = items.iter().filter(|o| selector.matches_object(o)).count();
                     Some(format!("{n} item{}", if n == 1 { "" } else { "s" }))
                 }
                 (_, Ok(_)) => None,

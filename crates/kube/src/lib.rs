@@ -18,6 +18,8 @@
 //!   k8s-openapi JSON, one object for the world's components and for kube-rs code;
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
 //!   anything not served is answered with a clear error;
+//! - [`selector`]: label selectors (equality and set based) and field selectors, parsed
+//!   and matched as the API server does;
 //! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
 //!   apply, applied at the server to the stored object;
 //! - [`managed`]: who owns which field (managedFields), and server-side apply's merge
@@ -53,6 +55,7 @@ pub mod kinds;
 pub mod managed;
 pub mod pool;
 pub mod rest;
+pub mod selector;
 pub mod selfcheck;
 pub mod transport;
 pub mod wire;

@@ -18,7 +18,6 @@ use reconsim_world::api::{
 };
 use reconsim_world::object::{Kind, Object, ObjectKey};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 /// How the answer to a routed operation is written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -97,48 +96,7 @@ fn unsupported(method: &http::Method, uri: &str) -> Routed {
     .into()
 }
 
-/// An equality-based label selector: `a=b`, `a==b`, `a!=b`, `a`, `!a`, comma-joined.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Selector(Vec<(String, Requirement)>);
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Requirement {
-    Equals(String),
-    NotEquals(String),
-    Exists,
-    Absent,
-}
-
-impl Selector {
-    /// `None` for a set-based selector (`in`, `notin`), which is not served yet.
-    pub fn parse(text: &str) -> Option<Selector> {
-        let mut out = Vec::new();
-        for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            let req = if let Some((k, v)) = term.split_once("!=") {
-                (k.trim(), Requirement::NotEquals(v.trim().into()))
-            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
-                (k.trim(), Requirement::Equals(v.trim().into()))
-            } else if let Some(k) = term.strip_prefix('!') {
-                (k.trim(), Requirement::Absent)
-            } else if term.contains(' ') || term.contains('(') {
-                return None;
-            } else {
-                (term, Requirement::Exists)
-            };
-            out.push((req.0.to_string(), req.1));
-        }
-        Some(Selector(out))
-    }
-
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.0.iter().all(|(k, r)| match r {
-            Requirement::Equals(v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(v) => labels.get(k) != Some(v),
-            Requirement::Exists => labels.contains_key(k),
-            Requirement::Absent => !labels.contains_key(k),
-        })
-    }
-}
+pub use crate::selector::Selector;
 
 /// A request in words, for full traces and `explain`: the method, the path and its
 /// query percent-decoded (`labelSelector=configset=db`), and for a create the name it
@@ -455,24 +413,26 @@ fn route_or_refuse(
         }
         (&http::Method::GET, Some(name)) => op(ApiOp::Get(key(name)), Shape::Object),
         (&http::Method::GET, None) => {
-            let selector = match query(uri, "labelSelector") {
-                None => Selector::default(),
-                Some(s) => Selector::parse(&s).ok_or_else(|| {
+            let label_text = query(uri, "labelSelector").unwrap_or_default();
+            let selector = Selector::parse(&label_text).ok_or_else(|| {
+                if label_text.contains('<') || label_text.contains('>') {
                     refuse(
                         405,
                         "MethodNotAllowed",
-                        "reconsim serves equality-based label selectors only yet (docs/kube.md)"
+                        "reconsim does not serve the numeric label selectors < and > yet (docs/kube.md)"
                             .into(),
                     )
-                })?,
-            };
-            if query(uri, "fieldSelector").is_some_and(|f| !f.is_empty()) {
-                return Err(refuse(
-                    405,
-                    "MethodNotAllowed",
-                    "reconsim does not serve field selectors yet (docs/kube.md)".into(),
-                ));
-            }
+                } else {
+                    refuse(
+                        400,
+                        "BadRequest",
+                        format!("unable to parse requirement: {label_text:?}"),
+                    )
+                }
+            })?;
+            let selector = selector
+                .with_fields(&query(uri, "fieldSelector").unwrap_or_default(), kind)
+                .map_err(|r| refuse(r.code, "BadRequest", r.message))?;
             let namespace = t.namespace.map(str::to_string);
             let rv = rv_param(uri)?;
             if query(uri, "watch").is_some_and(|w| w == "true" || w == "1") {
@@ -749,7 +709,7 @@ pub fn event_line(
     selector: &Selector,
 ) -> Option<Vec<u8>> {
     let passes = |o: &Object| {
-        namespace.is_none_or(|ns| ns == o.meta.namespace) && selector.matches(&o.meta.labels)
+        namespace.is_none_or(|ns| ns == o.meta.namespace) && selector.matches_object(o)
     };
     let now = ev.event != EventType::Deleted && passes(&ev.object);
     // A deletion's object is the last state, which the watch matches as it did before.
@@ -835,7 +795,7 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
         ) => {
             let items: Vec<Value> = items
                 .iter()
-                .filter(|o| selector.matches(&o.meta.labels))
+                .filter(|o| selector.matches_object(o))
                 .filter_map(|o| wire::to_json(o))
                 .collect();
             (
@@ -876,22 +836,6 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn equality_based_selectors_match_as_the_api_server_does() {
-        let labels: BTreeMap<String, String> = [("app", "web"), ("tier", "front")]
-            .map(|(k, v)| (k.into(), v.into()))
-            .into();
-        let m = |s: &str| Selector::parse(s).unwrap().matches(&labels);
-        assert!(m("app=web"));
-        assert!(m("app==web,tier"));
-        assert!(m("app!=db"));
-        assert!(m("!owner"));
-        assert!(!m("app=db"));
-        assert!(!m("tier,owner"));
-        assert!(m(""));
-        assert!(Selector::parse("app in (web,db)").is_none());
-    }
 
     #[test]
     fn a_summary_decodes_the_query_and_names_what_a_create_makes() {

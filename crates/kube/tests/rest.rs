@@ -373,3 +373,81 @@ fn a_watch_from_a_compacted_resource_version_gets_the_servers_410() {
     let lines = run(5, config, program(too_old));
     assert_eq!(lines, ["410 Expired"]);
 }
+
+/// Set-based label selectors and field selectors, on a list and on a watch.
+async fn selecting(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for (name, app) in [("web", "web"), ("db", "db"), ("cache", "cache")] {
+        api.create(&pp, &config_map(name, app)).await?;
+    }
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut out = Vec::new();
+    out.push(names(
+        api.list(&ListParams::default().labels("app in (web,db)"))
+            .await?,
+    ));
+    out.push(names(
+        api.list(&ListParams::default().labels("app notin (web)"))
+            .await?,
+    ));
+    out.push(names(
+        api.list(&ListParams::default().fields("metadata.name=db"))
+            .await?,
+    ));
+    out.push(names(
+        api.list(
+            &ListParams::default()
+                .fields("metadata.name!=db")
+                .labels("app!=cache"),
+        )
+        .await?,
+    ));
+    out.push(format!(
+        "unknown field: {}",
+        code(api.list(&ListParams::default().fields("data.k=v")).await)
+    ));
+    // A watch on one object by name, as kube-runtime's `watch_object` makes it.
+    let mut events = api
+        .watch(&WatchParams::default().fields("metadata.name=web"), "0")
+        .await?
+        .boxed();
+    let patch = serde_json::json!({"data": {"k": "v2"}});
+    api.patch("db", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    for _ in 0..2 {
+        out.push(match events.next().await {
+            Some(Ok(WatchEvent::Added(c))) => format!("ADDED {}", c.metadata.name.unwrap()),
+            Some(Ok(WatchEvent::Modified(c))) => format!("MODIFIED {}", c.metadata.name.unwrap()),
+            other => format!("{other:?}"),
+        });
+    }
+    Ok(out)
+}
+
+#[test]
+fn set_based_and_field_selectors_filter_lists_and_watches() {
+    let lines = run(3, ApiServerConfig::default(), program(selecting));
+    assert_eq!(
+        lines,
+        [
+            "db,web",
+            "cache,db",
+            "db",
+            "web",
+            "unknown field: 400 BadRequest",
+            "ADDED web",
+            "MODIFIED web",
+        ]
+    );
+}
