@@ -469,8 +469,16 @@ impl KubeBridge {
             // What a list found, or why a request failed, so a story told from the
             // trace can count it (the kernel's own lines tell the rest).
             let got = match (&shape, result) {
-                (Shape::List { selector, .. }, Ok(ApiOk::List { items, .. })) => {
-                    let n = items.iter().filter(|o| selector.matches_object(o)).count();
+                (
+                    Shape::List { selector, page, .. },
+                    Ok(ApiOk::List {
+                        items,
+                        resource_version,
+                    }),
+                ) => {
+                    let n = crate::page::select(items, selector, page, *resource_version)
+                        .items
+                        .len();
                     Some(format!("{n} item{}", if n == 1 { "" } else { "s" }))
                 }
                 (_, Ok(_)) => None,

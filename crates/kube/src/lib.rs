@@ -18,6 +18,7 @@
 //!   k8s-openapi JSON, one object for the world's components and for kube-rs code;
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
 //!   anything not served is answered with a clear error;
+//! - [`page`]: a list in pages (`limit`, `continue`), as the etcd store serves it;
 //! - [`selector`]: label selectors (equality and set based) and field selectors, parsed
 //!   and matched as the API server does;
 //! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
@@ -53,6 +54,7 @@ pub mod http;
 pub mod intercept;
 pub mod kinds;
 pub mod managed;
+pub mod page;
 pub mod pool;
 pub mod rest;
 pub mod selector;

@@ -10,6 +10,7 @@
 //! fails loudly (docs/kube.md).
 
 use crate::kinds::{Kinds, Served};
+use crate::page::{self, Page};
 use crate::wire;
 use crate::write::{Change, Part, Write};
 use reconsim_world::api::{
@@ -25,8 +26,12 @@ pub enum Shape {
     Created,
     /// The object, 200.
     Object,
-    /// The kind's list, filtered by the label selector.
-    List { kind: Kind, selector: Selector },
+    /// The kind's list, filtered by the selectors, one page of it.
+    List {
+        kind: Kind,
+        selector: Selector,
+        page: Page,
+    },
     /// 200: the object if only marked (finalizers left), else a Success Status.
     Deleted,
     /// A watch: 200 and a stream of event lines, those in the namespace (all if
@@ -503,17 +508,68 @@ fn route_or_refuse(
                     },
                 );
             }
+            // `limit` and `continue` (semantics 4.16): a page of at most `limit` items,
+            // and a token for the next, served at the first page's resourceVersion.
+            let limit = match query(uri, "limit").as_deref() {
+                None | Some("") => None,
+                Some(l) => match l.parse::<i64>() {
+                    Ok(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+                    Ok(_) => None,
+                    Err(_) => {
+                        return Err(refuse(
+                            400,
+                            "BadRequest",
+                            format!("limit: {l:?} is not a whole number"),
+                        ));
+                    }
+                },
+            };
+            if let Some(token) = query(uri, "continue").filter(|c| !c.is_empty()) {
+                if rv.is_some() {
+                    return Err(refuse(
+                        400,
+                        "BadRequest",
+                        "specifying resource version is not allowed when using continue".into(),
+                    ));
+                }
+                let (resource_version, after) =
+                    page::decode(&token).map_err(|why| refuse(400, "BadRequest", why))?;
+                return op(
+                    ApiOp::ListAt {
+                        kind,
+                        namespace,
+                        resource_version,
+                    },
+                    Shape::List {
+                        kind,
+                        selector,
+                        page: Page {
+                            limit,
+                            after: Some(after),
+                        },
+                    },
+                );
+            }
             // resourceVersion=0 (kube's `ListParams::match_any`) lets the server answer
-            // from its watch cache, which can lag the store (docs/semantics.md 3.15);
-            // none is a consistent read. An exact or not-older-than version other than 0
-            // is served as a consistent read, which is at least as new.
+            // from its watch cache, which can lag the store (docs/semantics.md 3.15),
+            // whole: the watch cache takes no `limit`. None is a consistent read. An
+            // exact or not-older-than version other than 0 is served as a consistent
+            // read, which is at least as new.
+            let from_watch_cache = rv == Some(0);
             op(
                 ApiOp::List {
                     kind,
                     namespace,
-                    from_watch_cache: rv == Some(0),
+                    from_watch_cache,
                 },
-                Shape::List { kind, selector },
+                Shape::List {
+                    kind,
+                    selector,
+                    page: Page {
+                        limit: limit.filter(|_| !from_watch_cache),
+                        after: None,
+                    },
+                },
             )
         }
         (&http::Method::PUT, Some(name)) => {
@@ -791,19 +847,31 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
                 items,
                 resource_version,
             }),
-            Shape::List { kind, selector },
+            Shape::List {
+                kind,
+                selector,
+                page,
+            },
         ) => {
-            let items: Vec<Value> = items
+            let selected = page::select(items, selector, page, *resource_version);
+            let items: Vec<Value> = selected
+                .items
                 .iter()
-                .filter(|o| selector.matches_object(o))
                 .filter_map(|o| wire::to_json(o))
                 .collect();
+            let mut metadata = json!({"resourceVersion": resource_version.to_string()});
+            if let Some(token) = selected.continue_token {
+                metadata["continue"] = json!(token);
+            }
+            if let Some(n) = selected.remaining {
+                metadata["remainingItemCount"] = json!(n);
+            }
             (
                 200,
                 json!({
                     "apiVersion": kind.api_version(),
                     "kind": format!("{kind}List"),
-                    "metadata": {"resourceVersion": resource_version.to_string()},
+                    "metadata": metadata,
                     "items": items,
                 }),
             )
@@ -819,6 +887,22 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
                 409,
                 "Conflict",
                 "the object has been modified; please apply your changes to the latest version and try again",
+            ),
+        ),
+        // A continue token whose resourceVersion the history no longer reaches, as the
+        // etcd store answers it (storage/etcd3/store.go, `GetList`).
+        (
+            Err(ApiError::Gone),
+            Shape::List {
+                page: Page { after: Some(_), .. },
+                ..
+            },
+        ) => (
+            410,
+            status(
+                410,
+                "Expired",
+                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
             ),
         ),
         (Err(ApiError::Gone), _) => (410, status(410, "Expired", "too old resource version")),

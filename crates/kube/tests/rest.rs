@@ -451,3 +451,80 @@ fn set_based_and_field_selectors_filter_lists_and_watches() {
         ]
     );
 }
+
+/// A list in pages: `limit` and `continue`, each page at the first one's
+/// resourceVersion, and a token the history has moved past.
+async fn paging(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in ["a", "b", "c", "d", "e"] {
+        api.create(&pp, &config_map(name, "web")).await?;
+    }
+    let mut out = Vec::new();
+    let first = api.list(&ListParams::default().limit(2)).await?;
+    let token = first.metadata.continue_.clone().unwrap_or_default();
+    let page = |l: &kube::core::ObjectList<ConfigMap>| {
+        format!(
+            "{} rv {} more {}",
+            l.items
+                .iter()
+                .map(|c| c.metadata.name.clone().unwrap())
+                .collect::<Vec<_>>()
+                .join(","),
+            l.metadata.resource_version.clone().unwrap_or_default(),
+            l.metadata.remaining_item_count.unwrap_or(0),
+        )
+    };
+    out.push(page(&first));
+    // Written between the pages: the next page is still the first one's snapshot.
+    api.delete("c", &DeleteParams::default()).await?;
+    api.create(&pp, &config_map("bb", "web")).await?;
+    let second = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await?;
+    out.push(page(&second));
+    let token = second.metadata.continue_.clone().unwrap_or_default();
+    let last = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await?;
+    out.push(format!(
+        "{} continue {:?}",
+        page(&last),
+        last.metadata.continue_
+    ));
+    // A selector fills each page with matching items.
+    out.push(page(
+        &api.list(&ListParams::default().limit(2).fields("metadata.name!=a"))
+            .await?,
+    ));
+    // Once the history has moved past the first page's version, its token is 410.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    api.create(&pp, &config_map("f", "web")).await?;
+    out.push(format!(
+        "stale token: {}",
+        code(
+            api.list(&ListParams::default().limit(2).continue_token(&token))
+                .await
+        )
+    ));
+    Ok(out)
+}
+
+#[test]
+fn a_list_in_pages_is_one_snapshot_and_an_old_token_is_gone() {
+    let config = ApiServerConfig {
+        watch_history_ms: 2_000,
+        ..ApiServerConfig::default()
+    };
+    let lines = run(7, config, program(paging));
+    assert_eq!(
+        lines,
+        [
+            "a,b rv 5 more 3",
+            "c,d rv 5 more 1",
+            "e rv 5 more 0 continue None",
+            "b,bb rv 7 more 0",
+            "stale token: 410 Expired",
+        ]
+    );
+}

@@ -270,3 +270,27 @@ fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
         assert_eq!(reconciled(&o, name), ["0", "0", "60", "120"], "{:?}", o.log);
     }
 }
+
+#[test]
+fn a_watcher_that_lists_in_pages_converges() {
+    // kube-runtime's `page_size`: each list in pages of one, `continue` from page to page.
+    let setup = Setup {
+        watcher: watcher::Config::default().page_size(1),
+        ..Setup::default()
+    };
+    let o = run_with(1, SimTime::from_secs(150), setup);
+    assert_eq!(
+        o.config_maps,
+        ["a-0", "a-1", "b-0", "b-1", "b-2"],
+        "{:?}",
+        o.requests
+    );
+    assert!(
+        o.requests.iter().any(|r| r.contains("continue=")),
+        "{:?}",
+        o.requests
+    );
+    for name in ["a", "b"] {
+        assert_eq!(reconciled(&o, name), ["0", "0", "60", "120"], "{:?}", o.log);
+    }
+}

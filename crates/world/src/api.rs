@@ -94,6 +94,15 @@ pub enum ApiOp {
         #[serde(skip_serializing_if = "WatchOptions::is_default")]
         options: WatchOptions,
     },
+    /// The objects of a kind (in `namespace`, or all) as the store held them at
+    /// `resource_version`: a paginated list's next page, which the real server serves
+    /// from etcd at the first page's revision (docs/semantics.md 4.16). 410 Gone once
+    /// the history no longer reaches back to it.
+    ListAt {
+        kind: Kind,
+        namespace: Option<String>,
+        resource_version: u64,
+    },
 }
 
 /// How a deletion treats the object's dependents (`DeleteOptions.propagationPolicy`;

@@ -364,6 +364,11 @@ impl ApiServer {
                     resource_version,
                 })
             }
+            ApiOp::ListAt {
+                kind,
+                namespace,
+                resource_version,
+            } => self.list_at(kind, namespace.as_deref(), resource_version, ctx.now()),
             ApiOp::Create(object) => self.create(*object, ctx),
             ApiOp::Update {
                 object,
@@ -420,6 +425,39 @@ impl ApiServer {
                 Ok(ApiOk::Pong)
             }
             ApiOp::Ping => Ok(ApiOk::Pong),
+        })
+    }
+
+    /// The objects of `kind` (in `namespace`, or all) as they were at `rv`, in key order:
+    /// the store now, with every later write in the history undone.
+    fn list_at(
+        &mut self,
+        kind: Kind,
+        namespace: Option<&str>,
+        rv: u64,
+        now: SimTime,
+    ) -> Result<ApiOk, ApiError> {
+        self.trim_history(now);
+        if rv < self.history_floor || rv > self.resource_version {
+            return Err(ApiError::Gone);
+        }
+        let in_ns = |o: &Object| namespace.is_none_or(|ns| o.meta.namespace == ns);
+        let mut at: BTreeMap<ObjectKey, Arc<Object>> = of_kind(&self.objects, kind)
+            .filter(|o| in_ns(o))
+            .map(|o| (o.key(), o.clone()))
+            .collect();
+        for h in self.history.iter().rev().take_while(|h| h.rv > rv) {
+            if h.object.kind() != kind || !in_ns(&h.object) {
+                continue;
+            }
+            match (h.event, &h.prev) {
+                (EventType::Added, _) | (_, None) => at.remove(&h.object.key()),
+                (_, Some(prev)) => at.insert(prev.key(), prev.clone()),
+            };
+        }
+        Ok(ApiOk::List {
+            items: at.into_values().collect(),
+            resource_version: rv,
         })
     }
 

@@ -55,7 +55,9 @@ impl Actor for Proc {
         match msg {
             Msg::Api(ApiRequest { op, .. }) => {
                 let written = match op {
-                    ApiOp::Get(_) | ApiOp::List { .. } => return Some(EventClass::Read),
+                    ApiOp::Get(_) | ApiOp::List { .. } | ApiOp::ListAt { .. } => {
+                        return Some(EventClass::Read);
+                    }
                     ApiOp::Watch { .. }
                     | ApiOp::WatchState { .. }
                     | ApiOp::Unwatch { .. }
@@ -90,7 +92,7 @@ impl Actor for Proc {
                 | ApiOp::Patch { key, .. }
                 | ApiOp::Delete { key, .. }
                 | ApiOp::Bind { key, .. } => key.kind,
-                ApiOp::List { kind, .. } => *kind,
+                ApiOp::List { kind, .. } | ApiOp::ListAt { kind, .. } => *kind,
                 ApiOp::Create(o) | ApiOp::Update { object: o, .. } => o.kind(),
                 ApiOp::Watch { .. }
                 | ApiOp::WatchState { .. }
