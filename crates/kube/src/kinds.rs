@@ -211,14 +211,23 @@ impl Kinds {
             .copied();
         let status = known.unwrap_or_else(|| {
             let crd = K::crd();
-            let status = crd
+            let version = crd
                 .spec
                 .versions
                 .iter()
                 .find(|v| v.storage)
-                .or(crd.spec.versions.first())
+                .or(crd.spec.versions.first());
+            let status = version
                 .and_then(|v| v.subresources.as_ref())
                 .is_some_and(|s| s.status.is_some());
+            // Its structural schema, which the server applies to every write.
+            if let Some(schema) = version
+                .and_then(|v| v.schema.as_ref())
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .and_then(|s| serde_json::to_value(s).ok())
+            {
+                crate::schema::register(kind_of::<K>(), schema);
+            }
             cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

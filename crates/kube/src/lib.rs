@@ -19,6 +19,7 @@
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
 //!   anything not served is answered with a clear error;
 //! - [`page`]: a list in pages (`limit`, `continue`), as the etcd store serves it;
+//! - [`schema`]: a custom resource's structural schema: pruning, defaults, validation;
 //! - [`selector`]: label selectors (equality and set based) and field selectors, parsed
 //!   and matched as the API server does;
 //! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
@@ -57,6 +58,7 @@ pub mod managed;
 pub mod page;
 pub mod pool;
 pub mod rest;
+pub mod schema;
 pub mod selector;
 pub mod selfcheck;
 pub mod transport;

@@ -148,7 +148,7 @@ impl ObjectPatch for Write {
             Part::Status => Reach::Status,
         };
         let mut managed = crate::managed::of(current);
-        let written = match &self.change {
+        let mut written = match &self.change {
             Change::Replace(v) => parse(v),
             Change::Merge(p) | Change::Strategic(p) => {
                 let mut doc = stored.clone();
@@ -168,6 +168,12 @@ impl ObjectPatch for Write {
                     ApiError::ApplyConflict(conflicts(&c, &current.kind().api_version()))
                 })?,
         };
+        // A custom resource's schema prunes, defaults and validates what the write left
+        // (semantics 4.17).
+        if let Some(schema) = crate::schema::of(current.kind()) {
+            crate::schema::admit(&mut written, &schema, current.kind(), &current.meta.name)
+                .map_err(invalid)?;
+        }
         if !matches!(self.change, Change::Apply { .. }) {
             managed.update(&self.manager, &stored, &written, reach);
         }

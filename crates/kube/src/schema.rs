@@ -1,0 +1,348 @@
+//! A custom resource's structural schema at the API server: what a write keeps
+//! (pruning), what it gains (defaults) and what it may not do (validation, 422), as
+//! apiextensions-apiserver applies the CRD's `openAPIV3Schema` that kube-derive emits
+//! (docs/semantics.md 4.17).
+
+use reconsim_world::object::Kind;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Each custom resource kind's schema, registered by [`crate::Kinds::crd`]: the same
+/// for a kind in every world, so one table for the process.
+fn registry() -> &'static Mutex<BTreeMap<Kind, Arc<Value>>> {
+    static SCHEMAS: OnceLock<Mutex<BTreeMap<Kind, Arc<Value>>>> = OnceLock::new();
+    SCHEMAS.get_or_init(Default::default)
+}
+
+/// Register `kind`'s `openAPIV3Schema`.
+pub fn register(kind: Kind, schema: Value) {
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(kind, Arc::new(schema));
+}
+
+/// `kind`'s schema, if it is a custom resource with one.
+pub fn of(kind: Kind) -> Option<Arc<Value>> {
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&kind)
+        .cloned()
+}
+
+/// Prune, default and validate the object `doc` of `kind` named `name` against
+/// `schema`, in that order, as the server does before it stores a write. `Err`: the
+/// 422 message, every error of the object in it.
+pub fn admit(doc: &mut Value, schema: &Value, kind: Kind, name: &str) -> Result<(), String> {
+    let mut errors = Vec::new();
+    if let (Some(object), Some(props)) = (doc.as_object_mut(), schema.get("properties")) {
+        // apiVersion, kind and metadata are the server's own business.
+        let keys: Vec<String> = object
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+            .cloned()
+            .collect();
+        for k in keys {
+            match props.get(&k) {
+                Some(s) => {
+                    let v = object.get_mut(&k).expect("listed");
+                    if v.is_null() && !nullable(s) {
+                        object.remove(&k);
+                    } else {
+                        walk(v, s, &k, &mut errors);
+                    }
+                }
+                None if preserves(schema) => {}
+                None => {
+                    object.remove(&k);
+                }
+            }
+        }
+        defaults(object, schema);
+        required(object, schema, "", &mut errors);
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let what = format!("{}.{} {name:?}", kind.as_str(), kind.group());
+    Err(match errors.as_slice() {
+        [one] => format!("{what} is invalid: {one}"),
+        many => format!("{what} is invalid: [{}]", many.join(", ")),
+    })
+}
+
+fn nullable(schema: &Value) -> bool {
+    schema["nullable"].as_bool() == Some(true)
+}
+
+fn preserves(schema: &Value) -> bool {
+    schema["x-kubernetes-preserve-unknown-fields"].as_bool() == Some(true)
+}
+
+/// A value at `path` against its schema: objects pruned and defaulted, then each type's
+/// own checks.
+fn walk(v: &mut Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
+    if v.is_null() {
+        if !nullable(schema) {
+            errors.push(format!(
+                "{path}: Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
+                type_of(schema).unwrap_or("object")
+            ));
+        }
+        return;
+    }
+    let int_or_string = schema["x-kubernetes-int-or-string"].as_bool() == Some(true);
+    if int_or_string {
+        if !(v.is_string() || v.is_i64() || v.is_u64()) {
+            errors.push(format!(
+                "{path}: Invalid value: {v}: {path} in body must be of type integer or string"
+            ));
+        }
+        return;
+    }
+    let Some(ty) = type_of(schema) else {
+        return;
+    };
+    let fits = match ty {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        _ => true,
+    };
+    if !fits {
+        errors.push(format!(
+            "{path}: Invalid value: \"{}\": {path} in body must be of type {ty}: \"{}\"",
+            json_type(v),
+            json_type(v)
+        ));
+        return;
+    }
+    match v {
+        Value::Object(object) => {
+            let props = schema.get("properties");
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            let keys: Vec<String> = object.keys().cloned().collect();
+            for k in keys {
+                let sub = props.and_then(|p| p.get(&k)).or(extra);
+                let at = format!("{path}.{k}");
+                match sub {
+                    Some(s) => {
+                        let child = object.get_mut(&k).expect("listed");
+                        if child.is_null() && !nullable(s) {
+                            object.remove(&k);
+                        } else {
+                            walk(child, s, &at, errors);
+                        }
+                    }
+                    None if preserves(schema) => {}
+                    None => {
+                        object.remove(&k);
+                    }
+                }
+            }
+            defaults(object, schema);
+            required(object, schema, path, errors);
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    walk(item, s, &format!("{path}[{i}]"), errors);
+                }
+            }
+            let n = items.len();
+            bound(
+                n as f64,
+                schema,
+                ("minItems", "maxItems"),
+                path,
+                format!("{n} items"),
+                errors,
+                "items",
+            );
+        }
+        Value::String(s) => {
+            let len = s.chars().count() as f64;
+            bound(
+                len,
+                schema,
+                ("minLength", "maxLength"),
+                path,
+                format!("{s:?}"),
+                errors,
+                "chars long",
+            );
+        }
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or_default();
+            if let Some(min) = schema["minimum"].as_f64() {
+                let exclusive = schema["exclusiveMinimum"].as_bool() == Some(true);
+                if x < min || (exclusive && x == min) {
+                    errors.push(format!(
+                        "{path}: Invalid value: {n}: {path} in body should be greater than {}{min}",
+                        if exclusive { "" } else { "or equal to " }
+                    ));
+                }
+            }
+            if let Some(max) = schema["maximum"].as_f64() {
+                let exclusive = schema["exclusiveMaximum"].as_bool() == Some(true);
+                if x > max || (exclusive && x == max) {
+                    errors.push(format!(
+                        "{path}: Invalid value: {n}: {path} in body should be less than {}{max}",
+                        if exclusive { "" } else { "or equal to " }
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(v)
+    {
+        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        errors.push(format!(
+            "{path}: Unsupported value: {v}: supported values: {}",
+            list.join(", ")
+        ));
+    }
+}
+
+/// A length against the schema's lower and upper bounds (`(min_key, max_key)`).
+fn bound(
+    len: f64,
+    schema: &Value,
+    (min_key, max_key): (&str, &str),
+    path: &str,
+    shown: String,
+    errors: &mut Vec<String>,
+    unit: &str,
+) {
+    if let Some(min) = schema[min_key].as_f64()
+        && len < min
+    {
+        errors.push(format!(
+            "{path}: Invalid value: {shown}: {path} in body should be at least {min} {unit}"
+        ));
+    }
+    if let Some(max) = schema[max_key].as_f64()
+        && len > max
+    {
+        errors.push(format!(
+            "{path}: Invalid value: {shown}: {path} in body should be at most {max} {unit}"
+        ));
+    }
+}
+
+/// The schema's defaults for the members an object lacks (apiextensions' structural
+/// defaulting: a default applies where the field is absent).
+fn defaults(object: &mut Map<String, Value>, schema: &Value) {
+    let Some(props) = schema["properties"].as_object() else {
+        return;
+    };
+    for (k, s) in props {
+        if !object.contains_key(k)
+            && let Some(d) = s.get("default")
+        {
+            object.insert(k.clone(), d.clone());
+        }
+    }
+}
+
+fn required(object: &Map<String, Value>, schema: &Value, path: &str, errors: &mut Vec<String>) {
+    for r in schema["required"].as_array().into_iter().flatten() {
+        if let Some(k) = r.as_str()
+            && !object.contains_key(k)
+        {
+            let at = if path.is_empty() {
+                k.to_string()
+            } else {
+                format!("{path}.{k}")
+            };
+            errors.push(format!("{at}: Required value"));
+        }
+    }
+}
+
+fn type_of(schema: &Value) -> Option<&str> {
+    schema["type"].as_str()
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["size"],
+                    "properties": {
+                        "size": {"type": "integer", "minimum": 0, "maximum": 10},
+                        "mode": {"type": "string", "enum": ["fast", "safe"], "default": "safe"},
+                        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "note": {"type": "string", "nullable": true}
+                    }
+                },
+                "status": {"type": "object", "nullable": true, "properties": {"ready": {"type": "boolean"}}}
+            }
+        })
+    }
+
+    fn kind() -> Kind {
+        crate::kinds::intern("test.reconsim.dev", "v1", "Widget", "widgets", true)
+    }
+
+    #[test]
+    fn unknown_fields_are_pruned_and_defaults_filled() {
+        let mut doc = json!({
+            "apiVersion": "test.reconsim.dev/v1", "kind": "Widget", "metadata": {"name": "w", "x": 1},
+            "spec": {"size": 2, "extra": true, "labels": {"a": "b"}, "free": {"any": [1]}, "note": null},
+            "stray": 1
+        });
+        admit(&mut doc, &schema(), kind(), "w").unwrap();
+        assert_eq!(
+            doc,
+            json!({
+                "apiVersion": "test.reconsim.dev/v1", "kind": "Widget", "metadata": {"name": "w", "x": 1},
+                "spec": {"size": 2, "mode": "safe", "labels": {"a": "b"}, "free": {"any": [1]}, "note": null}
+            })
+        );
+    }
+
+    #[test]
+    fn what_the_schema_forbids_is_422_with_its_field_paths() {
+        let mut doc = json!({"spec": {"size": 11, "mode": "slow", "tags": ["a", "b", "c"]}});
+        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        assert_eq!(
+            e,
+            "Widget.test.reconsim.dev \"w\" is invalid: [spec.mode: Unsupported value: \"slow\": supported values: \"fast\", \"safe\", spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10, spec.tags: Invalid value: 3 items: spec.tags in body should be at most 2 items]"
+        );
+        let mut doc = json!({"spec": {"size": "big"}});
+        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        assert!(e.ends_with("spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""), "{e}");
+        let mut doc = json!({"spec": {}});
+        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        assert!(e.ends_with("spec.size: Required value"), "{e}");
+    }
+}
