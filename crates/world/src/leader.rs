@@ -64,6 +64,9 @@ use std::sync::Arc;
 
 /// client-go's `JitterFactor` for the acquire loop (1.2), in tenths.
 pub const JITTER_FACTOR_TENTHS: u64 = 12;
+/// How long client-go waits before it sends a GET that failed with a reset again (the
+/// manager's reads wait the same: docs/semantics.md 4.12).
+const GET_RETRY_AFTER_MS: u64 = 1_000;
 
 /// How many leadership changes a [`Candidate`] remembers; older ones are dropped.
 pub const HISTORY_MAX: usize = 4096;
@@ -185,6 +188,10 @@ struct InFlight {
     req: u64,
     step: Step,
     timeout: TimerId,
+    /// A GET sent again after a reset: client-go retries it once, never a write.
+    retried: bool,
+    /// Between a reset and the GET's second sending: nothing of it is on the wire.
+    waiting: bool,
 }
 
 /// The record as last seen, and when (own clock) it last changed.
@@ -318,7 +325,22 @@ impl LeaderElector {
     pub fn handle(&mut self, msg: &Msg, ctx: &mut WorldCtx<'_>) -> Handled {
         if let Msg::ConnectionReset = msg {
             // Its connection broke: the request in flight on it failed (the reset is
-            // also other components', so it is never only ours).
+            // also other components', so it is never only ours). client-go sends a GET
+            // that failed so again after a second, once (rest client's retry on
+            // `IsProbableEOF`, GET only; docs/semantics.md 4.12).
+            if let Some(f) = &mut self.in_flight {
+                if f.waiting {
+                    return Handled::NOT_OURS;
+                }
+                if f.step == Step::Get && !f.retried {
+                    f.retried = true;
+                    f.waiting = true;
+                    let req = f.req;
+                    ctx.note(|| format!("leader: request {req:#x} reset; sent again in 1 s"));
+                    self.set_timer(GET_RETRY_AFTER_MS, Timer::RetryGet { req }, ctx);
+                    return Handled::NOT_OURS;
+                }
+            }
             if let Some(f) = self.in_flight.take() {
                 ctx.cancel_timer(f.timeout);
                 ctx.note(|| format!("leader: request {:#x} failed: connection reset", f.req));
@@ -409,6 +431,20 @@ impl LeaderElector {
                     _ => Handled::ours(None),
                 }
             }
+            Timer::RetryGet { req } => {
+                if !self.ids.owns(req) {
+                    return Handled::NOT_OURS;
+                }
+                if let Some(f) = &mut self.in_flight
+                    && f.req == req
+                    && f.waiting
+                {
+                    f.waiting = false;
+                    let op = ApiOp::Get(self.config.lease_key());
+                    ctx.send(self.apiserver, Msg::Api(ApiRequest { id: req, op }));
+                }
+                Handled::ours(None)
+            }
             Timer::Rejoin => Handled::NOT_OURS,
         }
     }
@@ -497,7 +533,13 @@ impl LeaderElector {
             Timer::RequestTimeout { req },
             ctx,
         );
-        self.in_flight = Some(InFlight { req, step, timeout });
+        self.in_flight = Some(InFlight {
+            req,
+            step,
+            timeout,
+            retried: false,
+            waiting: false,
+        });
         ctx.send(self.apiserver, Msg::Api(ApiRequest { id: req, op }));
     }
 

@@ -108,6 +108,9 @@ pub enum LeaderTimer {
     RequestTimeout { req: u64 },
     /// `Candidate` only: rejoin the election after losing it (a restarted container).
     Rejoin,
+    /// Send the GET of request `req` again: its connection was reset
+    /// (docs/semantics.md 4.12).
+    RetryGet { req: u64 },
 }
 
 /// The controller host's timers (`manager::Manager`).

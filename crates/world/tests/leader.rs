@@ -643,3 +643,18 @@ fn acquire_retries_are_jittered_and_renewals_periodic() {
         "{c0:?}"
     );
 }
+
+#[test]
+fn a_get_lost_to_a_reset_is_sent_again_after_a_second() {
+    // c0's first GET of the Lease goes into a dropping partition: its connection resets.
+    // client-go sends a GET that failed so again after a second (docs/semantics.md
+    // 4.12), so c0 acquires soon after the cut heals, not a retry period (2-4.4 s) later.
+    let faults = vec![timed(0, Some(300), cut("h-c0", "api"))];
+    let config = defaults();
+    let mut w = world(1, faults, &["c0"], &config, OnLost::Exit, None);
+    let at = first_lead(&mut w, 0, SimTime::from_secs(30)).expect("c0 leads");
+    assert!(
+        (1_000..1_500).contains(&at.as_ms()),
+        "c0 acquired at {at}, not a second after its reset"
+    );
+}
