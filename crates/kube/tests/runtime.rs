@@ -248,6 +248,17 @@ fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
         ..Setup::default()
     };
     let o = run_with(1, SimTime::from_secs(150), setup);
+    assert_converges_with(&o, "sendInitialEvents=true");
+    assert!(
+        !o.requests.iter().any(|r| r.contains("limit=500")),
+        "{:?}",
+        o.requests
+    );
+}
+
+/// The two Bundles' ConfigMaps made, each Bundle reconciled at start, after its
+/// creates and at its two requeues, and some request containing `asked`.
+fn assert_converges_with(o: &Outcome, asked: &str) {
     assert_eq!(
         o.config_maps,
         ["a-0", "a-1", "b-0", "b-1", "b-2"],
@@ -255,19 +266,12 @@ fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
         o.requests
     );
     assert!(
-        o.requests
-            .iter()
-            .any(|r| r.contains("sendInitialEvents=true")),
-        "{:?}",
-        o.requests
-    );
-    assert!(
-        !o.requests.iter().any(|r| r.contains("limit=500")),
+        o.requests.iter().any(|r| r.contains(asked)),
         "{:?}",
         o.requests
     );
     for name in ["a", "b"] {
-        assert_eq!(reconciled(&o, name), ["0", "0", "60", "120"], "{:?}", o.log);
+        assert_eq!(reconciled(o, name), ["0", "0", "60", "120"], "{:?}", o.log);
     }
 }
 
@@ -279,18 +283,5 @@ fn a_watcher_that_lists_in_pages_converges() {
         ..Setup::default()
     };
     let o = run_with(1, SimTime::from_secs(150), setup);
-    assert_eq!(
-        o.config_maps,
-        ["a-0", "a-1", "b-0", "b-1", "b-2"],
-        "{:?}",
-        o.requests
-    );
-    assert!(
-        o.requests.iter().any(|r| r.contains("continue=")),
-        "{:?}",
-        o.requests
-    );
-    for name in ["a", "b"] {
-        assert_eq!(reconciled(&o, name), ["0", "0", "60", "120"], "{:?}", o.log);
-    }
+    assert_converges_with(&o, "continue=");
 }

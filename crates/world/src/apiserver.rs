@@ -110,6 +110,18 @@ struct Open {
     options: WatchOptions,
 }
 
+impl Open {
+    fn new(from: ProcId, id: u64, stream: u32, kinds: Vec<Kind>, options: WatchOptions) -> Self {
+        Open {
+            from,
+            id,
+            stream,
+            kinds,
+            options,
+        }
+    }
+}
+
 /// How often a watch that asked for bookmarks gets one (the cacher's
 /// `bookmarkFrequency`, a minute).
 const BOOKMARK_FREQUENCY_MS: u64 = 60_000;
@@ -396,13 +408,7 @@ impl ApiServer {
                 from_rv,
                 options,
             } => {
-                let open = Open {
-                    from,
-                    id,
-                    stream,
-                    kinds,
-                    options,
-                };
+                let open = Open::new(from, id, stream, kinds, options);
                 return self.watch(open, from_rv, ctx).err().map(Err);
             }
             ApiOp::WatchState {
@@ -410,14 +416,7 @@ impl ApiServer {
                 kinds,
                 options,
             } => {
-                let open = Open {
-                    from,
-                    id,
-                    stream,
-                    kinds,
-                    options,
-                };
-                self.watch_state(open, ctx);
+                self.watch_state(Open::new(from, id, stream, kinds, options), ctx);
                 return None;
             }
             ApiOp::Unwatch { stream } => {
