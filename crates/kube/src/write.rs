@@ -19,7 +19,7 @@ use crate::kinds::Served;
 use crate::managed::{Conflict, Operation, Reach, dotted};
 use crate::wire;
 use reconsim_world::api::{ApiError, ObjectPatch};
-use reconsim_world::object::Object;
+use reconsim_world::object::{Object, ObjectKey};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -222,6 +222,44 @@ impl ObjectPatch for Write {
             return Ok(current.clone());
         }
         Ok(next)
+    }
+
+    /// A server-side apply of an object that does not exist creates it, from its config
+    /// alone, its manager owning every field it names (apiserver `patch.go`: an apply
+    /// patch's `createOnUpdate`; docs/semantics.md 4.9). An apply of `/status` does not.
+    fn create(&self, key: &ObjectKey) -> Option<Result<Object, ApiError>> {
+        let (Change::Apply { config, force }, Part::Object) = (&self.change, self.part) else {
+            return None;
+        };
+        let config: Value =
+            serde_json::from_str(config).expect("a Write holds JSON the REST layer parsed");
+        let reach = Reach::Object {
+            status_subresource: self.status_subresource,
+        };
+        let mut managed = crate::managed::ManagedFields::default();
+        let empty = Value::Object(Default::default());
+        let made = managed
+            .apply(&self.manager, &empty, &config, *force, reach)
+            .map_err(|c| ApiError::ApplyConflict(conflicts(&c, &key.kind.api_version())));
+        Some(made.and_then(|mut doc| {
+            doc["metadata"]["name"] = Value::String(key.name.clone());
+            // A custom resource is the kind with a CRD schema (`Kinds::crd`).
+            let schema = crate::schema::of(key.kind);
+            let served = Served {
+                kind: key.kind,
+                status_subresource: self.status_subresource,
+                strategic_merge: schema.is_none(),
+            };
+            served.prepare_for_create(&mut doc);
+            if let Some(schema) = schema {
+                crate::schema::admit(&mut doc, &schema, key.kind, &key.name).map_err(invalid)?;
+            }
+            let mut object = wire::from_json(&doc, served, &key.namespace)
+                .map_err(|r| invalid(r.message))?
+                .object;
+            crate::managed::set(&mut object, managed);
+            Ok(object)
+        }))
     }
 
     fn summary(&self) -> String {

@@ -135,3 +135,59 @@ fn field_ownership_decides_what_an_apply_changes_removes_and_conflicts_on() {
     ];
     assert_eq!(lines.join("\n"), expected.join("\n"));
 }
+
+/// An apply of an object that does not exist creates it, its manager owning what its
+/// config names (apiserver `patch.go`, an apply's `createOnUpdate`); an apply of
+/// `/status` does not.
+async fn apply_creates(client: kube::Client) -> Vec<String> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client, "default");
+    let config = |who: &str, v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fresh"}, "data": {"k": v, "by": who}});
+    let mut out = Vec::new();
+    let r = cms
+        .patch(
+            "fresh",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(config("alice", "1")),
+        )
+        .await;
+    out.push(outcome(r, data));
+    out.push(outcome(cms.get("fresh").await, data));
+    // alice owns what she created: bob's different value conflicts.
+    let r = cms
+        .patch(
+            "fresh",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(config("bob", "2")),
+        )
+        .await;
+    out.push(outcome(r, data));
+    let status = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "absent"}, "status": {"phase": "Running"}});
+    let r = pods
+        .patch_status(
+            "absent",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(status),
+        )
+        .await;
+    out.push(outcome(r, |_| "created".into()));
+    out
+}
+
+#[test]
+fn an_apply_of_a_missing_object_creates_it() {
+    let program: Program =
+        Arc::new(|client| Box::pin(async move { apply_creates(client).await.join("\n") }));
+    let kinds = Kinds::new();
+    let lines = common::result_lines(2, ApiServerConfig::default(), kinds, program);
+    assert_eq!(
+        lines,
+        [
+            r#"{"by": "alice", "k": "1"}"#,
+            r#"{"by": "alice", "k": "1"}"#,
+            "409 Conflict: Apply failed with 2 conflicts: conflict with \"alice\": .data.by",
+            "conflict with \"alice\": .data.k",
+            "404 NotFound: not found",
+        ]
+    );
+}

@@ -316,6 +316,11 @@ impl<P: Patch> From<P> for PatchOp {
 /// removal are the server's).
 pub trait ObjectPatch: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {
     fn apply(&self, current: &Object) -> Result<Object, ApiError>;
+    /// The object this patch makes when `key` holds none, if it makes one (a
+    /// server-side apply creates what it names; every other patch is 404).
+    fn create(&self, _key: &ObjectKey) -> Option<Result<Object, ApiError>> {
+        None
+    }
     /// A few words for timelines.
     fn summary(&self) -> String {
         format!("{self:?}").chars().take(40).collect()
@@ -324,6 +329,7 @@ pub trait ObjectPatch: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync 
 
 trait DynObjectPatch: Send + Sync + fmt::Debug + 'static {
     fn apply(&self, current: &Object) -> Result<Object, ApiError>;
+    fn create(&self, key: &ObjectKey) -> Option<Result<Object, ApiError>>;
     fn as_any(&self) -> &dyn Any;
     fn eq_dyn(&self, other: &dyn DynObjectPatch) -> bool;
     fn stable_hash(&self) -> u64;
@@ -334,6 +340,9 @@ trait DynObjectPatch: Send + Sync + fmt::Debug + 'static {
 impl<P: ObjectPatch> DynObjectPatch for P {
     fn apply(&self, current: &Object) -> Result<Object, ApiError> {
         ObjectPatch::apply(self, current)
+    }
+    fn create(&self, key: &ObjectKey) -> Option<Result<Object, ApiError>> {
+        ObjectPatch::create(self, key)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -364,6 +373,11 @@ impl WholePatch {
     /// The object to write in place of `current`, or the error to answer.
     pub fn apply(&self, current: &Object) -> Result<Object, ApiError> {
         self.0.apply(current)
+    }
+
+    /// The object the patch makes at `key`, which holds none, if it makes one.
+    pub fn create(&self, key: &ObjectKey) -> Option<Result<Object, ApiError>> {
+        self.0.create(key)
     }
 
     /// The patch as `P`, if it is one.

@@ -586,7 +586,16 @@ impl ApiServer {
         resource_version: Option<u64>,
         ctx: &mut WorldCtx<'_>,
     ) -> Result<ApiOk, ApiError> {
-        let current = self.objects.get(key).ok_or(ApiError::NotFound)?.clone();
+        let Some(current) = self.objects.get(key).cloned() else {
+            // A server-side apply of an object that does not exist creates it
+            // (docs/semantics.md 4.9); any other patch is 404.
+            if let ([PatchOp::Object(p)], None) = (ops, resource_version)
+                && let Some(made) = p.create(key)
+            {
+                return self.create(made?, ctx);
+            }
+            return Err(ApiError::NotFound);
+        };
         if resource_version.is_some_and(|rv| rv != current.meta.resource_version) {
             return Err(ApiError::Conflict);
         }
