@@ -746,10 +746,10 @@ fn route_or_refuse(
                     key: key(name),
                     uid,
                     grace_period_seconds: params["gracePeriodSeconds"].as_u64(),
-                    options: DeleteOptions {
+                    options: Box::new(DeleteOptions {
                         resource_version,
                         propagation,
-                    },
+                    }),
                 },
                 Shape::Deleted,
             )

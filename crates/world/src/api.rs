@@ -56,9 +56,11 @@ pub enum ApiOp {
         uid: Option<Uid>,
         grace_period_seconds: Option<u64>,
         /// A resourceVersion precondition and the propagation policy
-        /// ([`DeleteOptions::default`]: neither, as most deletes are).
-        #[serde(skip_serializing_if = "DeleteOptions::is_default")]
-        options: DeleteOptions,
+        /// ([`DeleteOptions::default`]: neither, as most deletes are). Boxed, so that a
+        /// delete is no larger than the other requests (every message is as large as
+        /// its largest kind).
+        #[serde(skip_serializing_if = "DeleteOptions::is_default_boxed")]
+        options: Box<DeleteOptions>,
     },
     /// Bind a Pod to a node (the `pods/binding` subresource, the only way to set
     /// `spec.nodeName` once the pod exists): 409 Conflict if it is already bound or being
@@ -136,6 +138,10 @@ pub struct DeleteOptions {
 impl DeleteOptions {
     pub fn is_default(&self) -> bool {
         *self == DeleteOptions::default()
+    }
+
+    fn is_default_boxed(options: &Box<DeleteOptions>) -> bool {
+        options.is_default()
     }
 }
 

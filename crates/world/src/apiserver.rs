@@ -396,7 +396,7 @@ impl ApiServer {
                 uid,
                 grace_period_seconds,
                 options,
-            } => self.delete(&key, uid, grace_period_seconds, options, ctx),
+            } => self.delete(&key, uid, grace_period_seconds, *options, ctx),
             ApiOp::Bind {
                 key,
                 uid,
@@ -778,17 +778,24 @@ impl ApiServer {
             self.note_namespace(&arc);
         }
         let prev = self.objects.insert(key, arc.clone());
+        // Only a write that changes an object's owner references gives the collector new
+        // work (an owner's own removal or marking arms it otherwise): most writes (a
+        // status, a renewal) skip the lookups.
+        let refs_changed = prev
+            .as_ref()
+            .is_none_or(|p| p.meta.owner_references != arc.meta.owner_references);
         // A reference that blocked an owner's deletion in the foreground is gone: the
         // real collector's graph hears of it and looks at the owner again.
-        let unblocked = prev.as_ref().is_some_and(|p| {
-            p.meta.owner_references.iter().any(|r| {
-                r.block_owner_deletion
-                    && !arc.meta.owner_references.contains(r)
-                    && self.waits_for_dependents(r.uid)
-            })
-        });
+        let unblocked = refs_changed
+            && prev.as_ref().is_some_and(|p| {
+                p.meta.owner_references.iter().any(|r| {
+                    r.block_owner_deletion
+                        && !arc.meta.owner_references.contains(r)
+                        && self.waits_for_dependents(r.uid)
+                })
+            });
         self.emit(event, &arc, prev, ctx);
-        if unblocked || self.gc_action(&arc).is_some() {
+        if refs_changed && (unblocked || self.gc_action(&arc).is_some()) {
             // Written with dangling owners (e.g. created from a stale cache after its
             // owner went): the real collector's graph sees it too.
             self.schedule_gc(ctx);

@@ -209,7 +209,7 @@ fn delete_with(k: &ObjectKey, options: DeleteOptions) -> ApiOp {
         key: k.clone(),
         uid: None,
         grace_period_seconds: None,
-        options,
+        options: Box::new(options),
     }
 }
 
