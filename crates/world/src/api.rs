@@ -140,6 +140,8 @@ impl DeleteOptions {
         *self == DeleteOptions::default()
     }
 
+    /// serde's `skip_serializing_if` hands the field as it is: a `&Box`.
+    #[allow(clippy::borrowed_box)]
     fn is_default_boxed(options: &Box<DeleteOptions>) -> bool {
         options.is_default()
     }
