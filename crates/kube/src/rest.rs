@@ -2,8 +2,9 @@
 //! for every kind the world serves ([`Kinds`]): core paths (`/api/v1/...`) and group
 //! paths (`/apis/{group}/{version}/...`), namespaced and cluster-scoped, and the status
 //! subresource. Served: create (POST), get (GET), list (GET of the collection, in a
-//! namespace or all, with an equality-based `labelSelector`; `resourceVersion=0` reads
-//! the watch cache), watch (`?watch=true`), replace (PUT), JSON merge patch and JSON
+//! namespace or all, with label and field selectors, in pages; `resourceVersion=0`
+//! reads the watch cache), watch (`?watch=true`, with a timeout, bookmarks and
+//! streaming lists), replace (PUT), JSON merge patch and JSON
 //! patch (PATCH), delete (DELETE, with uid and resourceVersion preconditions and a
 //! propagation policy). Every other request is
 //! answered, not dropped: a Status naming what reconsim does not serve, so a user's code
@@ -35,7 +36,7 @@ pub enum Shape {
     /// 200: the object if only marked (finalizers left), else a Success Status.
     Deleted,
     /// A watch: 200 and a stream of event lines, those in the namespace (all if
-    /// `None`) whose labels match.
+    /// `None`) that the selectors take.
     Watch {
         kind: Kind,
         namespace: Option<String>,
