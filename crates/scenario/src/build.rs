@@ -12,12 +12,13 @@ use crate::format::{Plan, Scenario};
 use reconsim_cloud::{Cloud, CloudConfig, JoinPolicy, node_lifecycle};
 use reconsim_family::{ServiceProcess, Services};
 use reconsim_sim::{ProcId, Sim, SimConfig, TraceMode};
-use reconsim_world::apiserver::ApiServer;
+use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::lifecycle::NodeLifecycle;
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::{TAINT_MASTER, Taint, TaintEffect};
 use reconsim_world::script::{Script, Step};
+use reconsim_world::watch_cache::DelayRange;
 use reconsim_world::workloads::Workloads;
 use reconsim_world::{Endpoints, Proc};
 use std::collections::BTreeMap;
@@ -84,7 +85,13 @@ pub fn build_recording(
         cloud,
         named: Arc::new(named),
     };
-    let mut server = ApiServer::new(Default::default());
+    let mut server = ApiServer::new(ApiServerConfig {
+        watch_delay_ms: scenario.apiserver.watch_delay_ms.map(|r| DelayRange {
+            lo_ms: r.lo,
+            hi_ms: r.hi,
+        }),
+        ..Default::default()
+    });
     let mut images = Images::default();
     for section in scenario.sections() {
         section.seed(&mut server);

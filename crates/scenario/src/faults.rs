@@ -55,7 +55,7 @@ pub fn ranges(kind: &FaultKind) -> Vec<Range> {
             extra_latency_ms, ..
         } => vec![*extra_latency_ms],
         FaultKind::CloudDescribeLag { lag_ms }
-        | FaultKind::WatchLag { lag_ms }
+        | FaultKind::WatchLag { lag_ms, .. }
         | FaultKind::WatchStall { lag_ms, .. } => vec![*lag_ms],
         FaultKind::NodeJoinDelay { extra_ms } => vec![*extra_ms],
         FaultKind::Failpoint { hit, for_ms, .. } => vec![*hit, *for_ms],
@@ -77,9 +77,8 @@ pub fn targets(kind: &FaultKind) -> usize {
         | FaultKind::WatchStall { processes, .. }
         | FaultKind::Failpoint { processes, .. } => processes.len(),
         FaultKind::PauseHost { hosts } => hosts.len(),
-        FaultKind::CloudDescribeLag { .. }
-        | FaultKind::NodeJoinDelay { .. }
-        | FaultKind::WatchLag { .. } => 1,
+        FaultKind::WatchLag { kinds, .. } => kinds.len().max(1),
+        FaultKind::CloudDescribeLag { .. } | FaultKind::NodeJoinDelay { .. } => 1,
     }
 }
 
@@ -198,12 +197,17 @@ pub fn fault_of(kind: &FaultKind, c: &mut impl Choose) -> Fault<WorldFault> {
                 extra_ms: c.draw(*extra_ms),
             },
         },
-        FaultKind::WatchLag { lag_ms } => Fault::Inject {
-            process: "apiserver".into(),
-            fault: WorldFault::WatchLag {
-                lag_ms: c.draw(*lag_ms),
-            },
-        },
+        FaultKind::WatchLag { lag_ms, kinds } => {
+            // One of the kinds first (none drawn without them: plans stay as they were).
+            let of_kind = (!kinds.is_empty()).then(|| pick(c, kinds).clone());
+            Fault::Inject {
+                process: "apiserver".into(),
+                fault: WorldFault::WatchLag {
+                    lag_ms: c.draw(*lag_ms),
+                    of_kind,
+                },
+            }
+        }
         FaultKind::WatchStall { processes, lag_ms } => Fault::Inject {
             process: pick(c, processes).clone(),
             fault: WorldFault::WatchStall {

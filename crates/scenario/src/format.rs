@@ -54,6 +54,9 @@ pub struct Scenario {
     pub seeds: u64,
     pub duration_ms: u64,
     pub net: NetSpec,
+    /// The API server's timing (absent: its events leave with the write).
+    #[serde(skip_serializing_if = "ApiServerSpec::is_default")]
+    pub apiserver: ApiServerSpec,
     pub topology: Topology,
     pub cloud: CloudSpec,
     pub controllers: Controllers,
@@ -79,6 +82,8 @@ struct ScenarioFile {
     duration_ms: u64,
     #[serde(default)]
     net: NetSpec,
+    #[serde(default)]
+    apiserver: ApiServerSpec,
     topology: Topology,
     #[serde(default)]
     cloud: CloudSpec,
@@ -123,6 +128,7 @@ impl ScenarioFile {
             seeds: self.seeds,
             duration_ms: self.duration_ms,
             net: self.net,
+            apiserver: self.apiserver,
             topology: self.topology,
             cloud: self.cloud,
             controllers: Controllers::new(
@@ -160,6 +166,23 @@ impl Default for NetSpec {
         NetSpec {
             latency_ms: Range { lo: 1, hi: 5 },
         }
+    }
+}
+
+/// The API server's timing (docs/semantics.md 3.19).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiServerSpec {
+    /// How long each watch event waits in its type's watch cache after the write, drawn
+    /// per event: a write's response can then reach its writer before its own event,
+    /// and two types' events cross. Absent: every event leaves with its write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_delay_ms: Option<Range>,
+}
+
+impl ApiServerSpec {
+    fn is_default(&self) -> bool {
+        *self == ApiServerSpec::default()
     }
 }
 
@@ -312,8 +335,13 @@ pub enum FaultKind {
     CloudDescribeLag { lag_ms: Range },
     /// Booted instances take this much longer to register their Node.
     NodeJoinDelay { extra_ms: Range },
-    /// The API server's watch events leave this much after the write's response.
-    WatchLag { lag_ms: Range },
+    /// The API server's watch events leave this much after the write's response: every
+    /// type's, or those of one of `kinds` (each type has its own watch cache).
+    WatchLag {
+        lag_ms: Range,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kinds: Vec<String>,
+    },
     /// One of `processes` (controller hosts) gets its watch events this much later,
     /// while its requests and their answers go at the usual pace.
     WatchStall {
@@ -746,6 +774,9 @@ impl Scenario {
             );
         }
         check_range(".net.latency_ms", self.net.latency_ms)?;
+        if let Some(delay) = self.apiserver.watch_delay_ms {
+            check_range(".apiserver.watch_delay_ms", delay)?;
+        }
         check_range(".cloud.boot_ms", self.cloud.boot_ms)?;
         check_range(".cloud.describe_lag_ms", self.cloud.describe_lag_ms)?;
         check_range(".cloud.join_ms", self.cloud.join_ms)?;
@@ -924,7 +955,19 @@ impl Scenario {
                 FaultKind::PauseHost { hosts: hs } => names_in("hosts", hs, &hosts)?,
                 FaultKind::CloudDescribeLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
                 FaultKind::NodeJoinDelay { extra_ms } => check_range(&kat("extra_ms"), *extra_ms)?,
-                FaultKind::WatchLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
+                FaultKind::WatchLag { lag_ms, kinds } => {
+                    check_range(&kat("lag_ms"), *lag_ms)?;
+                    for (i, k) in kinds.iter().enumerate() {
+                        if !is_kind_name(k) {
+                            return err(
+                                &format!("{}[{i}]", kat("kinds")),
+                                format!(
+                                    "a kind's name (letters and digits, from a capital: `Machine`), not {k:?}"
+                                ),
+                            );
+                        }
+                    }
+                }
                 FaultKind::WatchStall {
                     processes: ps,
                     lag_ms,
@@ -971,6 +1014,14 @@ impl Scenario {
 }
 
 /// [`Range::check`] in validation's `(path, message)` form.
+/// A Kubernetes kind's name as an object's `kind` spells it: an ASCII letter in capitals
+/// first, then letters and digits.
+fn is_kind_name(k: &str) -> bool {
+    k.len() <= 63
+        && k.starts_with(|c: char| c.is_ascii_uppercase())
+        && k.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
 fn check_range(path: &str, r: Range) -> Result<(), (String, String)> {
     r.check(path).map_err(|e| (e.path, e.message))
 }

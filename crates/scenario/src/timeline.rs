@@ -159,9 +159,21 @@ pub fn fault_words(f: &Fault<WorldFault>) -> String {
             WorldFault::NodeJoinDelay { extra_ms } => {
                 format!("booted instances join {} later", SimTime(*extra_ms))
             }
-            WorldFault::WatchLag { lag_ms } => {
+            WorldFault::WatchLag {
+                lag_ms,
+                of_kind: None,
+            } => {
                 format!(
                     "watch events leave the API server {} late",
+                    SimTime(*lag_ms)
+                )
+            }
+            WorldFault::WatchLag {
+                lag_ms,
+                of_kind: Some(kind),
+            } => {
+                format!(
+                    "{kind} watch events leave the API server {} late",
                     SimTime(*lag_ms)
                 )
             }

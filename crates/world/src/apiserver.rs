@@ -21,13 +21,14 @@
 //! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`,
 //!   trimmed by age also when no write comes, as etcd compaction is periodic), 410 Gone
 //!   for a resourceVersion older than the history (3.10);
-//! - watch lag ([`WorldFault::WatchLag`]): the real server answers a write from etcd but
-//!   feeds watches from its watch cache, which follows etcd through a watch of its own,
-//!   so a client can get its write's response before the event (3.12). While the fault
-//!   is on, every watch event waits `lag_ms` in one FIFO queue (so per-stream order
-//!   holds) while responses go out at once. The watch cache also serves reflectors'
-//!   lists (3.15): while it lags, a list with `from_watch_cache` answers the state the
-//!   released events built, at their resourceVersion, not the store's.
+//! - watch caches, one per resource type ([`crate::watch_cache`]): the real server
+//!   answers a write from etcd but feeds watches from its watch caches, which follow
+//!   etcd through watches of their own, so a client can get its write's response before
+//!   the event (3.12), and two types' events can cross (3.19). A type's events wait for
+//!   its lag ([`WorldFault::WatchLag`], on every type or one) and the configured
+//!   per-event delay (`watch_delay_ms`), in the type's order, while responses go out at
+//!   once. A type's watch cache also serves reflectors' lists (3.15): while it lags, a
+//!   list with `from_watch_cache` answers the state its released events built.
 
 use crate::api::{
     ApiError, ApiOk, ApiOp, ApiRequest, ApiResponse, DeleteOptions, EventType, PatchOp,
@@ -40,6 +41,7 @@ use crate::object::{Kind, Object, ObjectKey, OwnerReference, Uid, of_kind};
 use crate::object::{
     Pod, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration, pod_spec_update_forbidden,
 };
+use crate::watch_cache::{DelayRange, HeldEvent, WatchCaches};
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -74,6 +76,11 @@ pub struct ApiServerConfig {
     /// exist is 404 (docs/semantics.md 4.13). Off by default: the world's families do
     /// not model their own Namespace objects; the program path's world turns it on.
     pub namespace_lifecycle: bool,
+    /// How long each watch event waits in its type's watch cache, drawn per event: the
+    /// watch-latency of a real server (etcd's watch to the cacher to the watcher), which
+    /// lets a write's response reach its writer before the write's own event and two
+    /// types' events cross (docs/semantics.md 3.19). `None`: events leave with the write.
+    pub watch_delay_ms: Option<DelayRange>,
 }
 
 impl Default for ApiServerConfig {
@@ -84,6 +91,7 @@ impl Default for ApiServerConfig {
             gc_delay_ms: 500,
             default_toleration_seconds: Some(300),
             namespace_lifecycle: false,
+            watch_delay_ms: None,
         }
     }
 }
@@ -167,17 +175,8 @@ pub struct ApiServer {
     awaiting_grace: BTreeSet<Uid>,
     /// Writes to the store: statistics, and its change count (`Component::changes`).
     writes: u64,
-    /// The watch-cache lag in force ([`WorldFault::WatchLag`]); 0: none.
-    watch_lag_ms: u64,
-    /// Watch events held by the lag, in order, each with its release time (never
-    /// decreasing). Bounded by the events of one lag period.
-    held: VecDeque<(SimTime, ProcId, WatchEvent)>,
-    /// The watch cache while it lags the store (a lag is on or its events are still
-    /// held): the objects as the released events left them, and their resourceVersion.
-    /// `None`: it is the store.
-    watch_cache: Option<(BTreeMap<ObjectKey, Arc<Object>>, u64)>,
-    /// The store's events not yet applied to `watch_cache`, with their release times.
-    cache_feed: VecDeque<(SimTime, EventType, Arc<Object>)>,
+    /// The watch caches, one per resource type, and the events they hold back.
+    caches: WatchCaches,
     /// Processes whose watch connections died with a crash, to be told when the server
     /// starts again ([`Msg::ConnectionReset`]).
     reset_peers: BTreeSet<ProcId>,
@@ -199,10 +198,7 @@ impl ApiServer {
             gc_pending: false,
             awaiting_grace: BTreeSet::new(),
             writes: 0,
-            watch_lag_ms: 0,
-            held: VecDeque::new(),
-            watch_cache: None,
-            cache_feed: VecDeque::new(),
+            caches: WatchCaches::new(config.watch_delay_ms),
             reset_peers: BTreeSet::new(),
         }
     }
@@ -274,29 +270,15 @@ impl Component for ApiServer {
             .extend(self.watchers.iter().map(|w| w.proc));
         self.watchers.clear();
         self.gc_pending = false;
-        self.held.clear();
-        // The watch cache is rebuilt from etcd when the server starts again.
-        self.watch_cache = None;
-        self.cache_feed.clear();
-        // A fault's end is not delivered to a crashed process.
-        self.watch_lag_ms = 0;
+        // The watch caches are rebuilt from etcd when the server starts again; a fault's
+        // end is not delivered to a crashed process.
+        self.caches.clear();
     }
 
     fn on_fault(&mut self, fault: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
         // Overlapping lags add up, as the cloud's do.
-        if let WorldFault::WatchLag { lag_ms } = fault {
-            self.watch_lag_ms = if active {
-                self.watch_lag_ms.saturating_add(*lag_ms)
-            } else {
-                self.watch_lag_ms.saturating_sub(*lag_ms)
-            };
-            if active && self.watch_cache.is_none() {
-                self.watch_cache = Some((self.objects.clone(), self.resource_version));
-            }
-            if self.watch_lag_ms == 0 && self.cache_feed.is_empty() {
-                // Caught up already: the watch cache is the store again.
-                self.watch_cache = None;
-            }
+        if let WorldFault::WatchLag { lag_ms, of_kind } = fault {
+            self.caches.lag(of_kind.as_deref(), *lag_ms, active);
         }
     }
 
@@ -318,12 +300,13 @@ impl Component for ApiServer {
             Timer::GcSweep => self.gc_sweep(ctx),
             Timer::WatchTick { watch_id } => self.watch_tick(watch_id, ctx),
             Timer::ReleaseWatch => {
-                let now = ctx.now();
-                while self.held.front().is_some_and(|(at, _, _)| *at <= now) {
-                    let (_, to, event) = self.held.pop_front().expect("checked");
-                    ctx.send(to, Msg::Watch(event));
-                }
-                self.feed_watch_cache(now);
+                let watchers = &mut self.watchers;
+                self.caches.release(ctx.now(), |held| {
+                    // A stream closed meanwhile takes nothing more.
+                    if let Some(w) = watchers.iter_mut().find(|w| w.watch_id == held.watch_id) {
+                        send_event(w, held.event, (&held.object, &held.prev), ctx);
+                    }
+                });
             }
         }
     }
@@ -362,11 +345,12 @@ impl ApiServer {
             } => {
                 let in_ns =
                     |o: &&Arc<Object>| namespace.as_ref().is_none_or(|ns| &o.meta.namespace == ns);
-                let (items, resource_version) = match &self.watch_cache {
-                    Some((cached, rv)) if from_watch_cache => {
-                        (of_kind(cached, kind).filter(in_ns).cloned().collect(), *rv)
-                    }
-                    _ => (
+                let cached = from_watch_cache
+                    .then(|| self.caches.list(kind, self.resource_version))
+                    .flatten();
+                let (items, resource_version) = match cached {
+                    Some((cached, rv)) => (cached.filter(in_ns).cloned().collect(), rv),
+                    None => (
                         self.list(kind).filter(in_ns).cloned().collect(),
                         self.resource_version,
                     ),
@@ -1087,12 +1071,7 @@ impl ApiServer {
             return;
         };
         let now = ctx.now();
-        let held_until = self
-            .held
-            .iter()
-            .filter(|(_, _, e)| e.watch_id == watch_id)
-            .map(|(at, _, _)| *at)
-            .max();
+        let held_until = self.caches.held_until(watch_id);
         let w = &self.watchers[i];
         if w.deadline.is_some_and(|d| d <= now) {
             if let Some(at) = held_until {
@@ -1107,10 +1086,9 @@ impl ApiServer {
             return;
         }
         if held_until.is_none() {
-            let resource_version = match &self.watch_cache {
-                Some((_, rv)) => *rv,
-                None => self.resource_version,
-            };
+            let resource_version = self
+                .caches
+                .resource_version(&w.kinds, self.resource_version);
             ctx.send(
                 w.proc,
                 Msg::WatchBookmark {
@@ -1130,37 +1108,34 @@ impl ApiServer {
         ctx: &mut WorldCtx<'_>,
     ) {
         let kind = object.kind();
-        if self.watch_lag_ms > 0 || !self.held.is_empty() || !self.cache_feed.is_empty() {
-            // Behind the lag, or behind events still held by it (order first).
-            let now = ctx.now();
-            let release = self
-                .held
-                .back()
-                .map(|(at, _, _)| *at)
-                .into_iter()
-                .chain(self.cache_feed.back().map(|(at, _, _)| *at))
-                .fold(now.plus_ms(self.watch_lag_ms), SimTime::max);
-            if self.watch_cache.is_some() {
-                self.cache_feed.push_back((release, event, object.clone()));
-                ctx.set_timer(
-                    release.since(now),
-                    Msg::Timer(AnyTimer::ApiServer(Timer::ReleaseWatch)),
-                );
-            }
-            let mut any = false;
-            for w in &mut self.watchers {
+        let now = ctx.now();
+        let release = if self.caches.idle() {
+            None
+        } else {
+            self.caches
+                .hold(&self.objects, (event, object, &prev), now, |lo, hi| {
+                    ctx.draw_ms(lo, hi)
+                })
+        };
+        if let Some(release) = release {
+            // Behind its type's watch cache: the events wait, in the type's order.
+            for w in &self.watchers {
                 if w.kinds.contains(&kind) {
-                    self.held
-                        .push_back((release, w.proc, next_event(w, event, (object, &prev))));
-                    any = true;
+                    self.caches.hold_for(
+                        release,
+                        HeldEvent {
+                            watch_id: w.watch_id,
+                            event,
+                            object: object.clone(),
+                            prev: prev.clone(),
+                        },
+                    );
                 }
             }
-            if any {
-                ctx.set_timer(
-                    release.since(now),
-                    Msg::Timer(AnyTimer::ApiServer(Timer::ReleaseWatch)),
-                );
-            }
+            ctx.set_timer(
+                release.since(now),
+                Msg::Timer(AnyTimer::ApiServer(Timer::ReleaseWatch)),
+            );
         } else {
             for w in &mut self.watchers {
                 if w.kinds.contains(&kind) {
@@ -1177,25 +1152,6 @@ impl ApiServer {
             prev,
         });
         self.trim_history(now);
-    }
-
-    /// Apply the store's events that are due to the lagging watch cache; once the lag is
-    /// over and nothing is held, the watch cache is the store again.
-    fn feed_watch_cache(&mut self, now: SimTime) {
-        let Some((cached, rv)) = &mut self.watch_cache else {
-            return;
-        };
-        while self.cache_feed.front().is_some_and(|(at, _, _)| *at <= now) {
-            let (_, event, object) = self.cache_feed.pop_front().expect("checked");
-            *rv = object.meta.resource_version;
-            match event {
-                EventType::Deleted => cached.remove(&object.key()),
-                EventType::Added | EventType::Modified => cached.insert(object.key(), object),
-            };
-        }
-        if self.watch_lag_ms == 0 && self.cache_feed.is_empty() {
-            self.watch_cache = None;
-        }
     }
 
     /// Forget events older than the window, or beyond the size bound.

@@ -14,8 +14,13 @@ pub enum WorldFault {
     /// Booted instances take this much longer to register their Node (target: the cloud).
     NodeJoinDelay { extra_ms: u64 },
     /// Watch events leave this much later than the write's response (target: the API
-    /// server; its watch cache lags etcd).
-    WatchLag { lag_ms: u64 },
+    /// server; its watch cache lags etcd): every type's, or only `of_kind`'s (the real
+    /// server has a watch cache per resource type; crate::watch_cache).
+    WatchLag {
+        lag_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        of_kind: Option<String>,
+    },
     /// This one process's watch events reach it this much later, in order, while its
     /// requests and answers do not wait (target: a manager; a stalled HTTP/2 watch
     /// stream, a slow consumer; docs/semantics.md 4.7).

@@ -11,6 +11,8 @@
 //! - [`object`]: typed objects and their metadata.
 //! - [`api`]: the API server's wire protocol.
 //! - [`apiserver`]: the API server and its store, watches and garbage collector.
+//! - [`watch_cache`]: the API server's watch caches, one per resource type, that lag
+//!   its store.
 //! - [`informer`]: list-and-watch caches that lag the server.
 //! - [`leader`]: leases and client-go leader election.
 //! - [`kubelet`]: a node's agent: registration, heartbeats, running pods as processes.
@@ -46,6 +48,7 @@ pub mod reconcile_error;
 pub mod runtime;
 pub mod script;
 pub mod timer;
+pub mod watch_cache;
 pub mod workloads;
 
 pub use component::{Component, Endpoints, Message, Payload, Proc, WorldCtx};

@@ -231,7 +231,10 @@ fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
         duration_ms: Some(1_000),
         fault: Fault::Inject {
             process: "apiserver".into(),
-            fault: WorldFault::WatchLag { lag_ms: 500 },
+            fault: WorldFault::WatchLag {
+                lag_ms: 500,
+                of_kind: None,
+            },
         },
         on: None,
     }]);
@@ -301,7 +304,10 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
         duration_ms: Some(1_000),
         fault: Fault::Inject {
             process: "apiserver".into(),
-            fault: WorldFault::WatchLag { lag_ms: 500 },
+            fault: WorldFault::WatchLag {
+                lag_ms: 500,
+                of_kind: None,
+            },
         },
         on: None,
     }]);
@@ -371,4 +377,201 @@ fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
     // Long after: an event follows its write within a round trip.
     assert!(events[4].0.as_ms() < 2_000 + 50);
     assert_eq!(events[4].1.object.meta.labels["i"], "3");
+}
+
+/// The events `pid` received: (arrival, kind, resourceVersion, seq), in arrival order.
+fn arrivals(w: &World, pid: reconsim_sim::ProcId) -> Vec<(u64, &'static str, u64, u64)> {
+    w.script(pid)
+        .events
+        .iter()
+        .map(|(t, e)| {
+            (
+                t.as_ms(),
+                e.object.kind().as_str(),
+                e.object.meta.resource_version,
+                e.seq,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_watch_lag_on_one_type_holds_only_that_types_events_and_its_watch_cache() {
+    // Each resource type has its own watch cache (k8s.io/apiserver storage/cacher, one
+    // per resource; semantics 3.19): a Widget cache 500 ms behind holds the Widgets'
+    // events and Widget lists, not the WidgetSets'. A stream of both kinds numbers its
+    // events in the order they really leave.
+    let plan = FaultPlan::new(vec![TimedFault {
+        at_ms: 50,
+        duration_ms: Some(1_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag {
+                lag_ms: 500,
+                of_kind: Some("Widget".into()),
+            },
+        },
+        on: None,
+    }]);
+    let mut w = World::with_plan(1, Default::default(), plan);
+    let host = w.sim.host_by_name("client").unwrap();
+    let list = |at_ms: u64, kind| Step {
+        at_ms,
+        op: ApiOp::List {
+            kind,
+            namespace: None,
+            from_watch_cache: true,
+        },
+    };
+    let steps = vec![
+        Step {
+            at_ms: 1,
+            op: ApiOp::Watch {
+                stream: 0,
+                kinds: vec![Widget::KIND, WidgetSet::KIND],
+                from_rv: 0,
+                options: Default::default(),
+            },
+        },
+        Step {
+            at_ms: 100,
+            op: ApiOp::Create(Box::new(widget("a"))),
+        },
+        Step {
+            at_ms: 120,
+            op: ApiOp::Create(Box::new(widget_set("s"))),
+        },
+        list(200, Widget::KIND),
+        list(200, WidgetSet::KIND),
+        list(800, Widget::KIND),
+    ];
+    let pid = w
+        .sim
+        .spawn(host, "watcher", Proc::new(Script::new(w.api, steps)));
+    w.run_to(3_000);
+    let got = arrivals(&w, pid);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        (got[0].1, got[0].3),
+        ("WidgetSet", 0),
+        "the later WidgetSet first, numbered first: {got:?}"
+    );
+    assert!(got[0].0 < 200, "not held: {got:?}");
+    assert_eq!((got[1].1, got[1].3), ("Widget", 1), "{got:?}");
+    assert!(got[1].0 >= 600, "held 500 ms: {got:?}");
+    let s = w.script(pid);
+    let listed = |step: usize| match &s.response(step).expect("answered").result {
+        Ok(ApiOk::List {
+            items,
+            resource_version,
+        }) => (
+            items
+                .iter()
+                .map(|o| o.meta.name.clone())
+                .collect::<Vec<_>>(),
+            *resource_version,
+        ),
+        other => panic!("{other:?}"),
+    };
+    let (widgets, widgets_rv) = listed(3);
+    assert!(widgets.is_empty(), "the Widget cache lags: {widgets:?}");
+    assert_eq!(listed(4).0, ["s"], "the WidgetSet cache does not");
+    assert!(
+        widgets_rv < listed(4).1,
+        "each list says how fresh its own cache is"
+    );
+    assert_eq!(listed(5).0, ["a"], "released");
+}
+
+#[test]
+fn with_a_watch_delay_a_writer_can_hear_its_response_first_and_two_types_events_cross() {
+    // The watch latency of a real server (semantics 3.19): each event waits in its
+    // type's cache for a drawn delay. Over a few seeds, a writer gets its create's
+    // response before the create's own event, and a later write of another type
+    // arrives before an earlier one; one type's events never cross.
+    let config = ApiServerConfig {
+        watch_delay_ms: Some(reconsim_world::watch_cache::DelayRange {
+            lo_ms: 0,
+            hi_ms: 40,
+        }),
+        ..Default::default()
+    };
+    let (mut response_first, mut crossed) = (0, 0);
+    for seed in 0..10 {
+        let mut w = World::with_plan(seed, config, FaultPlan::default());
+        let host = w.sim.host_by_name("client").unwrap();
+        let mut steps = vec![Step {
+            at_ms: 1,
+            op: ApiOp::Watch {
+                stream: 0,
+                kinds: vec![Widget::KIND, WidgetSet::KIND],
+                from_rv: 0,
+                options: Default::default(),
+            },
+        }];
+        for i in 0..10u64 {
+            steps.push(Step {
+                at_ms: 100 + 20 * i,
+                op: ApiOp::Create(Box::new(widget(&format!("w{i}")))),
+            });
+            steps.push(Step {
+                at_ms: 105 + 20 * i,
+                op: ApiOp::Create(Box::new(widget_set(&format!("s{i}")))),
+            });
+        }
+        let pid = w
+            .sim
+            .spawn(host, "writer", Proc::new(Script::new(w.api, steps)));
+        w.run_to(2_000);
+        let got = arrivals(&w, pid);
+        assert_eq!(got.len(), 20, "every event arrives: {got:?}");
+        for (i, e) in got.iter().enumerate() {
+            assert_eq!(e.3, i as u64, "numbered in arrival order: {got:?}");
+        }
+        for kind in ["Widget", "WidgetSet"] {
+            let rvs: Vec<u64> = got.iter().filter(|e| e.1 == kind).map(|e| e.2).collect();
+            assert!(
+                rvs.is_sorted(),
+                "{kind} events keep the store's order: {got:?}"
+            );
+        }
+        crossed += got.windows(2).filter(|p| p[0].2 > p[1].2).count();
+        let s = w.script(pid);
+        for (_, at, resp) in &s.responses {
+            let Ok(ApiOk::Object(o)) = &resp.result else {
+                continue;
+            };
+            let event_at = got
+                .iter()
+                .find(|e| e.2 == o.meta.resource_version)
+                .expect("its event came")
+                .0;
+            if at.as_ms() < event_at {
+                response_first += 1;
+            }
+        }
+    }
+    assert!(response_first > 0, "a response before its own event");
+    assert!(crossed > 0, "two types' events crossed");
+}
+
+#[test]
+fn without_a_watch_delay_events_leave_with_the_write() {
+    // The default keeps every event with its write: no type falls behind, no cache is
+    // kept, and a stream's events come in the store's order.
+    let mut w = World::new(Default::default());
+    let all = w.watcher("all", 1, vec![Widget::KIND, WidgetSet::KIND], 0);
+    w.run_to(50);
+    for i in 0..5 {
+        w.obj(ApiOp::Create(Box::new(widget(&format!("w{i}")))));
+        w.obj(ApiOp::Create(Box::new(widget_set(&format!("s{i}")))));
+    }
+    w.run_for(100);
+    let rvs: Vec<u64> = w
+        .events(all)
+        .iter()
+        .map(|e| e.object.meta.resource_version)
+        .collect();
+    assert_eq!(rvs.len(), 10);
+    assert!(rvs.is_sorted(), "{rvs:?}");
 }

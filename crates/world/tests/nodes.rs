@@ -894,7 +894,10 @@ fn the_scheduler_binds_each_pod_once_through_a_lagging_cache() {
         duration_ms: Some(20_000),
         fault: Fault::Inject {
             process: "apiserver".into(),
-            fault: WorldFault::WatchLag { lag_ms: 3_000 },
+            fault: WorldFault::WatchLag {
+                lag_ms: 3_000,
+                of_kind: None,
+            },
         },
         on: None,
     };

@@ -255,7 +255,10 @@ fn the_cluster_server_reads_the_pool_live_not_from_a_lagging_watch() {
         duration_ms: Some(120_000),
         fault: Fault::Inject {
             process: "apiserver".into(),
-            fault: WorldFault::WatchLag { lag_ms: 60_000 },
+            fault: WorldFault::WatchLag {
+                lag_ms: 60_000,
+                of_kind: None,
+            },
         },
         on: None,
     }]);
