@@ -131,6 +131,37 @@ fn the_kube_rs_controller_with_a_consistent_list_holds_over_1000_seeds_each_run_
 }
 
 #[test]
+fn trusting_its_own_status_is_caught_by_the_real_servers_watch_latency_alone() {
+    // Issue 29: a bug only a real-server behaviour exposes. The scenario has no fault;
+    // each watch event waits 1-50 ms in its type's watch cache (semantics 3.19), so the
+    // status patch's response can come before its own event.
+    let s = scenario("configset-trusts-status");
+    assert_eq!(s.expect, Expect::Violation);
+    assert!(s.faults.is_empty(), "no fault: the watch latency alone");
+    let report = campaign(&s, s.seeds, jobs(), false);
+    let first = report.failures.first().expect("caught within the budget");
+    assert_eq!(first.invariant, harness::MAX_CONFIGMAPS);
+    assert_eq!(report.first_failure_seed, Some(0));
+    // Events that leave with their writes (the world before per-type watch caches):
+    // the status event always comes before the response, and the same seeds hold.
+    let mut prompt = s.clone();
+    prompt.apiserver = Default::default();
+    let failing = twice_each(&prompt, 0..s.seeds);
+    assert!(
+        failing.is_empty(),
+        "failing without the latency: {failing:?}"
+    );
+    // The fix is the list: the consistent variant under the same latency holds.
+    let mut fixed = scenario("configset-fixed");
+    fixed.apiserver = s.apiserver;
+    let failing = twice_each(&fixed, 0..fixed.seeds);
+    assert!(
+        failing.is_empty(),
+        "the consistent list failed: {failing:?}"
+    );
+}
+
+#[test]
 fn the_buggy_budget_run_twice_fails_the_same_seeds_as_the_campaign() {
     let s = scenario("configset-buggy");
     let failing = twice_each(&s, 0..s.seeds);

@@ -70,6 +70,14 @@ pub enum Read {
     WatchCache,
     /// `ListParams::default()`: a consistent read (the fix).
     Consistent,
+    /// A second bug: to scale up, trust `status.replicas` (what the last reconcile
+    /// made, as it wrote it) and list only to scale down. The ConfigSet a reconcile is
+    /// handed comes from kube-runtime's store, fed by the ConfigSets' watch: when the
+    /// status patch's response comes back before its own watch event (a real API server
+    /// feeds watches from a watch cache behind etcd, docs/semantics.md 3.19), the next
+    /// reconcile, woken by the new ConfigMaps' events, still reads the old status and
+    /// creates them again.
+    Status,
 }
 
 pub struct Ctx {
@@ -109,8 +117,18 @@ async fn apply(cs: &ConfigSet, ctx: &Ctx) -> Result<Action, Error> {
     let selector = format!("{LABEL}={name}");
     let lp = match ctx.read {
         Read::WatchCache => ListParams::default().labels(&selector).match_any(),
-        Read::Consistent => ListParams::default().labels(&selector),
+        Read::Consistent | Read::Status => ListParams::default().labels(&selector),
     };
+    let want = cs.spec.replicas as usize;
+    if ctx.read == Read::Status {
+        let made = cs.status.as_ref().map_or(0, |s| s.replicas as usize);
+        if made < want {
+            for _ in made..want {
+                cms.create(&PostParams::default(), &config_map(cs)).await?;
+            }
+            return set_status(cs, ctx).await;
+        }
+    }
     let uid = cs.uid();
     let mut owned: Vec<ConfigMap> = cms
         .list(&lp)
@@ -125,7 +143,6 @@ async fn apply(cs: &ConfigSet, ctx: &Ctx) -> Result<Action, Error> {
         })
         .collect();
     owned.sort_by_key(|cm| cm.name_any());
-    let want = cs.spec.replicas as usize;
     for _ in owned.len()..want {
         cms.create(&PostParams::default(), &config_map(cs)).await?;
     }
@@ -133,10 +150,20 @@ async fn apply(cs: &ConfigSet, ctx: &Ctx) -> Result<Action, Error> {
         cms.delete(&extra.name_any(), &DeleteParams::default())
             .await?;
     }
+    set_status(cs, ctx).await
+}
+
+/// Step 3: `status.replicas` through the status subresource.
+async fn set_status(cs: &ConfigSet, ctx: &Ctx) -> Result<Action, Error> {
+    let ns = cs.namespace().ok_or(Error::NoNamespace)?;
     let sets: Api<ConfigSet> = Api::namespaced(ctx.client.clone(), &ns);
     let status = json!({ "status": ConfigSetStatus { replicas: cs.spec.replicas } });
-    sets.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
+    sets.patch_status(
+        &cs.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&status),
+    )
+    .await?;
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 

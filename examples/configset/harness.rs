@@ -19,7 +19,8 @@ pub fn kinds() -> Kinds {
     Kinds::new().crd::<ConfigSet>().core::<ConfigMap>()
 }
 
-/// `controllers.custom[].params`: how it lists, `watch-cache` (the bug) or `consistent`.
+/// `controllers.custom[].params`: how it counts, `watch-cache` (the bug), `consistent`
+/// (the fix) or `status` (a second bug).
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
