@@ -29,13 +29,20 @@ pub struct Selected<'a> {
     pub remaining: Option<usize>,
 }
 
-/// An object's key below its resource's prefix in etcd: `namespace/name`, or `name`.
+/// An object's key below its resource's prefix in etcd, `namespace/name` or `name`, as
+/// bytes, without building it.
+fn key_bytes(o: &Object) -> impl Iterator<Item = u8> + '_ {
+    let ns = o.meta.namespace.as_bytes();
+    let slash: &[u8] = if ns.is_empty() { b"" } else { b"/" };
+    ns.iter()
+        .chain(slash)
+        .chain(o.meta.name.as_bytes())
+        .copied()
+}
+
+/// The key as a string (a continue token's).
 fn key_of(o: &Object) -> String {
-    if o.meta.namespace.is_empty() {
-        o.meta.name.clone()
-    } else {
-        format!("{}/{}", o.meta.namespace, o.meta.name)
-    }
+    String::from_utf8(key_bytes(o).collect()).expect("names are UTF-8")
 }
 
 /// The page of `items` (a kind's objects at `resource_version`) that `page` asks for,
@@ -47,22 +54,26 @@ pub fn select<'a>(
     page: &Page,
     resource_version: u64,
 ) -> Selected<'a> {
-    let mut keyed: Vec<(String, &Arc<Object>)> = items.iter().map(|o| (key_of(o), o)).collect();
+    let by_key = |a: &&Arc<Object>, b: &&Arc<Object>| key_bytes(a).cmp(key_bytes(b));
+    let mut keyed: Vec<&Arc<Object>> = items.iter().collect();
     // etcd's byte order of `namespace/name`: not the order of (namespace, name) pairs
-    // when one namespace's name starts another's ("a" and "a-b").
-    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    // when one namespace's name starts another's ("a" and "a-b"); most lists are in it
+    // already.
+    if !keyed.is_sorted_by(|a, b| by_key(a, b).is_le()) {
+        keyed.sort_by(by_key);
+    }
     let start = match &page.after {
-        Some(after) => keyed.partition_point(|(k, _)| k.as_str() <= after.as_str()),
+        Some(after) => keyed.partition_point(|o| key_bytes(o).le(after.bytes())),
         None => 0,
     };
     let mut out = Vec::new();
-    let mut last: Option<&str> = None;
+    let mut last: Option<&Arc<Object>> = None;
     let mut read = start;
-    for (key, o) in &keyed[start..] {
+    for o in &keyed[start..] {
         if page.limit.is_some_and(|l| out.len() >= l) {
             break;
         }
-        last = Some(key);
+        last = Some(o);
         read += 1;
         if selector.matches_object(o) {
             out.push(*o);
@@ -70,7 +81,7 @@ pub fn select<'a>(
     }
     let more = keyed.len() - read;
     let continue_token = match (more, last) {
-        (1.., Some(last)) => Some(encode(resource_version, last)),
+        (1.., Some(last)) => Some(encode(resource_version, &key_of(last))),
         _ => None,
     };
     Selected {
@@ -119,6 +130,38 @@ pub fn decode(token: &str) -> Result<(u64, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_follow_etcd_byte_order_not_namespace_then_name() {
+        // "a-b/y" < "a/x" in etcd ('-' is below '/'), though namespace "a" < "a-b".
+        use reconsim_world::object::{ObjectMeta, Pod};
+        let pod = |ns: &str, name: &str| {
+            Arc::new(Object::new(ObjectMeta::named(ns, name), Pod::default()))
+        };
+        let items = [pod("a", "x"), pod("a-b", "y"), pod("b", "z")];
+        let names = |sel: &Selected<'_>| -> Vec<String> {
+            sel.items.iter().map(|o| o.meta.name.clone()).collect()
+        };
+        let all = select(&items, &Selector::default(), &Page::default(), 7);
+        assert_eq!(names(&all), ["y", "x", "z"]);
+        let first = Page {
+            limit: Some(2),
+            after: None,
+        };
+        let one = select(&items, &Selector::default(), &first, 7);
+        assert_eq!(names(&one), ["y", "x"]);
+        assert_eq!(one.remaining, Some(1));
+        let token = one.continue_token.expect("more remain");
+        assert_eq!(decode(&token), Ok((7, "a/x".to_string())));
+        let next = Page {
+            limit: Some(2),
+            after: Some("a/x".into()),
+        };
+        assert_eq!(
+            names(&select(&items, &Selector::default(), &next, 7)),
+            ["z"]
+        );
+    }
 
     #[test]
     fn a_token_round_trips_and_a_foreign_one_is_refused() {
