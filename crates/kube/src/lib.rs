@@ -22,6 +22,8 @@
 //! - [`schema`]: a custom resource's structural schema: pruning, defaults, validation;
 //! - [`selector`]: label selectors (equality and set based) and field selectors, parsed
 //!   and matched as the API server does;
+//! - [`strategic`]: a strategic merge patch of a built-in type, by its Go types' merge
+//!   keys and directives.
 //! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
 //!   apply, applied at the server to the stored object;
 //! - [`managed`]: who owns which field (managedFields), and server-side apply's merge
@@ -61,6 +63,7 @@ pub mod rest;
 pub mod schema;
 pub mod selector;
 pub mod selfcheck;
+pub mod strategic;
 pub mod transport;
 pub mod wire;
 pub mod world;

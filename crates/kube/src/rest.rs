@@ -276,27 +276,6 @@ impl From<wire::Rejected> for Refusal {
 }
 
 /// Route one request of the client.
-/// Where a strategic merge patch holds a list or a `$` directive (which reconsim's
-/// strategic merge, of maps only, cannot take), if it does.
-fn list_or_directive(v: &Value, at: &mut String) -> Option<String> {
-    match v {
-        Value::Array(_) => Some(at.clone()),
-        Value::Object(m) => m.iter().find_map(|(k, x)| {
-            let len = at.len();
-            at.push('.');
-            at.push_str(k);
-            let found = if k.starts_with('$') {
-                Some(at.clone())
-            } else {
-                list_or_directive(x, at)
-            };
-            at.truncate(len);
-            found
-        }),
-        _ => None,
-    }
-}
-
 /// An apply config the server takes for `kind`'s object `name`: an object naming the
 /// kind (apiVersion and kind are required) and, if it names one, the path's object.
 fn apply_config(v: &Value, kind: Kind, name: &str) -> Result<(), Refusal> {
@@ -643,15 +622,6 @@ fn route_or_refuse(
                             400,
                             "BadRequest",
                             "a strategic merge patch is a JSON object".into(),
-                        ));
-                    }
-                    if let Some(at) = list_or_directive(&v, &mut String::new()) {
-                        return Err(refuse(
-                            415,
-                            "UnsupportedMediaType",
-                            format!(
-                                "reconsim serves strategic merge patches of maps only yet, and {at} is a list or a $ directive (docs/kube.md); a JSON patch edits lists"
-                            ),
                         ));
                     }
                     Change::Strategic(crate::doc::canonical(&v))

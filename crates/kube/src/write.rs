@@ -1,6 +1,6 @@
 //! A client's write of a served object, applied at the API server to the object it
 //! stores ([`ObjectPatch`]): a replace (PUT), a JSON merge patch (RFC 7386), a strategic
-//! merge patch of maps (which is a merge patch there), a JSON patch (RFC 6902) or a
+//! merge patch ([`crate::strategic`]), a JSON patch (RFC 6902) or a
 //! server-side apply ([`crate::managed`]), of the object or of its status subresource.
 //! Every write records who changed which field (managedFields). The patch works on the
 //! object's JSON, as the real server does, so any field and any path a client names is
@@ -36,8 +36,7 @@ pub enum Change {
     Replace(String),
     Merge(String),
     Json(String),
-    /// A strategic merge patch that the REST layer checked holds no list and no
-    /// directive: on maps, strategic merge is JSON merge (null removes a member).
+    /// A strategic merge patch of a built-in type ([`crate::strategic`]).
     Strategic(String),
     /// A server-side apply of this config; `force` takes fields other managers own.
     Apply {
@@ -150,9 +149,17 @@ impl ObjectPatch for Write {
         let mut managed = crate::managed::of(current);
         let mut written = match &self.change {
             Change::Replace(v) => parse(v),
-            Change::Merge(p) | Change::Strategic(p) => {
+            Change::Merge(p) => {
                 let mut doc = stored.clone();
                 json_patch::merge(&mut doc, &parse(p));
+                doc
+            }
+            // A patch the real server refuses with 400 or 500 (a malformed directive, a
+            // merge list's item without its key) is refused 422 here, with its message.
+            Change::Strategic(p) => {
+                let mut doc = stored.clone();
+                crate::strategic::apply(&mut doc, &parse(p), current.kind().as_str())
+                    .map_err(|r| invalid(r.message))?;
                 doc
             }
             Change::Json(ops) => {

@@ -1,5 +1,5 @@
 //! Server-side apply and strategic merge patches from kube-rs code (crates/kube/src/
-//! managed.rs; docs/semantics.md 4.9): field ownership decides what an apply may change,
+//! managed.rs, strategic.rs; docs/semantics.md 4.9): field ownership decides what an apply may change,
 //! what it removes when a config stops naming a field, and who may take a field over.
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -75,15 +75,23 @@ async fn story(client: kube::Client) -> Vec<String> {
         )
         .await;
     out.push(outcome(r, data));
-    // A strategic merge of a list is not modelled: said so.
-    let r = cms
-        .patch(
-            "app",
-            &PatchParams::default(),
-            &Patch::Strategic(json!({"metadata": {"finalizers": ["x"]}})),
-        )
-        .await;
-    out.push(outcome(r, data));
+    // A strategic merge of a list: finalizers merge as a union (ObjectMeta's
+    // `patchStrategy:"merge"`), the patch's new item first; a delete list removes one.
+    for patch in [
+        json!({"metadata": {"finalizers": ["x"]}}),
+        json!({"metadata": {"finalizers": ["y"]}}),
+        json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["x"]}}),
+    ] {
+        let r = cms
+            .patch("app", &PatchParams::default(), &Patch::Strategic(patch))
+            .await;
+        out.push(outcome(r, |cm| {
+            format!(
+                "finalizers {:?}",
+                cm.metadata.finalizers.unwrap_or_default()
+            )
+        }));
+    }
     // kube-lease-manager's lock: an apply of the holder, a conflict for the next.
     let mut lease = Lease::default();
     lease.metadata.name = Some("lock".into());
@@ -128,7 +136,9 @@ fn field_ownership_decides_what_an_apply_changes_removes_and_conflicts_on() {
         r#"{"b": "7", "c": "4"}"#,
         r#"409 Conflict: Apply failed with 1 conflict: conflict with "" using v1: .data.c"#,
         r#"{"c": "4", "d": "6"}"#,
-        "415 UnsupportedMediaType: reconsim serves strategic merge patches of maps only yet, and .metadata.finalizers is a list or a $ directive (docs/kube.md); a JSON patch edits lists",
+        r#"finalizers ["x"]"#,
+        r#"finalizers ["y", "x"]"#,
+        r#"finalizers ["y"]"#,
         r#"holder Some("a")"#,
         // The duration is the same value: shared, not a conflict.
         r#"409 Conflict: Apply failed with 1 conflict: conflict with "m-a": .spec.holderIdentity"#,
