@@ -891,6 +891,28 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
             body["details"] = json!({"name": ns, "kind": "namespaces"});
             (404, body)
         }
+        // The same plugin's answer for a namespace being terminated, with its cause
+        // (`NamespaceTerminatingCause`).
+        (
+            Err(
+                e @ ApiError::NamespaceTerminating {
+                    namespace, name, ..
+                },
+            ),
+            _,
+        ) => {
+            let message = e.forbidden();
+            let mut body = status(403, "Forbidden", &message);
+            body["details"] = json!({
+                "name": name,
+                "causes": [{
+                    "reason": "NamespaceTerminating",
+                    "message": format!("namespace {namespace} is being terminated"),
+                    "field": "metadata.namespace",
+                }],
+            });
+            (403, body)
+        }
     }
 }
 

@@ -155,7 +155,32 @@ pub fn to_json(o: &Object) -> Option<Value> {
         Some(doc) => m.extend(doc.fields().iter().map(|(k, v)| (k.clone(), v.clone()))),
         None => m.extend((crate::world_kinds::codec(kind)?.encode)(&o.body)?),
     }
+    if kind.group().is_empty() && kind.as_str() == "Namespace" {
+        namespace_face(&mut m, o.meta.is_deleting());
+    }
     Some(Value::Object(m))
+}
+
+/// What the namespace strategy keeps of a Namespace whatever a client wrote
+/// (registry/core/namespace/strategy.go, `PrepareForCreate`, `PrepareForUpdate`): the
+/// `kubernetes` finalizer in its spec, which holds it while the namespace controller
+/// deletes its content, and its phase, `Terminating` once deleted (docs/semantics.md
+/// 4.13).
+fn namespace_face(m: &mut Map<String, Value>, deleting: bool) {
+    let spec = m.entry("spec").or_insert_with(|| json!({}));
+    if let Some(spec) = spec.as_object_mut() {
+        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == "kubernetes")
+        {
+            list.push(json!("kubernetes"));
+        }
+    }
+    let phase = if deleting { "Terminating" } else { "Active" };
+    let status = m.entry("status").or_insert_with(|| json!({}));
+    if let Some(status) = status.as_object_mut() {
+        status.insert("phase".into(), json!(phase));
+    }
 }
 
 /// A stored object as the kube-rs type `K` (what a checker reads of a served kind);

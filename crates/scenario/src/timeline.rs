@@ -90,6 +90,9 @@ fn api_answer(result: &Result<ApiOk, ApiError>) -> String {
         Err(ApiError::Invalid(why)) => format!("422 Invalid ({why})"),
         Err(ApiError::ApplyConflict(why)) => format!("409 Conflict ({why})"),
         Err(ApiError::NamespaceNotFound(ns)) => format!("404 Not Found (namespaces {ns:?})"),
+        Err(e @ ApiError::NamespaceTerminating { .. }) => {
+            format!("403 Forbidden ({})", e.forbidden())
+        }
     }
 }
 

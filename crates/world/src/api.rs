@@ -466,6 +466,36 @@ pub enum ApiError {
     /// 404 on a create into a namespace that does not exist: its name
     /// (docs/semantics.md 4.13)
     NamespaceNotFound(String),
+    /// 403 on a create into a namespace being terminated (docs/semantics.md 4.13): the
+    /// namespace, the resource (`configmaps`, `configsets.example.dev`) and the name
+    /// asked for (empty for a generated one)
+    NamespaceTerminating {
+        namespace: String,
+        resource: String,
+        name: String,
+    },
+}
+
+impl ApiError {
+    /// A 403's message as apimachinery's `NewForbidden` words it (empty otherwise).
+    pub fn forbidden(&self) -> String {
+        let ApiError::NamespaceTerminating {
+            namespace,
+            resource,
+            name,
+        } = self
+        else {
+            return String::new();
+        };
+        let why = format!(
+            "unable to create new content in namespace {namespace} because it is being terminated"
+        );
+        if name.is_empty() {
+            format!("{resource} is forbidden: {why}")
+        } else {
+            format!("{resource} {name:?} is forbidden: {why}")
+        }
+    }
 }
 
 /// ADDED / MODIFIED / DELETED

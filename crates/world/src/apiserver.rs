@@ -158,9 +158,13 @@ pub struct ApiServer {
     uids: BTreeMap<Uid, ObjectKey>,
     /// Namespaces that exist beyond the four every cluster has ([`BUILTIN_NAMESPACES`]):
     /// a Namespace object's name, and every namespace an object was stored in (the
-    /// world does not model its own namespaces' objects). Never shrinks: namespace
-    /// deletion is not modelled.
+    /// world does not model its own namespaces' objects). A Namespace object's name
+    /// goes with it.
     namespaces: BTreeSet<String>,
+    /// Namespaces being terminated, with their Namespace object's uid: the object stays
+    /// (its `spec.finalizers` hold it, `kubernetes`) until the namespace controller has
+    /// deleted their content (docs/semantics.md 4.13).
+    terminating: BTreeMap<String, Uid>,
     resource_version: u64,
     next_uid: u64,
     history: VecDeque<HistoryEntry>,
@@ -189,6 +193,7 @@ impl ApiServer {
             objects: BTreeMap::new(),
             uids: BTreeMap::new(),
             namespaces: BTreeSet::new(),
+            terminating: BTreeMap::new(),
             resource_version: 0,
             next_uid: 0,
             history: VecDeque::new(),
@@ -258,6 +263,12 @@ impl Component for ApiServer {
     /// dangling owners) and after a restart (the sweep pending at the crash died with it).
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.schedule_gc(ctx);
+        if !self.terminating.is_empty() {
+            ctx.set_timer(
+                NAMESPACE_DELETION_GRACE_MS,
+                Msg::Timer(AnyTimer::ApiServer(Timer::NamespaceSweep)),
+            );
+        }
         for peer in std::mem::take(&mut self.reset_peers) {
             ctx.send(peer, Msg::ConnectionReset);
         }
@@ -299,6 +310,7 @@ impl Component for ApiServer {
         match timer {
             Timer::GcSweep => self.gc_sweep(ctx),
             Timer::WatchTick { watch_id } => self.watch_tick(watch_id, ctx),
+            Timer::NamespaceSweep => self.namespace_sweep(ctx),
             Timer::ReleaseWatch => {
                 let watchers = &mut self.watchers;
                 self.caches.release(ctx.now(), |held| {
@@ -456,7 +468,7 @@ impl ApiServer {
             return;
         }
         let kind = object.kind();
-        let ns = if kind.group().is_empty() && kind.as_str() == "Namespace" {
+        let ns = if is_namespace(kind) {
             &object.meta.name
         } else {
             &object.meta.namespace
@@ -480,6 +492,21 @@ impl ApiServer {
         {
             // The NamespaceLifecycle admission plugin refuses it before any storage.
             return Err(ApiError::NamespaceNotFound(object.meta.namespace));
+        }
+        if self.config.namespace_lifecycle && self.terminating.contains_key(&object.meta.namespace)
+        {
+            // And a create into a namespace being terminated (`lifecycle.Admit`).
+            let info = kind.info();
+            let resource = if info.group.is_empty() {
+                info.plural.to_string()
+            } else {
+                format!("{}.{}", info.plural, info.group)
+            };
+            return Err(ApiError::NamespaceTerminating {
+                namespace: object.meta.namespace,
+                resource,
+                name: object.meta.name,
+            });
         }
         if object.meta.name.is_empty() {
             let Some(mut prefix) = object.meta.generate_name.clone() else {
@@ -669,6 +696,7 @@ impl ApiServer {
         if next.meta.is_deleting()
             && next.meta.finalizers.is_empty()
             && !self.awaiting_grace.contains(&current.meta.uid)
+            && !self.terminating.values().any(|u| *u == current.meta.uid)
         {
             self.remove(&key, Some(next), ctx);
             return Ok(ApiOk::Deleted);
@@ -718,7 +746,21 @@ impl ApiServer {
             return Ok(ApiOk::Object(current));
         }
         let finalizers = gc_finalizers(&current.meta.finalizers, options.propagation);
-        if finalizers.is_empty() && grace_s == 0 {
+        let namespace = self.config.namespace_lifecycle && is_namespace(current.kind());
+        if namespace && !current.meta.is_deleting() {
+            // Held for the namespace controller (the `kubernetes` finalizer of its spec),
+            // which takes it up `namespaceDeletionGracePeriod` later.
+            self.terminating
+                .insert(current.meta.name.clone(), current.meta.uid);
+            ctx.set_timer(
+                NAMESPACE_DELETION_GRACE_MS,
+                Msg::Timer(AnyTimer::ApiServer(Timer::NamespaceSweep)),
+            );
+        }
+        if finalizers.is_empty()
+            && grace_s == 0
+            && !self.terminating.values().any(|u| *u == current.meta.uid)
+        {
             self.remove(key, None, ctx);
             return Ok(ApiOk::Deleted);
         }
@@ -795,6 +837,10 @@ impl ApiServer {
         };
         self.uids.remove(&stored.meta.uid);
         self.awaiting_grace.remove(&stored.meta.uid);
+        if self.config.namespace_lifecycle && is_namespace(stored.kind()) {
+            self.namespaces.remove(&stored.meta.name);
+            self.terminating.remove(&stored.meta.name);
+        }
         self.resource_version += 1;
         self.writes += 1;
         ctx.note(|| format!("removed {key} rv {}", self.resource_version));
@@ -959,6 +1005,65 @@ impl ApiServer {
         for (key, finalizer) in owners_done {
             let op = PatchOp::RemoveFinalizer(finalizer.to_string());
             let _ = self.patch(&key, &[op], None, ctx);
+        }
+    }
+
+    /// The namespace controller's pass (kube-controller-manager `pkg/controller/namespace`,
+    /// `NamespacedResourcesDeleter.Delete`): every object of a terminating namespace is
+    /// deleted (in the background, as its `deleteCollection` does); once none is left
+    /// the namespace is finalized and goes (its own finalizers permitting), else the pass
+    /// comes again `estimate / 2 + 1` seconds later, the estimate the longest grace
+    /// period of its Pods still there.
+    fn namespace_sweep(&mut self, ctx: &mut WorldCtx<'_>) {
+        let names: Vec<String> = self.terminating.keys().cloned().collect();
+        let mut again_s: Option<u64> = None;
+        for ns in names {
+            let in_ns = |objects: &BTreeMap<ObjectKey, Arc<Object>>| -> Vec<Arc<Object>> {
+                objects
+                    .values()
+                    .filter(|o| o.meta.namespace == ns)
+                    .cloned()
+                    .collect()
+            };
+            for o in in_ns(&self.objects) {
+                if !o.meta.is_deleting() {
+                    let options = DeleteOptions {
+                        propagation: Some(Propagation::Background),
+                        ..Default::default()
+                    };
+                    let _ = self.delete(&o.key(), None, None, options, ctx);
+                }
+            }
+            let left = in_ns(&self.objects);
+            if left.is_empty() {
+                // Finalized: only its own finalizers can hold it now.
+                let Some(uid) = self.terminating.remove(&ns) else {
+                    continue;
+                };
+                let key = self.uids.get(&uid).cloned();
+                if let Some(key) = key
+                    && self
+                        .objects
+                        .get(&key)
+                        .is_some_and(|n| n.meta.finalizers.is_empty())
+                {
+                    self.remove(&key, None, ctx);
+                }
+                continue;
+            }
+            let estimate = left
+                .iter()
+                .filter_map(|o| o.meta.deletion_grace_period_seconds)
+                .max()
+                .unwrap_or(0);
+            let wait_s = estimate / 2 + 1;
+            again_s = Some(again_s.map_or(wait_s, |w| w.min(wait_s)));
+        }
+        if let Some(s) = again_s {
+            ctx.set_timer(
+                s * 1000,
+                Msg::Timer(AnyTimer::ApiServer(Timer::NamespaceSweep)),
+            );
         }
     }
 
@@ -1165,6 +1270,16 @@ impl ApiServer {
             self.history.pop_front();
         }
     }
+}
+
+/// How long the namespace controller waits before it takes up a namespace marked for
+/// deletion (`namespaceDeletionGracePeriod`, 5 s: so that every API server's admission
+/// has seen it terminate and no late create escapes the cleanup).
+const NAMESPACE_DELETION_GRACE_MS: u64 = 5_000;
+
+/// Whether `kind` is core/v1 Namespace.
+fn is_namespace(kind: Kind) -> bool {
+    kind.group().is_empty() && kind.as_str() == "Namespace"
 }
 
 /// The finalizer a deletion in the foreground holds its object with

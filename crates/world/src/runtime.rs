@@ -142,6 +142,7 @@ impl Error {
             ApiError::NamespaceNotFound(ns) => {
                 (404, "NotFound", format!("namespaces {ns:?} not found"))
             }
+            e @ ApiError::NamespaceTerminating { .. } => (403, "Forbidden", e.forbidden()),
         };
         Error::Api(ErrorResponse {
             code,

@@ -34,6 +34,8 @@ pub enum ApiServerTimer {
     ReleaseWatch,
     /// Watch `watch_id`'s next bookmark, or its end ([`crate::api::WatchOptions`]).
     WatchTick { watch_id: u64 },
+    /// The namespace controller's pass over the namespaces being terminated.
+    NamespaceSweep,
 }
 
 /// A kubelet's timers, and its containers' (`kubelet::Kubelet`).
