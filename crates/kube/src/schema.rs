@@ -37,31 +37,17 @@ pub fn of(kind: Kind) -> Option<Arc<Value>> {
 /// 422 message, every error of the object in it.
 pub fn admit(doc: &mut Value, schema: &Value, kind: Kind, name: &str) -> Result<(), String> {
     let mut errors = Vec::new();
-    if let (Some(object), Some(props)) = (doc.as_object_mut(), schema.get("properties")) {
+    if let Some(object) = doc.as_object_mut()
+        && schema.get("properties").is_some()
+    {
         // apiVersion, kind and metadata are the server's own business.
-        let keys: Vec<String> = object
-            .keys()
-            .filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
-            .cloned()
-            .collect();
-        for k in keys {
-            match props.get(&k) {
-                Some(s) => {
-                    let v = object.get_mut(&k).expect("listed");
-                    if v.is_null() && !nullable(s) {
-                        object.remove(&k);
-                    } else {
-                        walk(v, s, &k, &mut errors);
-                    }
-                }
-                None if preserves(schema) => {}
-                None => {
-                    object.remove(&k);
-                }
-            }
-        }
-        defaults(object, schema);
-        required(object, schema, "", &mut errors);
+        members(
+            object,
+            schema,
+            "",
+            &["apiVersion", "kind", "metadata"],
+            &mut errors,
+        );
     }
     if errors.is_empty() {
         return Ok(());
@@ -123,31 +109,7 @@ fn walk(v: &mut Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
         return;
     }
     match v {
-        Value::Object(object) => {
-            let props = schema.get("properties");
-            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
-            let keys: Vec<String> = object.keys().cloned().collect();
-            for k in keys {
-                let sub = props.and_then(|p| p.get(&k)).or(extra);
-                let at = format!("{path}.{k}");
-                match sub {
-                    Some(s) => {
-                        let child = object.get_mut(&k).expect("listed");
-                        if child.is_null() && !nullable(s) {
-                            object.remove(&k);
-                        } else {
-                            walk(child, s, &at, errors);
-                        }
-                    }
-                    None if preserves(schema) => {}
-                    None => {
-                        object.remove(&k);
-                    }
-                }
-            }
-            defaults(object, schema);
-            required(object, schema, path, errors);
-        }
+        Value::Object(object) => members(object, schema, path, &[], errors),
         Value::Array(items) => {
             if let Some(s) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
@@ -209,6 +171,46 @@ fn walk(v: &mut Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
             list.join(", ")
         ));
     }
+}
+
+/// An object's members against its schema (`properties`, else `additionalProperties`),
+/// but those in `skip`: a member the schema does not know is pruned (unless it keeps
+/// unknown fields), a null one it does not allow is dropped, the rest walked; then the
+/// object's defaults and required members.
+fn members(
+    object: &mut Map<String, Value>,
+    schema: &Value,
+    path: &str,
+    skip: &[&str],
+    errors: &mut Vec<String>,
+) {
+    let props = schema.get("properties");
+    let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+    let keys: Vec<String> = object
+        .keys()
+        .filter(|k| !skip.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for k in keys {
+        match props.and_then(|p| p.get(&k)).or(extra) {
+            Some(s) => {
+                let child = object.get_mut(&k).expect("listed");
+                if child.is_null() && !nullable(s) {
+                    object.remove(&k);
+                } else if path.is_empty() {
+                    walk(child, s, &k, errors);
+                } else {
+                    walk(child, s, &format!("{path}.{k}"), errors);
+                }
+            }
+            None if preserves(schema) => {}
+            None => {
+                object.remove(&k);
+            }
+        }
+    }
+    defaults(object, schema);
+    required(object, schema, path, errors);
 }
 
 /// A length against the schema's lower and upper bounds (`(min_key, max_key)`).
