@@ -528,3 +528,50 @@ fn a_list_in_pages_is_one_snapshot_and_an_old_token_is_gone() {
         ]
     );
 }
+
+/// Creates whose names the real server refuses (semantics 4.18).
+async fn names(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    let pp = PostParams::default();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    fn message<T>(r: Result<T, kube::Error>) -> String {
+        match r {
+            Ok(_) => "created".to_string(),
+            Err(kube::Error::Api(s)) => format!("{} {}", s.code, s.message),
+            Err(e) => format!("error {e}"),
+        }
+    }
+    let mut out = vec![message(api.create(&pp, &config_map("Bad_Name", "x")).await)];
+    let mut generated = config_map("", "x");
+    generated.metadata.name = None;
+    generated.metadata.generate_name = Some("web.v1-".into());
+    out.push(message(api.create(&pp, &generated).await));
+    generated.metadata.generate_name = Some("Web-".into());
+    out.push(message(api.create(&pp, &generated).await));
+    let mut ns = k8s_openapi::api::core::v1::Namespace::default();
+    ns.metadata.name = Some("team.a".into());
+    out.push(message(namespaces.create(&pp, &ns).await));
+    Ok(out)
+}
+
+#[test]
+fn a_name_the_server_refuses_is_422_with_its_rule() {
+    let lines = run(2, ApiServerConfig::default(), program(names));
+    let subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    let label = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+    assert_eq!(
+        lines,
+        [
+            format!(
+                r#"422 ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": {subdomain}"#
+            ),
+            "created".to_string(),
+            format!(
+                r#"422 ConfigMap "" is invalid: metadata.generateName: Invalid value: "Web-": {subdomain}"#
+            ),
+            format!(
+                r#"422 Namespace "team.a" is invalid: metadata.name: Invalid value: "team.a": {label}"#
+            ),
+        ]
+    );
+}
