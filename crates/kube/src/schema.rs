@@ -138,6 +138,18 @@ fn walk(v: &mut Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
                 errors,
                 "chars long",
             );
+            if let Some(pattern) = schema["pattern"].as_str() {
+                let failed = match matches(pattern, s) {
+                    Ok(true) => None,
+                    Ok(false) => Some(pattern.to_string()),
+                    Err(why) => Some(format!("{pattern}, but pattern is invalid: {why}")),
+                };
+                if let Some(what) = failed {
+                    errors.push(format!(
+                        "{path}: Invalid value: {s:?}: {path} in body should match '{what}'"
+                    ));
+                }
+            }
         }
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or_default();
@@ -211,6 +223,25 @@ fn members(
     }
     defaults(object, schema);
     required(object, schema, path, errors);
+}
+
+/// Whether `s` matches the schema's `pattern` anywhere in it (unanchored, as Go's
+/// `regexp.MatchString`, which kube-openapi's `validate.Pattern` calls); `Err` with
+/// why for a pattern that does not compile. Each is compiled once for the process.
+fn matches(pattern: &str, s: &str) -> Result<bool, String> {
+    type Compiled = Mutex<BTreeMap<String, Result<regex::Regex, String>>>;
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    let mut compiled = COMPILED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    match compiled
+        .entry(pattern.to_string())
+        .or_insert_with(|| regex::Regex::new(pattern).map_err(|e| e.to_string()))
+    {
+        Ok(re) => Ok(re.is_match(s)),
+        Err(why) => Err(why.clone()),
+    }
 }
 
 /// A length against the schema's lower and upper bounds (`(min_key, max_key)`).
@@ -303,7 +334,9 @@ mod tests {
                         "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
                         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "note": {"type": "string", "nullable": true}
+                        "note": {"type": "string", "nullable": true},
+                        "code": {"type": "string", "pattern": "^[a-z]+-[0-9]+$"},
+                        "word": {"type": "string", "pattern": "ab"}
                     }
                 },
                 "status": {"type": "object", "nullable": true, "properties": {"ready": {"type": "boolean"}}}
@@ -346,5 +379,18 @@ mod tests {
         let mut doc = json!({"spec": {}});
         let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
         assert!(e.ends_with("spec.size: Required value"), "{e}");
+    }
+
+    #[test]
+    fn a_pattern_matches_anywhere_unless_anchored() {
+        let mut doc = json!({"spec": {"size": 1, "code": "web-1", "word": "cabd"}});
+        assert_eq!(admit(&mut doc, &schema(), kind(), "w"), Ok(()));
+        let mut doc = json!({"spec": {"size": 1, "code": "web-1x", "word": "ba"}});
+        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        assert_eq!(
+            e,
+            "Widget.test.reconsim.dev \"w\" is invalid: [spec.code: Invalid value: \"web-1x\": spec.code in body should match '^[a-z]+-[0-9]+$', spec.word: Invalid value: \"ba\": spec.word in body should match 'ab']"
+        );
+        assert!(matches("(", "x").is_err());
     }
 }
