@@ -121,16 +121,11 @@ pub fn apply(original: &mut Value, patch: &Value, kind: &str) -> Result<(), Refu
     let Value::Object(patch) = patch else {
         return Err(bad_request("a strategic merge patch is a JSON object"));
     };
-    let mut path = Vec::new();
-    let merged = merge_map(
-        std::mem::take(original)
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-        patch.clone(),
-        kind,
-        &mut path,
-    )?;
+    let live = match std::mem::take(original) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let merged = merge_map(live, patch.clone(), kind, &mut Vec::new())?;
     *original = Value::Object(merged);
     Ok(())
 }

@@ -100,10 +100,7 @@ impl WatchCaches {
         };
         self.lag_of_ms.retain(|(_, ms)| *ms > 0);
         // A cache caught up already is the store again.
-        let keep: Vec<Kind> = self.caches.keys().copied().collect();
-        for kind in keep {
-            self.drop_if_caught_up(kind);
-        }
+        self.drop_caught_up();
     }
 
     /// Whether no type is behind, nor can fall behind: every event goes at once (the
@@ -186,9 +183,7 @@ impl WatchCaches {
             }
             out(entry.remove());
         }
-        let kinds: Vec<Kind> = self.caches.keys().copied().collect();
-        for kind in kinds {
-            let cache = self.caches.get_mut(&kind).expect("listed");
+        for cache in self.caches.values_mut() {
             while cache.feed.front().is_some_and(|(at, _, _)| *at <= now) {
                 let (_, event, object) = cache.feed.pop_front().expect("checked");
                 match event {
@@ -198,18 +193,22 @@ impl WatchCaches {
                     }
                 };
             }
-            self.drop_if_caught_up(kind);
         }
+        self.drop_caught_up();
     }
 
-    /// With no lag, no delay and nothing pending, `kind`'s cache is the store again.
-    fn drop_if_caught_up(&mut self, kind: Kind) {
-        if self.delay.is_none()
-            && self.lag_ms(kind) == 0
-            && self.caches.get(&kind).is_some_and(|c| c.feed.is_empty())
-        {
-            self.caches.remove(&kind);
+    /// With no lag, no delay and nothing pending, a type's cache is the store again.
+    fn drop_caught_up(&mut self) {
+        if self.delay.is_some() {
+            return;
         }
+        let (lag_all_ms, lag_of_ms) = (self.lag_all_ms, &self.lag_of_ms);
+        self.caches.retain(|kind, c| {
+            let own = lag_of_ms
+                .iter()
+                .any(|(n, ms)| n == kind.as_str() && *ms > 0);
+            lag_all_ms > 0 || own || !c.feed.is_empty()
+        });
     }
 
     /// `kind`'s objects as its watch cache has them, with the resourceVersion they are
