@@ -395,6 +395,27 @@ fn arrivals(w: &World, pid: reconsim_sim::ProcId) -> Vec<(u64, &'static str, u64
         .collect()
 }
 
+/// A watch of `kinds` from resourceVersion 0, opened at `at_ms`.
+fn watch_at(at_ms: u64, kinds: Vec<reconsim_world::Kind>) -> Step {
+    Step {
+        at_ms,
+        op: ApiOp::Watch {
+            stream: 0,
+            kinds,
+            from_rv: 0,
+            options: Default::default(),
+        },
+    }
+}
+
+/// A create of `object` at `at_ms`.
+fn create_at(at_ms: u64, object: reconsim_world::Object) -> Step {
+    Step {
+        at_ms,
+        op: ApiOp::Create(Box::new(object)),
+    }
+}
+
 #[test]
 fn a_watch_lag_on_one_type_holds_only_that_types_events_and_its_watch_cache() {
     // Each resource type has its own watch cache (k8s.io/apiserver storage/cacher, one
@@ -424,23 +445,9 @@ fn a_watch_lag_on_one_type_holds_only_that_types_events_and_its_watch_cache() {
         },
     };
     let steps = vec![
-        Step {
-            at_ms: 1,
-            op: ApiOp::Watch {
-                stream: 0,
-                kinds: vec![Widget::KIND, WidgetSet::KIND],
-                from_rv: 0,
-                options: Default::default(),
-            },
-        },
-        Step {
-            at_ms: 100,
-            op: ApiOp::Create(Box::new(widget("a"))),
-        },
-        Step {
-            at_ms: 120,
-            op: ApiOp::Create(Box::new(widget_set("s"))),
-        },
+        watch_at(1, vec![Widget::KIND, WidgetSet::KIND]),
+        create_at(100, widget("a")),
+        create_at(120, widget_set("s")),
         list(200, Widget::KIND),
         list(200, WidgetSet::KIND),
         list(800, Widget::KIND),
@@ -500,24 +507,10 @@ fn with_a_watch_delay_a_writer_can_hear_its_response_first_and_two_types_events_
     for seed in 0..10 {
         let mut w = World::with_plan(seed, config, FaultPlan::default());
         let host = w.sim.host_by_name("client").unwrap();
-        let mut steps = vec![Step {
-            at_ms: 1,
-            op: ApiOp::Watch {
-                stream: 0,
-                kinds: vec![Widget::KIND, WidgetSet::KIND],
-                from_rv: 0,
-                options: Default::default(),
-            },
-        }];
+        let mut steps = vec![watch_at(1, vec![Widget::KIND, WidgetSet::KIND])];
         for i in 0..10u64 {
-            steps.push(Step {
-                at_ms: 100 + 20 * i,
-                op: ApiOp::Create(Box::new(widget(&format!("w{i}")))),
-            });
-            steps.push(Step {
-                at_ms: 105 + 20 * i,
-                op: ApiOp::Create(Box::new(widget_set(&format!("s{i}")))),
-            });
+            steps.push(create_at(100 + 20 * i, widget(&format!("w{i}"))));
+            steps.push(create_at(105 + 20 * i, widget_set(&format!("s{i}"))));
         }
         let pid = w
             .sim
