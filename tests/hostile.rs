@@ -497,6 +497,17 @@ fn numbers_and_resources_beyond_their_limits_are_usage_errors() {
             "at .seeds: a seed budget from 1 to",
         ),
         (
+            with(m, |s| s["apiserver"] = json!({"watch_delay_ms": [9, 1]})),
+            "at .apiserver.watch_delay_ms",
+        ),
+        (
+            with(m, |s| {
+                s["faults"] = json!([{"count": [1, 1], "at_ms": [0, 10], "duration_ms": [10, 20],
+                    "fault": {"watch_lag": {"lag_ms": [1, 2], "kinds": ["machine"]}}}]);
+            }),
+            "at .faults[0].fault.watch_lag.kinds[0]: a kind's name",
+        ),
+        (
             with(m, |s| {
                 let sets: Vec<Value> = (0..5_000)
                     .map(|i| json!({"name": format!("ms-{i}"), "replicas": 1}))
