@@ -245,3 +245,51 @@ fn a_run_is_a_function_of_its_seed() {
     assert_eq!(a.trace_hash, b.trace_hash);
     assert_eq!(a.violation, b.violation);
 }
+
+/// `name` with `sets` applied, as `--set` applies them.
+fn with_sets(name: &str, sets: &[&str]) -> reconsim::scenario::Scenario {
+    let path = library::dir().join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let sets: Vec<_> = sets
+        .iter()
+        .map(|s| reconsim::scenario::variants::parse_set(s).unwrap())
+        .collect();
+    let resolve = |n: &str, from: Option<&std::path::Path>| library::base_in_dir(n, from);
+    reconsim::scenario::Scenario::parse_with(name, &text, Some(&path), &builtin(), &resolve, &sets)
+        .unwrap()
+}
+
+/// Seeds of `0..end` whose run violates an invariant, with the invariants met.
+fn failing(s: &reconsim::scenario::Scenario, end: u64) -> (Vec<u64>, Vec<String>) {
+    let mut seeds = Vec::new();
+    let mut invariants = Vec::new();
+    for seed in 0..end {
+        let plan = faults::generate(s, seed);
+        let (outcome, _) = run_world(s, seed, plan, TraceMode::Hash);
+        if let Some(v) = outcome.violation {
+            seeds.push(seed);
+            if !invariants.contains(&v.invariant) {
+                invariants.push(v.invariant);
+            }
+        }
+    }
+    (seeds, invariants)
+}
+
+#[test]
+fn a_realistic_watch_latency_finds_the_init_race_that_cluster_api_pr_3002_fixed() {
+    // docs/semantics.md 3.19: with each watch event 1-20 ms behind its write, v0.3.4's
+    // reconcile requeued 5 ms after the first create reads a cache without it and
+    // initializes again; PR #3002 (v0.3.6) reads the Machines uncached first.
+    let latency = "apiserver.watch_delay_ms=[1,20]";
+    let name = "kcp-upgrade-waits-for-deletion-1";
+    let (seeds, invariants) = failing(&with_sets(name, &[latency]), 40);
+    assert!(seeds.len() >= 10, "caught in {seeds:?}");
+    assert_eq!(invariants, ["kcp_no_needless_create"]);
+    let fixed = with_sets(name, &[latency, "controllers.kcp.init_uncached=true"]);
+    let (seeds, _) = failing(&fixed, 200);
+    assert!(seeds.is_empty(), "PR #3002's read holds: {seeds:?}");
+    // Without the latency the race cannot happen: the old world hid it.
+    let (seeds, _) = failing(&with_sets(name, &[]), 200);
+    assert!(seeds.is_empty(), "{seeds:?}");
+}

@@ -105,6 +105,13 @@ pub struct KcpOptions {
     /// check and before a scale down. 0: instantaneous.
     pub workload_client_ms_min: u64,
     pub workload_client_ms_max: u64,
+    /// kubernetes-sigs/cluster-api PR #3002 (26f5c70e0a, in v0.3.6): initializeControlPlane
+    /// first reads the owned Machines uncached and refuses to initialize again when it
+    /// finds one ("to make sure that the controller cache is not misbehaving and we end up
+    /// initializing the cluster more than once"). Without it, a reconcile requeued 5 ms
+    /// after the first create reads a cache that may not have it yet
+    /// (docs/semantics.md 3.19) and creates a second first Machine.
+    pub init_reads_uncached: bool,
 }
 /// The KCP controller's own errors (upstream's names where it has them), and the
 /// requests that failed under it, each with the step that made it.
@@ -123,6 +130,8 @@ pub enum KcpError {
         during: &'static str,
         error: EtcdError,
     },
+    /// initializeControlPlane's uncached read found owned Machines already (PR #3002).
+    AlreadyInitialized { machines: usize },
 }
 
 impl std::fmt::Display for KcpError {
@@ -134,6 +143,11 @@ impl std::fmt::Display for KcpError {
             KcpError::ControlPlaneMinNodes => f.write_str("ErrControlPlaneMinNodes"),
             KcpError::Request { during, error } => write!(f, "{during}: {error}"),
             KcpError::Etcd { during, error } => write!(f, "{during}: {error}"),
+            KcpError::AlreadyInitialized { machines } => write!(
+                f,
+                "control plane has already been initialized, found {machines} owned machine for cluster {}/{CLUSTER_NAME}: controller cache or management cluster is misbehaving",
+                crate::section::KCP_NAMESPACE
+            ),
         }
     }
 }
@@ -258,6 +272,17 @@ impl Pass<'_> {
         let n = self.machines.len();
         if n == 0 && replicas > 0 {
             // initializeControlPlane: no health check for the first machine.
+            if self.ctx.options.init_reads_uncached {
+                let live = self
+                    .machines_api(&self.kcp.meta.namespace)
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(request("initializeControlPlane: uncached read"))?;
+                let machines = owned_machines(live.iter(), self.kcp.meta.uid).len();
+                if machines > 0 {
+                    return Err(KcpError::AlreadyInitialized { machines });
+                }
+            }
             return self.create().await;
         }
         if n < replicas {

@@ -133,6 +133,7 @@ impl KcpVariant {
             scale_by_machine_count: self == KcpVariant::V0_3_4MachineCount,
             workload_client_ms_min: workload_client_ms.lo,
             workload_client_ms_max: workload_client_ms.hi,
+            init_reads_uncached: false,
         }
     }
 
@@ -193,6 +194,15 @@ pub struct KcpSpec {
     /// (GetWorkloadCluster: kubeconfig secret, TLS, discovery), per call.
     #[serde(default = "no_delay")]
     pub workload_client_ms: Range,
+    /// kubernetes-sigs/cluster-api PR #3002 (in v0.3.6) on top of the variant: the first
+    /// Machine is created only after an uncached read finds none
+    /// ([`crate::kcp::KcpOptions::init_reads_uncached`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub init_uncached: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn no_delay() -> Range {
@@ -315,7 +325,11 @@ impl KcpSpec {
                 vec![r],
             ))
         };
-        let kcp = crate::kcp::controller(self.variant.kcp_options(self.workload_client_ms), etcd);
+        let options = KcpOptions {
+            init_reads_uncached: self.init_uncached,
+            ..self.variant.kcp_options(self.workload_client_ms)
+        };
+        let kcp = crate::kcp::controller(options, etcd);
         sim.spawn(node, "kcp-controller", manager("kcp-controller", kcp));
         let machines = crate::machine::controller(self.variant.machine_options(), cloud);
         sim.spawn(
