@@ -757,10 +757,8 @@ impl ApiServer {
                 Msg::Timer(AnyTimer::ApiServer(Timer::NamespaceSweep)),
             );
         }
-        if finalizers.is_empty()
-            && grace_s == 0
-            && !self.terminating.values().any(|u| *u == current.meta.uid)
-        {
+        // A Namespace goes only through the namespace controller's pass.
+        if finalizers.is_empty() && grace_s == 0 && !namespace {
             self.remove(key, None, ctx);
             return Ok(ApiOk::Deleted);
         }

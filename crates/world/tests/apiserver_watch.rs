@@ -226,28 +226,10 @@ fn unwatch_stops_the_stream() {
 fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
     // 3.15: a reflector's list (resourceVersion "0" or its last) is served from the watch
     // cache, which follows etcd by the lag; a consistent read is not.
-    let plan = FaultPlan::new(vec![TimedFault {
-        at_ms: 50,
-        duration_ms: Some(1_000),
-        fault: Fault::Inject {
-            process: "apiserver".into(),
-            fault: WorldFault::WatchLag {
-                lag_ms: 500,
-                of_kind: None,
-            },
-        },
-        on: None,
-    }]);
+    let plan = lag_500_ms(None);
     let mut w = World::with_plan(1, Default::default(), plan);
     let host = w.sim.host_by_name("client").unwrap();
-    let list = |at_ms: u64, from_watch_cache: bool| Step {
-        at_ms,
-        op: ApiOp::List {
-            kind: Widget::KIND,
-            namespace: None,
-            from_watch_cache,
-        },
-    };
+    let list = |at_ms, from_watch_cache| list_at(at_ms, Widget::KIND, from_watch_cache);
     let steps = vec![
         Step {
             at_ms: 100,
@@ -299,18 +281,7 @@ fn with_a_watch_lag_a_reflector_list_is_served_from_the_lagging_watch_cache() {
 fn with_a_watch_lag_the_writer_gets_its_response_before_the_event() {
     // The watch cache lags etcd (3.11): a controller can read its own write's response
     // and start its next reconcile before its informer has the event.
-    let plan = FaultPlan::new(vec![TimedFault {
-        at_ms: 50,
-        duration_ms: Some(1_000),
-        fault: Fault::Inject {
-            process: "apiserver".into(),
-            fault: WorldFault::WatchLag {
-                lag_ms: 500,
-                of_kind: None,
-            },
-        },
-        on: None,
-    }]);
+    let plan = lag_500_ms(None);
     let mut w = World::with_plan(1, Default::default(), plan);
     let host = w.sim.host_by_name("client").unwrap();
     let k = wkey("a");
@@ -395,6 +366,34 @@ fn arrivals(w: &World, pid: reconsim_sim::ProcId) -> Vec<(u64, &'static str, u64
         .collect()
 }
 
+/// A watch lag of 500 ms on every type (`of_kind` none) or one, from 50 ms for a second.
+fn lag_500_ms(of_kind: Option<&str>) -> FaultPlan<WorldFault> {
+    FaultPlan::new(vec![TimedFault {
+        at_ms: 50,
+        duration_ms: Some(1_000),
+        fault: Fault::Inject {
+            process: "apiserver".into(),
+            fault: WorldFault::WatchLag {
+                lag_ms: 500,
+                of_kind: of_kind.map(str::to_string),
+            },
+        },
+        on: None,
+    }])
+}
+
+/// A list of `kind` at `at_ms`, from the watch cache or a consistent read.
+fn list_at(at_ms: u64, kind: reconsim_world::Kind, from_watch_cache: bool) -> Step {
+    Step {
+        at_ms,
+        op: ApiOp::List {
+            kind,
+            namespace: None,
+            from_watch_cache,
+        },
+    }
+}
+
 /// A watch of `kinds` from resourceVersion 0, opened at `at_ms`.
 fn watch_at(at_ms: u64, kinds: Vec<reconsim_world::Kind>) -> Step {
     Step {
@@ -422,28 +421,10 @@ fn a_watch_lag_on_one_type_holds_only_that_types_events_and_its_watch_cache() {
     // per resource; semantics 3.19): a Widget cache 500 ms behind holds the Widgets'
     // events and Widget lists, not the WidgetSets'. A stream of both kinds numbers its
     // events in the order they really leave.
-    let plan = FaultPlan::new(vec![TimedFault {
-        at_ms: 50,
-        duration_ms: Some(1_000),
-        fault: Fault::Inject {
-            process: "apiserver".into(),
-            fault: WorldFault::WatchLag {
-                lag_ms: 500,
-                of_kind: Some("Widget".into()),
-            },
-        },
-        on: None,
-    }]);
+    let plan = lag_500_ms(Some("Widget"));
     let mut w = World::with_plan(1, Default::default(), plan);
     let host = w.sim.host_by_name("client").unwrap();
-    let list = |at_ms: u64, kind| Step {
-        at_ms,
-        op: ApiOp::List {
-            kind,
-            namespace: None,
-            from_watch_cache: true,
-        },
-    };
+    let list = |at_ms, kind| list_at(at_ms, kind, true);
     let steps = vec![
         watch_at(1, vec![Widget::KIND, WidgetSet::KIND]),
         create_at(100, widget("a")),
