@@ -654,6 +654,20 @@ fn group_plans_find_the_health_recheck_race_of_v0_3_4_where_no_invariant_checks_
         );
         let v = outcome.violation.expect("the max surge is exceeded");
         assert_eq!(v.invariant, "kcp_max_surge", "{name}");
+        // explain tells a differential finding as replay judges it (it once said "NOT
+        // reproduced", judging by the invariants alone), with the objects the masked
+        // names stand for: the Machines.
+        let told = reconsim::scenario::explain::explain(&small)
+            .unwrap_or_else(|r| panic!("{name}: explained as replayed: {:?}", r.invariant));
+        assert!(
+            told.objects.iter().any(|o| o.starts_with("controlplane-")),
+            "{name}: {:?}",
+            told.objects
+        );
+        assert!(
+            told.lines.iter().any(|l| l.contains("create Machine")),
+            "{name}"
+        );
     }
 }
 

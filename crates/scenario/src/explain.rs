@@ -44,6 +44,20 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
         failure.plan.clone(),
         TraceMode::Full,
     );
+    // A differential finding breaks no invariant: its verdict is the comparison with
+    // the reference run, as `replay` makes it; the full trace above tells the story.
+    let outcome = if failure.invariant == crate::search::DIFFERENTIAL && outcome.violation.is_none()
+    {
+        crate::failure::rerun(
+            &failure.scenario,
+            failure.seed,
+            &failure.plan,
+            &failure.invariant,
+            TraceMode::Hash,
+        )
+    } else {
+        outcome
+    };
     let judged = Replay::judge(failure, outcome);
     if !judged.reproduced {
         return Err(Box::new(judged));
@@ -57,9 +71,15 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
         .iter()
         .filter_map(|o| o.split_once(' ').map(|(_, name)| name))
         .collect();
+    let known = known_names(&world);
     if names.is_empty() {
         // A convergence failure names its objects in its message ("Node x ...").
-        names = names_in(&v.message, &known_names(&world));
+        names = names_in(&v.message, &known);
+    }
+    if names.is_empty() && failure.invariant == crate::search::DIFFERENTIAL {
+        // A differential finding names objects as the oracle masks them
+        // (`default/controlplane-*`): the run's objects of those names.
+        names = generated_in(&v.message, &known);
     }
     let at = v.time;
     let faults = failure
@@ -293,6 +313,24 @@ fn known_names(world: &crate::build::World) -> std::collections::BTreeSet<String
         known.insert(world.sim.host_name(world.sim.proc_host(p)).to_string());
     }
     known
+}
+
+/// The names the run knows that a message's masked names stand for: `ns/prefix-*`
+/// (a differential finding's generated names, docs/oracle.md) stands for every known
+/// name `prefix-...`.
+fn generated_in<'k>(message: &str, known: &'k std::collections::BTreeSet<String>) -> Vec<&'k str> {
+    let prefixes: Vec<&str> = message
+        .split_whitespace()
+        .map(|w| w.trim_end_matches([':', ',', '.', ';', ')']))
+        .filter_map(|w| w.strip_suffix('*'))
+        .map(|w| w.rsplit_once('/').map_or(w, |(_, n)| n))
+        .filter(|p| p.len() > 1 && p.ends_with('-'))
+        .collect();
+    known
+        .iter()
+        .filter(|k| prefixes.iter().any(|p| k.starts_with(p)))
+        .map(String::as_str)
+        .collect()
 }
 
 /// Object names a message mentions as `<word> <name>`: a name the run knows (an object,
