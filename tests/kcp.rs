@@ -232,7 +232,7 @@ fn v0_3_4_still_scales_up_twice_when_a_node_is_labelled_between_two_lists() {
     // not yet labelled), reconcileHealth then listed 4 and re-read 4 Machines with
     // NodeRefs, so scale up created a fifth Machine. Nothing was deleting: the fix does
     // not apply.
-    let (outcome, _) = run("kcp-upgrade-health-recheck-race", 9);
+    let (outcome, _) = run("kcp-upgrade-health-recheck-race", 67);
     let v = outcome.violation.expect("a violation");
     assert_eq!(v.invariant, "kcp_max_surge", "{v:?}");
     assert!(v.message.contains("makes 5 non-deleting"), "{}", v.message);
@@ -278,18 +278,19 @@ fn failing(s: &reconsim::scenario::Scenario, end: u64) -> (Vec<u64>, Vec<String>
 
 #[test]
 fn a_realistic_watch_latency_finds_the_init_race_that_cluster_api_pr_3002_fixed() {
-    // docs/semantics.md 3.19: with each watch event 1-20 ms behind its write, v0.3.4's
-    // reconcile requeued 5 ms after the first create reads a cache without it and
-    // initializes again; PR #3002 (v0.3.6) reads the Machines uncached first.
-    let latency = "apiserver.watch_delay_ms=[1,20]";
-    let name = "kcp-upgrade-waits-for-deletion-1";
-    let (seeds, invariants) = failing(&with_sets(name, &[latency]), 40);
+    // docs/semantics.md 3.19: with each watch event 1-20 ms behind its write (every
+    // world's default), v0.3.4's reconcile requeued 5 ms after the first create reads a
+    // cache without it and initializes again; PR #3002 (v0.3.6) reads the Machines
+    // uncached first.
+    let name = "kcp-init-watch-latency";
+    let (seeds, invariants) = failing(&with_sets(name, &[]), 40);
     assert!(seeds.len() >= 10, "caught in {seeds:?}");
     assert_eq!(invariants, ["kcp_no_needless_create"]);
-    let fixed = with_sets(name, &[latency, "controllers.kcp.init_uncached=true"]);
+    let fixed = with_sets(name, &["controllers.kcp.init_uncached=true"]);
     let (seeds, _) = failing(&fixed, 200);
     assert!(seeds.is_empty(), "PR #3002's read holds: {seeds:?}");
-    // Without the latency the race cannot happen: the old world hid it.
-    let (seeds, _) = failing(&with_sets(name, &[]), 200);
+    // Where every event leaves with its write the race cannot happen: a world without
+    // the latency hid it.
+    let (seeds, _) = failing(&with_sets(name, &["apiserver.watch_delay_ms=[0,0]"]), 200);
     assert!(seeds.is_empty(), "{seeds:?}");
 }

@@ -185,7 +185,7 @@ fn the_node_of_a_terminated_instance_is_deleted() {
 #[test]
 fn the_fixed_variant_never_exceeds_two_of_each() {
     for seed in 0..20 {
-        let (m, i) = peaks("machineapi-leader-election", seed);
+        let (m, i) = peaks("machineapi-leader-election-idempotent", seed);
         assert!(m <= 2 && i <= 2, "seed {seed}: {m} Machines, {i} instances");
     }
 }
@@ -221,12 +221,14 @@ fn leaks_and_convergence_failures_are_caught_on_their_own() {
 #[test]
 fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
     // A wide fuzz of machineapi-leader-election (seeds 2000..42000 under 0.5.0: 4 fail,
-    // 1 in 10,000) finds the rare 4.6 race of docs/seeds/machine-api.md ("one leader, a
+    // 1 in 10,000) found the 4.6 race of docs/seeds/machine-api.md ("one leader, a
     // stale cache"); seed 28692 shrinks to no fault at all: the reconcile right after the
     // create reads a cache without the instanceId (the watch event is a few ms behind the
     // write's answer), DescribeInstances answers none (the new instance is invisible for
-    // its first seconds), and a second instance is launched. Kept here so the model keeps
-    // reproducing the finding; the idempotent variant is the fix.
+    // its first seconds), and a second instance is launched. Since every world has a
+    // watch latency (0.7.0) it is the scenario's common failure; this file, written
+    // before, says no latency and replays in the world it was found in. The idempotent
+    // variant is the fix.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/failures/machineapi-leader-election-stale-cache.json");
     let f = reconsim::scenario::failure::FailureFile::load(&path, &builtin()).unwrap();
@@ -254,6 +256,11 @@ fn with_failpoint(leader_election: bool, idempotent: bool) -> reconsim::scenario
     doc["controllers"]["machine_api"]["idempotent_create"] = idempotent.into();
     if !leader_election {
         doc["controllers"]["machine_api"]["variant"] = "no-leader-election".into();
+    } else if !idempotent {
+        // 4.6 without the token: the crash's own effect, in a world where every watch
+        // event leaves with its write, so the stale-cache race of the test above (which
+        // a watch latency gives this variant on its own) stays out of the verdict.
+        doc["apiserver"] = serde_json::json!({"watch_delay_ms": [0, 0]});
     }
     doc["faults"] = serde_json::json!([{
         "count": [1, 1], "at_ms": [60000, 60000], "duration_ms": [1140000, 1140000],

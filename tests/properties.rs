@@ -111,7 +111,9 @@ fn machine_api_perturbed(scenario: &Scenario) -> impl Strategy<Value = Scenario>
 
 #[test]
 fn machine_api_with_leader_election_holds_under_perturbed_parameters() {
-    let (_, s) = library::load("machineapi-leader-election", &builtin()).unwrap();
+    // Leader election and the client token: 4.6 alone launches twice from a cache behind
+    // its own patch (docs/seeds/machine-api.md).
+    let (_, s) = library::load("machineapi-leader-election-idempotent", &builtin()).unwrap();
     let strategy = machine_api_perturbed(&s).prop_flat_map(|p| case(&p));
     let mut runner = runner(config());
     if let Err(e) = runner.run(&strategy, |c| holds(&c)) {

@@ -56,6 +56,7 @@ fn every_shipped_scenario_is_tested() {
     let tested = [
         "machineapi-no-leader-election",
         "machineapi-leader-election",
+        "machineapi-leader-election-idempotent",
         "machineapi-lease-expiry-pause",
         "machineapi-lease-expiry-idempotent",
         "machineapi-leader-election-watch-lag",
@@ -72,6 +73,7 @@ fn every_shipped_scenario_is_tested() {
         "kcp-upgrade-machine-count",
         "kcp-upgrade-machine-fix-only-1",
         "kcp-upgrade-kcp-fix-only-1",
+        "kcp-init-watch-latency",
         "mco-gc-keep-latest-only",
         "mco-bootstrap-mismatch",
         "mco-gc-older-than-1h",
@@ -96,8 +98,13 @@ fn machineapi_no_leader_election_duplicates() {
 }
 
 #[test]
-fn machineapi_leader_election_holds() {
+fn machineapi_leader_election_duplicates_from_a_cache_behind_its_own_patch() {
     check("machineapi-leader-election");
+}
+
+#[test]
+fn machineapi_leader_election_idempotent_holds() {
+    check("machineapi-leader-election-idempotent");
 }
 
 #[test]
@@ -178,6 +185,11 @@ fn kcp_upgrade_machine_fix_only_1_violates() {
 #[test]
 fn kcp_upgrade_kcp_fix_only_1_violates() {
     check("kcp-upgrade-kcp-fix-only-1");
+}
+
+#[test]
+fn kcp_init_watch_latency_initializes_twice() {
+    check("kcp-init-watch-latency");
 }
 
 #[test]

@@ -85,12 +85,16 @@ pub fn build_recording(
         cloud,
         named: Arc::new(named),
     };
+    let defaults = ApiServerConfig::default();
     let mut server = ApiServer::new(ApiServerConfig {
-        watch_delay_ms: scenario.apiserver.watch_delay_ms.map(|r| DelayRange {
-            lo_ms: r.lo,
-            hi_ms: r.hi,
-        }),
-        ..Default::default()
+        watch_delay_ms: match scenario.apiserver.watch_delay_ms {
+            Some(r) => Some(DelayRange {
+                lo_ms: r.lo,
+                hi_ms: r.hi,
+            }),
+            None => defaults.watch_delay_ms,
+        },
+        ..defaults
     });
     let mut images = Images::default();
     for section in scenario.sections() {

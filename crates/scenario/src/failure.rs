@@ -34,9 +34,18 @@ impl FailureFile {
     /// The failure of a run that violated an invariant.
     pub fn new(scenario: &Scenario, plan: &Plan, outcome: &Outcome) -> Option<FailureFile> {
         let v = outcome.violation.as_ref()?;
+        let mut scenario = scenario.clone();
+        // Written out, so the file keeps its world when the default latency changes.
+        if scenario.apiserver.watch_delay_ms.is_none() {
+            let d = reconsim_world::apiserver::DEFAULT_WATCH_DELAY_MS;
+            scenario.apiserver.watch_delay_ms = Some(crate::format::Range {
+                lo: d.lo_ms,
+                hi: d.hi_ms,
+            });
+        }
         Some(FailureFile {
             reconsim_version: VERSION.to_string(),
-            scenario: scenario.clone(),
+            scenario,
             seed: outcome.seed,
             plan: plan.clone(),
             trace_hash: outcome.trace_hash_hex(),
@@ -64,7 +73,12 @@ impl FailureFile {
             path,
             message,
         };
-        let scenario = Scenario::from_value(file, ".scenario", &raw.scenario, families)?;
+        let mut scenario = Scenario::from_value(file, ".scenario", &raw.scenario, families)?;
+        // A file that does not say its watch latency was written before there was one by
+        // default (0.7.0 writes it out): it ran where every event left with its write.
+        if scenario.apiserver.watch_delay_ms.is_none() {
+            scenario.apiserver.watch_delay_ms = Some(crate::format::Range { lo: 0, hi: 0 });
+        }
         crate::plan::check(&scenario, &raw.plan, ".plan").map_err(at)?;
         let judged = [
             crate::runner::CONVERGENCE,

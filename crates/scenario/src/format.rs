@@ -175,7 +175,8 @@ impl Default for NetSpec {
 pub struct ApiServerSpec {
     /// How long each watch event waits in its type's watch cache after the write, drawn
     /// per event: a write's response can then reach its writer before its own event,
-    /// and two types' events cross. Absent: every event leaves with its write.
+    /// and two types' events cross. Absent: the default, 1-20 ms
+    /// (`reconsim_world::apiserver::DEFAULT_WATCH_DELAY_MS`); `[0, 0]`: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_delay_ms: Option<Range>,
 }

@@ -79,9 +79,19 @@ pub struct ApiServerConfig {
     /// How long each watch event waits in its type's watch cache, drawn per event: the
     /// watch-latency of a real server (etcd's watch to the cacher to the watcher), which
     /// lets a write's response reach its writer before the write's own event and two
-    /// types' events cross (docs/semantics.md 3.19). `None`: events leave with the write.
+    /// types' events cross (docs/semantics.md 3.19). `None` (or a range of 0 ms): events
+    /// leave with the write. Default: [`DEFAULT_WATCH_DELAY_MS`].
     pub watch_delay_ms: Option<DelayRange>,
 }
+
+/// The watch latency a world has unless it says otherwise: 1-20 ms from a write to its
+/// event leaving the type's watch cache, so a writer usually hears its response first, as
+/// from a real server (docs/semantics.md 3.19). Every event leaving with its write hides
+/// the stale-cache races a real cluster has.
+pub const DEFAULT_WATCH_DELAY_MS: DelayRange = DelayRange {
+    lo_ms: 1,
+    hi_ms: 20,
+};
 
 impl Default for ApiServerConfig {
     fn default() -> Self {
@@ -91,7 +101,7 @@ impl Default for ApiServerConfig {
             gc_delay_ms: 500,
             default_toleration_seconds: Some(300),
             namespace_lifecycle: false,
-            watch_delay_ms: None,
+            watch_delay_ms: Some(DEFAULT_WATCH_DELAY_MS),
         }
     }
 }

@@ -98,9 +98,17 @@ async fn sync(ws: &Object, ctx: &Ctx) -> Result<Action, Error> {
             .await?;
     }
     for extra in owned.iter().skip(want as usize) {
-        widgets
+        // The store can be behind the server (its watch latency): an earlier reconcile
+        // may have deleted it already, which a real controller takes as done.
+        match widgets
             .delete(&extra.meta.name, &DeleteParams::default())
-            .await?;
+            .await
+        {
+            Err(e) if e.code() == Some(404) => {}
+            other => {
+                other?;
+            }
+        }
     }
     let sets: Api<WidgetSet> = Api::namespaced(ctx.client.clone(), NS);
     let status = WidgetSet {

@@ -42,7 +42,13 @@ pub(super) fn explain(app: &App<'_>, path: &Path, json: bool) -> Result<ExitCode
         return Ok(ExitCode::SUCCESS);
     }
     println!("{}", e.headline);
-    println!("faults: {}", e.faults);
+    // (The JSON keeps an empty string for a plan without faults.)
+    let faults = if e.faults.is_empty() {
+        "none"
+    } else {
+        &e.faults
+    };
+    println!("faults: {faults}");
     println!("what led to it ({}):", e.objects.join(", "));
     for line in &e.lines {
         println!("{line}");
