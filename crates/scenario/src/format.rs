@@ -54,7 +54,7 @@ pub struct Scenario {
     pub seeds: u64,
     pub duration_ms: u64,
     pub net: NetSpec,
-    /// The API server's timing (absent: its events leave with the write).
+    /// The API server's timing (absent: the default watch latency, 1-20 ms).
     #[serde(skip_serializing_if = "ApiServerSpec::is_default")]
     pub apiserver: ApiServerSpec,
     pub topology: Topology,
