@@ -491,3 +491,37 @@ fn fuzz_swarm_is_reported_and_finds_a_violation() {
     assert_eq!(doc["swarm"], true);
     assert!(doc["first_failure_seed"].is_u64());
 }
+
+#[test]
+fn a_swarm_campaigns_replay_line_runs_the_seed_with_its_swarm_plan() {
+    // Seed 272 fails only with the generators its swarm mask keeps: the line fuzz prints
+    // without --failures-dir must say --swarm, and run must draw the same plan.
+    let out = reconsim(&[
+        "fuzz",
+        "kcp-upgrade-counts-deleting-3",
+        "--swarm",
+        "--seeds",
+        "272..273",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: "))
+        .unwrap_or_else(|| panic!("a replay line: {text}"));
+    assert!(
+        line.ends_with("run kcp-upgrade-counts-deleting-3 --seed 272 --swarm"),
+        "{line}"
+    );
+    let args: Vec<&str> = line.split(' ').skip(1).collect();
+    let again = reconsim(&args);
+    assert_eq!(again.status.code(), Some(1), "{line}");
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("VIOLATION of kcp_no_needless_create"),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    // Without its swarm plan the same seed holds: the flag is what replays it.
+    let plain = reconsim(&["run", "kcp-upgrade-counts-deleting-3", "--seed", "272"]);
+    assert_eq!(plain.status.code(), Some(0));
+}

@@ -50,7 +50,7 @@ use std::process::ExitCode;
     version,
     about = "Deterministic simulation of Kubernetes reconciler races",
     long_about = "Deterministic simulation of Kubernetes reconciler races: controllers run against a simulated API server, cloud and kubelets on a seeded scheduler that injects partitions, lease expiry, pauses and crashes. One seed is one exact history, so every failure replays.\n\nA SCENARIO is a scenario file (a path) or the name of a shipped scenario (`reconsim list`); shipped scenarios are built into the binary, and $RECONSIM_SCENARIOS points it at a directory of others. A FAILURE is a failure file written by run --save-failure, fuzz/search --failures-dir or shrink. Every command takes --json and then prints exactly one JSON document on stdout.",
-    after_help = "Examples:\n  reconsim fuzz machineapi-no-leader-election --failures-dir failures\n  reconsim replay failures/machineapi-no-leader-election-seed-0.json --timeline\n  reconsim check machineapi-no-leader-election machineapi-leader-election\n\nExit codes: 0 every invariant held; 1 a violation was found (or a replay did not reproduce, or an expectation broke); 2 bad usage or bad input."
+    after_help = "Examples:\n  reconsim fuzz machineapi-no-leader-election --failures-dir failures\n  reconsim replay failures/machineapi-no-leader-election-seed-0.json --timeline\n  reconsim check machineapi-no-leader-election machineapi-leader-election-idempotent\n\nExit codes: 0 every invariant held; 1 a violation was found (or a replay did not reproduce, or an expectation broke); 2 bad usage or bad input."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -94,6 +94,10 @@ enum Command {
         /// Replace existing output files.
         #[arg(long)]
         force: bool,
+        /// Draw the seed's fault plan as `fuzz --swarm` does (a subset of the fault
+        /// generators, chosen by the seed): what a swarm campaign's replay line runs.
+        #[arg(long)]
+        swarm: bool,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE")]
@@ -281,7 +285,7 @@ enum Command {
     /// Explain a failure: the faults, and what led to the violation, object by object.
     /// It replays first: a failure that no longer happens is not explained.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim explain small.json\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-21.json --json\n\n",
+        "Examples:\n  reconsim explain small.json\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-31.json --json\n\n",
         "Exit codes: 0 explained; 1 the failure does not reproduce; 2 bad usage or bad input."
     ))]
     Explain {
@@ -412,12 +416,14 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             timeline,
             chrome_trace,
             force,
+            swarm,
             json,
             sets: _,
         } => run::run(
             app,
             &scenario,
             seed,
+            swarm,
             Outputs {
                 save: save_failure.as_deref(),
                 chrome: chrome_trace.as_deref(),

@@ -58,9 +58,12 @@ impl App<'_> {
     }
 
     /// The command that runs `seed` of the scenario `arg` again, with this command's
-    /// `--set`s, for people.
-    pub(super) fn run_command(&self, arg: &str, seed: u64) -> String {
+    /// `--set`s (and `--swarm` for a swarm campaign's seed), for people.
+    pub(super) fn run_command(&self, arg: &str, seed: u64, swarm: bool) -> String {
         let mut line = format!("{} run {} --seed {seed}", self.invocation, shell_word(arg));
+        if swarm {
+            line.push_str(" --swarm");
+        }
         for set in &self.sets {
             let spec = format!("{}={}", set.path.trim_start_matches('.'), set.value);
             line.push_str(&format!(" --set {}", shell_word(&spec)));

@@ -172,7 +172,7 @@ fn verdict_line(app: &App<'_>, arg: &str, v: &Verdict) -> String {
         (crate::scenario::Expect::Clean, Some((seed, inv))) => {
             let replay = match &v.file {
                 Some(p) => app.replay_command(p),
-                None => app.run_command(arg, *seed),
+                None => app.run_command(arg, *seed, false),
             };
             format!("BROKEN: seed {seed} violates {inv}; replay: {replay}")
         }

@@ -196,7 +196,7 @@ pub(super) fn fuzz_cmd(
             // A replay line only for a file that is there; else the run that finds it.
             match &first_file {
                 Some(p) => println!("  replay: {}", app.replay_command(Path::new(p))),
-                None => println!("  replay: {}", app.run_command(arg, seed)),
+                None => println!("  replay: {}", app.run_command(arg, seed, swarm)),
             }
         }
     }

@@ -13,6 +13,7 @@ pub(super) fn run(
     app: &App<'_>,
     arg: &str,
     seed: u64,
+    swarm: bool,
     out: Outputs<'_>,
     timeline: bool,
     json: bool,
@@ -31,7 +32,11 @@ pub(super) fn run(
     let save = out.save;
     let chrome = out.chrome;
     let start = Instant::now();
-    let plan = crate::scenario::faults::generate(&scenario, seed);
+    let plan = if swarm {
+        crate::scenario::faults::generate_swarm(&scenario, seed)
+    } else {
+        crate::scenario::faults::generate(&scenario, seed)
+    };
     let mode = if (timeline && !json) || chrome.is_some() {
         crate::sim::TraceMode::Full
     } else {
@@ -66,7 +71,7 @@ pub(super) fn run(
             return Err(UsageError(format!(
                 "{}: --save-failure: the file exists and holds another failure; choose another path, or add --force to replace it (replay this one with `{}`)",
                 path.display(),
-                app.run_command(arg, seed)
+                app.run_command(arg, seed, swarm)
             )));
         }
     }
@@ -111,7 +116,7 @@ pub(super) fn run(
                         p.display(),
                         app.replay_command(p)
                     ),
-                    None => println!("  replay: {}", app.run_command(arg, seed)),
+                    None => println!("  replay: {}", app.run_command(arg, seed, swarm)),
                 }
             }
         }
