@@ -525,3 +525,40 @@ fn a_swarm_campaigns_replay_line_runs_the_seed_with_its_swarm_plan() {
     let plain = reconsim(&["run", "kcp-upgrade-counts-deleting-3", "--seed", "272"]);
     assert_eq!(plain.status.code(), Some(0));
 }
+
+#[test]
+fn a_file_that_cannot_be_read_is_named_without_a_field_and_list_skips_a_foreign_file() {
+    let missing = tmp("no-such-scenario.json");
+    let out = reconsim(&["run", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains(&format!("{}: cannot read: ", missing.display())),
+        "{err}"
+    );
+    assert!(
+        !err.contains("at .:"),
+        "no field of a file never read: {err}"
+    );
+    // A directory of scenarios with one foreign file: the others are listed, the
+    // foreign one is named on stderr, and the exit code says something did not load.
+    let dir = tmp("scenarios-with-a-stranger");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        "scenarios/mco-gc-in-use.json",
+        dir.join("mco-gc-in-use.json"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("stranger.json"), "{}").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+        .args(["list"])
+        .env("RECONSIM_SCENARIOS", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(listed.contains("mco-gc-in-use"), "{listed}");
+    assert!(listed.contains("1 more that does not load"), "{listed}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("stranger.json"), "{err}");
+}

@@ -429,14 +429,20 @@ pub struct ConvergenceSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
     pub file: String,
-    /// The JSON path of the offending field (`.` for the document).
+    /// The JSON path of the offending field (`.` for the document; empty for the file as
+    /// a whole: unreadable, too large, not UTF-8).
     pub path: String,
     pub message: String,
 }
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: at {}: {}", self.file, self.path, self.message)
+        if self.path.is_empty() {
+            // The file as a whole (it cannot be read, it is too large): no field to name.
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: at {}: {}", self.file, self.path, self.message)
+        }
     }
 }
 

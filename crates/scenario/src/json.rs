@@ -18,9 +18,10 @@ use std::path::Path;
 /// The text of `path`, at most [`FILE_BYTES_MAX`] bytes of UTF-8.
 pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let file = path.display().to_string();
+    // About the file as a whole, not a field of it: no path.
     let err = |message: String| LoadError {
         file: file.clone(),
-        path: ".".into(),
+        path: String::new(),
         message,
     };
     let f = std::fs::File::open(path).map_err(|e| err(format!("cannot read: {e}")))?;

@@ -8,9 +8,17 @@ use std::process::ExitCode;
 
 pub(super) fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
     let mut rows = Vec::new();
+    // One file that does not load (a foreign file in $RECONSIM_SCENARIOS) is named on
+    // stderr and makes the exit code 2; the others are still listed.
+    let mut broken = 0;
     for source in app.library.entries()? {
-        let s = app.library.load_source(&source, app.families)?;
-        rows.push((source, s));
+        match app.library.load_source(&source, app.families) {
+            Ok(s) => rows.push((source, s)),
+            Err(e) => {
+                eprintln!("{}: error: {e}", app.program);
+                broken += 1;
+            }
+        }
     }
     if json {
         let doc: Vec<_> = rows
@@ -53,10 +61,15 @@ pub(super) fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
         }
         match std::env::var_os(crate::scenario::library::ENV) {
             Some(d) => println!(
-                "({} scenarios of ${} = {})",
+                "({} scenarios of ${} = {}{})",
                 rows.len(),
                 crate::scenario::library::ENV,
-                Path::new(&d).display()
+                Path::new(&d).display(),
+                match broken {
+                    0 => String::new(),
+                    1 => "; 1 more that does not load, named on stderr".to_string(),
+                    n => format!("; {n} more that do not load, named on stderr"),
+                }
             ),
             None => println!(
                 "({} scenarios built into this binary; ${} points it at a directory of others)",
@@ -65,7 +78,11 @@ pub(super) fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
             ),
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if broken > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// A description's first sentence, cut to fit a line.
