@@ -116,7 +116,7 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
         .join("; ");
     // The API server's latest resourceVersion per object, and its write log, from the
     // notes it keeps in full traces.
-    let mut server: BTreeMap<String, u64> = BTreeMap::new();
+    let mut server: BTreeMap<String, ServerState> = BTreeMap::new();
     let mut writes: Vec<(u64, String)> = Vec::new();
     // Processes inside a reconcile of one of the violation's objects: their notes are shown.
     let mut in_reconcile: std::collections::BTreeSet<reconsim_sim::ProcId> = Default::default();
@@ -164,13 +164,17 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
         }
         if let RecordKind::Note { proc, text } = &r.kind {
             if *proc == world.apiserver {
-                if let Some((key, rv)) = text
-                    .strip_prefix("stored ")
+                let stored = text.strip_prefix("stored ");
+                if let Some((key, rv)) = stored
                     .or_else(|| text.strip_prefix("removed "))
                     .and_then(|t| t.rsplit_once(" rv "))
                 {
                     let rv = rv.parse().unwrap_or(0);
-                    server.insert(key.to_string(), rv);
+                    let state = match stored {
+                        Some(_) => ServerState::Live(rv),
+                        None => ServerState::Removed(rv),
+                    };
+                    server.insert(key.to_string(), state);
                     writes.push((rv, key.to_string()));
                     // Node heartbeats name the node but explain nothing.
                     let heartbeat = key.starts_with("Lease kube-node-lease/");
@@ -194,15 +198,7 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
                 let cached_rv = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
                 // A resourceVersion is the API server's counter of writes: an object's
                 // is the count at its last write, so a smaller one in a cache is older.
-                let mut verdict = match (cached_rv, server.get(key).copied()) {
-                    (Some(c), Some(s)) if c < s => format!(
-                        "; its cache is STALE: it holds this object as of write {c}, the API server as of write {s}"
-                    ),
-                    (None, Some(_)) => {
-                        "; its cache is MISSING this object, which the API server has".to_string()
-                    }
-                    _ => String::new(),
-                };
+                let mut verdict = cache_verdict(cached_rv, server.get(key).copied());
                 // Writes the server made to watched kinds that the cache has not seen.
                 let mut missed: Vec<&str> = Vec::new();
                 for pair in seen.split(", ").filter(|p| !p.is_empty()) {
@@ -315,6 +311,32 @@ fn known_names(world: &crate::build::World) -> std::collections::BTreeSet<String
     known
 }
 
+/// What the API server holds of an object at an instant: its last write, or its
+/// removal (the write that deleted it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ServerState {
+    Live(u64),
+    Removed(u64),
+}
+
+/// How a cache's copy of an object (its resourceVersion, or none) stands against the
+/// server's, true at that instant: a cache without an object the server deleted is up
+/// to date, not missing it.
+fn cache_verdict(cached_rv: Option<u64>, server: Option<ServerState>) -> String {
+    match (cached_rv, server) {
+        (Some(c), Some(ServerState::Live(s))) if c < s => format!(
+            "; its cache is STALE: it holds this object as of write {c}, the API server as of write {s}"
+        ),
+        (None, Some(ServerState::Live(_))) => {
+            "; its cache is MISSING this object, which the API server has".to_string()
+        }
+        (Some(c), Some(ServerState::Removed(s))) => format!(
+            "; its cache is STALE: it still holds this object as of write {c}, which the API server deleted at write {s}"
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The names the run knows that a message's masked names stand for: `ns/prefix-*`
 /// (a differential finding's generated names, docs/oracle.md) stands for every known
 /// name `prefix-...`.
@@ -347,4 +369,21 @@ fn names_in<'m>(message: &'m str, known: &std::collections::BTreeSet<String>) ->
         .collect();
     names.dedup();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ServerState, cache_verdict};
+
+    #[test]
+    fn a_cache_verdict_holds_at_its_instant_deletions_included() {
+        assert_eq!(cache_verdict(Some(5), Some(ServerState::Live(5))), "");
+        assert!(cache_verdict(Some(4), Some(ServerState::Live(5))).contains("STALE"));
+        assert!(cache_verdict(None, Some(ServerState::Live(5))).contains("MISSING"));
+        // Deleted on the server: a cache without it is right, one with it is behind.
+        assert_eq!(cache_verdict(None, Some(ServerState::Removed(9))), "");
+        let behind = cache_verdict(Some(5), Some(ServerState::Removed(9)));
+        assert!(behind.contains("deleted at write 9"), "{behind}");
+        assert_eq!(cache_verdict(None, None), "");
+    }
 }
