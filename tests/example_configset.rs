@@ -298,3 +298,24 @@ fn the_example_binary_fuzzes_replays_shrinks_and_explains_its_failures() {
         "{explained}"
     );
 }
+
+#[test]
+fn the_timeline_shows_the_garbage_collectors_deletions() {
+    // The db ConfigSet is deleted at 420 s; once kube-runtime's finalizer helper lets it
+    // go, the API server's garbage collector deletes its ConfigMaps. No request makes
+    // those deletions, so the timeline shows them as the server's own.
+    let scenario = path("configset-fixed");
+    let out = cli(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--seed",
+        "0",
+        "--timeline",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let shown = text(&out);
+    assert!(
+        shown.contains("api server: garbage collector: deleting ConfigMap default/db-"),
+        "{shown}"
+    );
+}

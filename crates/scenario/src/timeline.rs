@@ -235,6 +235,15 @@ pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<Strin
         RecordKind::Start { proc } if sim.proc_name(*proc).contains("controller") => {
             Some(format!("{t:>11}  {} starts", who(world, *proc)))
         }
+        // The API server's own controllers' deletions (garbage collector, namespace
+        // controller): no request shows them.
+        RecordKind::Note { proc, text }
+            if *proc == world.apiserver
+                && (text.starts_with("garbage collector: ")
+                    || text.starts_with("namespace controller: ")) =>
+        {
+            Some(format!("{t:>11}  api server: {text}"))
+        }
         // The API server's write log and reconcile starts are for `explain`.
         RecordKind::Note { proc, text }
             if *proc != world.apiserver

@@ -999,9 +999,13 @@ impl ApiServer {
                         resource_version: None,
                         propagation,
                     };
+                    ctx.note(|| format!("garbage collector: deleting {key}: its owners are gone"));
                     let _ = self.delete(&key, Some(uid), None, options, ctx);
                 }
                 GcAction::Unhook(owners) => {
+                    ctx.note(|| {
+                        format!("garbage collector: {key} loses its references to deleted owners")
+                    });
                     let ops: Vec<PatchOp> = owners
                         .into_iter()
                         .map(PatchOp::RemoveOwnerReference)
@@ -1011,6 +1015,9 @@ impl ApiServer {
             }
         }
         for (key, finalizer) in owners_done {
+            ctx.note(|| {
+                format!("garbage collector: {key}'s dependents are done: {finalizer} removed")
+            });
             let op = PatchOp::RemoveFinalizer(finalizer.to_string());
             let _ = self.patch(&key, &[op], None, ctx);
         }
@@ -1039,6 +1046,12 @@ impl ApiServer {
                         propagation: Some(Propagation::Background),
                         ..Default::default()
                     };
+                    ctx.note(|| {
+                        format!(
+                            "namespace controller: deleting {}: namespace {ns} is terminating",
+                            o.key()
+                        )
+                    });
                     let _ = self.delete(&o.key(), None, None, options, ctx);
                 }
             }
