@@ -999,12 +999,16 @@ impl ApiServer {
                         resource_version: None,
                         propagation,
                     };
-                    ctx.note(|| format!("garbage collector: deleting {key}: its owners are gone"));
+                    ctx.note(|| {
+                        format!("garbage collector: deleting {key}: no owner of it lives on")
+                    });
                     let _ = self.delete(&key, Some(uid), None, options, ctx);
                 }
                 GcAction::Unhook(owners) => {
                     ctx.note(|| {
-                        format!("garbage collector: {key} loses its references to deleted owners")
+                        format!(
+                            "garbage collector: {key} loses its references to owners gone or going"
+                        )
                     });
                     let ops: Vec<PatchOp> = owners
                         .into_iter()
