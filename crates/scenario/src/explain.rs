@@ -181,8 +181,7 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
                     if !heartbeat && names.iter().any(|n| mentions(key, n)) {
                         lines.push(format!("{:>11}  api server: {text}", r.time.to_string()));
                     }
-                } else if (text.starts_with("garbage collector: ")
-                    || text.starts_with("namespace controller: "))
+                } else if reconsim_world::apiserver::is_own_controller_note(text)
                     && names.iter().any(|n| mentions(text, n))
                 {
                     // Deletions no request made: the server's own controllers.

@@ -239,8 +239,7 @@ pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<Strin
         // controller): no request shows them.
         RecordKind::Note { proc, text }
             if *proc == world.apiserver
-                && (text.starts_with("garbage collector: ")
-                    || text.starts_with("namespace controller: ")) =>
+                && reconsim_world::apiserver::is_own_controller_note(text) =>
         {
             Some(format!("{t:>11}  api server: {text}"))
         }

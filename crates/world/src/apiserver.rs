@@ -93,6 +93,17 @@ pub const DEFAULT_WATCH_DELAY_MS: DelayRange = DelayRange {
     hi_ms: 20,
 };
 
+/// How the notes of the server's own controllers begin: their writes answer no request,
+/// so timelines and explain show these notes instead ([`is_own_controller_note`]).
+const GC_NOTE: &str = "garbage collector: ";
+const NAMESPACE_NOTE: &str = "namespace controller: ";
+
+/// Whether an API server note is an action of its garbage collector or namespace
+/// controller (a full trace's note; none reaches the hash).
+pub fn is_own_controller_note(text: &str) -> bool {
+    text.starts_with(GC_NOTE) || text.starts_with(NAMESPACE_NOTE)
+}
+
 impl Default for ApiServerConfig {
     fn default() -> Self {
         ApiServerConfig {
@@ -999,16 +1010,12 @@ impl ApiServer {
                         resource_version: None,
                         propagation,
                     };
-                    ctx.note(|| {
-                        format!("garbage collector: deleting {key}: no owner of it lives on")
-                    });
+                    ctx.note(|| format!("{GC_NOTE}deleting {key}: no owner of it lives on"));
                     let _ = self.delete(&key, Some(uid), None, options, ctx);
                 }
                 GcAction::Unhook(owners) => {
                     ctx.note(|| {
-                        format!(
-                            "garbage collector: {key} loses its references to owners gone or going"
-                        )
+                        format!("{GC_NOTE}{key} loses its references to owners gone or going")
                     });
                     let ops: Vec<PatchOp> = owners
                         .into_iter()
@@ -1019,9 +1026,7 @@ impl ApiServer {
             }
         }
         for (key, finalizer) in owners_done {
-            ctx.note(|| {
-                format!("garbage collector: {key}'s dependents are done: {finalizer} removed")
-            });
+            ctx.note(|| format!("{GC_NOTE}{key}'s dependents are done: {finalizer} removed"));
             let op = PatchOp::RemoveFinalizer(finalizer.to_string());
             let _ = self.patch(&key, &[op], None, ctx);
         }
@@ -1052,7 +1057,7 @@ impl ApiServer {
                     };
                     ctx.note(|| {
                         format!(
-                            "namespace controller: deleting {}: namespace {ns} is terminating",
+                            "{NAMESPACE_NOTE}deleting {}: namespace {ns} is terminating",
                             o.key()
                         )
                     });
