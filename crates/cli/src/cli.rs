@@ -285,12 +285,20 @@ enum Command {
     /// Explain a failure: the faults, and what led to the violation, object by object.
     /// It replays first: a failure that no longer happens is not explained.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim explain small.json\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-31.json --json\n\n",
+        "Examples:\n  reconsim explain small.json\n  reconsim explain small.json --html out/small.html   # swimlanes, open in a browser\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-31.json --json\n\n",
         "Exit codes: 0 explained; 1 the failure does not reproduce; 2 bad usage or bad input."
     ))]
     Explain {
         /// A failure file (run --save-failure, fuzz or search --failures-dir, shrink).
         failure: PathBuf,
+        /// Also write the story as one self-contained HTML page here: a lane per
+        /// process, requests as arrows, faults as bands, the violation marked (a new
+        /// file, unless --force).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Replace an existing HTML page.
+        #[arg(long)]
+        force: bool,
         /// Print `{"reproduced","headline","faults","objects","lines"}`.
         #[arg(long)]
         json: bool,
@@ -298,7 +306,7 @@ enum Command {
     /// Re-run a failure file and check it fails the same way (the same invariant and
     /// the same trace hash).
     #[command(after_help = concat!(
-        "Examples:\n  reconsim replay small.json --timeline\n  reconsim replay small.json --chrome-trace trace.json   # open in ui.perfetto.dev\n\n",
+        "Examples:\n  reconsim replay small.json --timeline\n  reconsim replay small.json --html out/small.html         # swimlanes, open in a browser\n  reconsim replay small.json --chrome-trace out/trace.json # open in ui.perfetto.dev\n\n",
         "Exit codes: 0 reproduced; 1 not reproduced; 2 bad usage or bad input (a plan naming a host or process the world lacks)."
     ))]
     Replay {
@@ -308,11 +316,15 @@ enum Command {
         /// file, unless --force).
         #[arg(long, value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
+        /// Write the failure as one self-contained HTML page here (as `explain
+        /// --html`): a lane per process, requests as arrows, faults as bands.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Print the run's timeline first: faults, leadership, writes, cloud calls,
         /// the controllers' notes (as `run --timeline`).
         #[arg(long)]
         timeline: bool,
-        /// Replace an existing Chrome trace file.
+        /// Replace an existing Chrome trace file or HTML page.
         #[arg(long)]
         force: bool,
         /// Print `{"reproduced","same_violation","trace_hash","invariant","expected_trace_hash","expected_invariant","time_ms"}`.
@@ -427,6 +439,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             Outputs {
                 save: save_failure.as_deref(),
                 chrome: chrome_trace.as_deref(),
+                html: None,
                 force,
             },
             timeline,
@@ -530,6 +543,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
         Command::Replay {
             failure,
             chrome_trace,
+            html,
             timeline,
             force,
             json,
@@ -539,12 +553,18 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             Outputs {
                 save: None,
                 chrome: chrome_trace.as_deref(),
+                html: html.as_deref(),
                 force,
             },
             timeline && !json,
             json,
         ),
-        Command::Explain { failure, json } => explain::explain(app, &failure, json),
+        Command::Explain {
+            failure,
+            html,
+            force,
+            json,
+        } => explain::explain(app, &failure, html.as_deref(), force, json),
         Command::Shrink {
             failure,
             output,

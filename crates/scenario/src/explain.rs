@@ -20,6 +20,11 @@ pub struct Explanation {
     pub faults: String,
     pub objects: Vec<String>,
     pub lines: Vec<String>,
+    /// The trace record each of `lines` tells, by index into the run's records: what
+    /// the failure page ([`crate::page`]) draws each line from.
+    pub records: Vec<usize>,
+    /// When the violation happened: where the story ends.
+    pub at: SimTime,
 }
 
 /// Whether `line` names `name` as a whole word (so `ms-1` does not match `ms-10`).
@@ -38,6 +43,13 @@ fn mentions(line: &str, name: &str) -> bool {
 /// with the replay's verdict if the file's failure does not happen (the same invariant
 /// and trace hash), so an edited file is never explained by some other failure.
 pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
+    explain_world(failure).map(|(e, _)| e)
+}
+
+/// [`explain`], with the world of its run (its full trace): what the failure page draws.
+pub fn explain_world(
+    failure: &FailureFile,
+) -> Result<(Explanation, crate::build::World), Box<Replay>> {
     let (outcome, world) = run_world(
         &failure.scenario,
         failure.seed,
@@ -121,6 +133,7 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
     // Processes inside a reconcile of one of the violation's objects: their notes are shown.
     let mut in_reconcile: std::collections::BTreeSet<reconsim_sim::ProcId> = Default::default();
     let mut lines = Vec::new();
+    let mut records = Vec::new();
     let outcomes = timeline::Outcomes::of(&world);
     // Which object each write made (its resourceVersion is the server's count), so a
     // request answered `ok, rv N` is shown when write N made one of the named objects:
@@ -158,10 +171,12 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
     let unanswered_create = |line: &str| {
         line.contains("no answer by") && prefixes.iter().any(|p| line.contains(p.as_str()))
     };
-    for r in world.sim.trace().records() {
+    for (index, r) in world.sim.trace().records().iter().enumerate() {
         if r.time > at {
             break;
         }
+        // The lines the previous pass pushed tell its record.
+        records.resize(lines.len(), index.saturating_sub(1));
         if let RecordKind::Note { proc, text } = &r.kind {
             if *proc == world.apiserver {
                 let stored = text.strip_prefix("stored ");
@@ -278,19 +293,32 @@ pub fn explain(failure: &FailureFile) -> Result<Explanation, Box<Replay>> {
             lines.push(line);
         }
     }
-    Ok(Explanation {
-        headline: format!(
-            "{} seed {}: {} at t={}\n  {}",
-            failure.scenario.name, failure.seed, v.invariant, v.time, v.message
-        ),
-        faults,
-        objects: if v.objects.is_empty() {
-            names.iter().map(|n| n.to_string()).collect()
-        } else {
-            v.objects.clone()
+    // The last pass's lines: the last record at or before the violation.
+    let last = world
+        .sim
+        .trace()
+        .records()
+        .partition_point(|r| r.time <= at)
+        .saturating_sub(1);
+    records.resize(lines.len(), last);
+    Ok((
+        Explanation {
+            headline: format!(
+                "{} seed {}: {} at t={}\n  {}",
+                failure.scenario.name, failure.seed, v.invariant, v.time, v.message
+            ),
+            faults,
+            objects: if v.objects.is_empty() {
+                names.iter().map(|n| n.to_string()).collect()
+            } else {
+                v.objects.clone()
+            },
+            lines,
+            records,
+            at,
         },
-        lines,
-    })
+        world,
+    ))
 }
 
 /// Every name a message can mention: the objects the API server stored during the run,

@@ -20,6 +20,7 @@
 //! - [`strategies`]: proptest strategies: fault plans and parameter perturbations.
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
 //! - [`chrome`]: Chrome Trace Event JSON of a run, for Perfetto and chrome://tracing.
+//! - [`page`]: a failure as one self-contained HTML page of swimlanes.
 //! - [`json`]: strict JSON input: bounded files, one object, no struct as an array.
 //! - [`limits`]: the named maximum of every quantity a user gives, and the safe-name rule.
 //! - [`library`]: the shipped scenarios/ directory, by name.
@@ -42,6 +43,7 @@ pub mod json;
 pub mod library;
 pub mod limits;
 pub mod oracle;
+pub mod page;
 pub mod plan;
 pub mod runner;
 pub mod search;

@@ -1,18 +1,33 @@
 //! `explain`: a failure replayed, then told object by object: the faults and what led
 //! to the violation.
 
+use super::outputs::{check_output, write_page};
 use super::replay::not_reproduced;
 use super::{App, UsageError};
 use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub(super) fn explain(app: &App<'_>, path: &Path, json: bool) -> Result<ExitCode, UsageError> {
+pub(super) fn explain(
+    app: &App<'_>,
+    path: &Path,
+    html: Option<&Path>,
+    force: bool,
+    json: bool,
+) -> Result<ExitCode, UsageError> {
+    if let Some(out) = html {
+        check_output(out, Some(path), force, "--html")?;
+    }
     let f = app.load_failure(path)?;
     // Explain's own run is the replay: a file whose scenario or invariant was edited
     // since is not explained by some other failure.
-    let e = match crate::scenario::explain::explain(&f) {
-        Ok(e) => e,
+    let e = match crate::scenario::explain::explain_world(&f) {
+        Ok((e, world)) => {
+            if let Some(out) = html {
+                write_page(out, &page(app, path, &f, &e, &world))?;
+            }
+            e
+        }
         Err(r) => {
             if json {
                 let doc = json!({
@@ -58,4 +73,20 @@ pub(super) fn explain(app: &App<'_>, path: &Path, json: bool) -> Result<ExitCode
     );
     println!("replay: {}", app.replay_command(path));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The failure's HTML page (`--html`).
+pub(super) fn page(
+    app: &App<'_>,
+    path: &Path,
+    f: &crate::scenario::failure::FailureFile,
+    e: &crate::scenario::explain::Explanation,
+    world: &crate::scenario::build::World,
+) -> String {
+    crate::scenario::page::failure_page(
+        world,
+        e,
+        &format!("{} seed {}", f.scenario.name, f.seed),
+        &app.replay_command(path),
+    )
 }

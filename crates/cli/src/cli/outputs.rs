@@ -1,5 +1,6 @@
-//! The files commands write besides their report (failure files, Chrome traces): never
-//! over an input, never over an existing file unasked, each directory made first.
+//! The files commands write besides their report (failure files, Chrome traces, HTML
+//! pages): never over an input, never over an existing file unasked, each directory
+//! made first.
 
 use super::UsageError;
 use crate::scenario::runner;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 pub(super) struct Outputs<'a> {
     pub(super) save: Option<&'a Path>,
     pub(super) chrome: Option<&'a Path>,
+    pub(super) html: Option<&'a Path>,
     pub(super) force: bool,
 }
 
@@ -94,6 +96,21 @@ pub(super) fn write_chrome(
     })?;
     eprintln!(
         "wrote the Chrome trace to {} (open it in ui.perfetto.dev or chrome://tracing)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// Write a failure's page (`--html`), and say where on stderr.
+pub(super) fn write_page(path: &Path, page: &str) -> Result<(), UsageError> {
+    std::fs::write(path, page).map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the HTML page: {e}",
+            path.display()
+        ))
+    })?;
+    eprintln!(
+        "wrote the failure's page to {} (open it in a browser)",
         path.display()
     );
     Ok(())

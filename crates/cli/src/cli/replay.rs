@@ -1,7 +1,7 @@
 //! `replay`: a failure file run again and judged (the same invariant, the same trace
 //! hash), and what a replay that did not reproduce found.
 
-use super::outputs::{Outputs, check_output, write_chrome};
+use super::outputs::{Outputs, check_output, write_chrome, write_page};
 use super::{App, UsageError};
 use crate::scenario::failure::FailureFile;
 use crate::scenario::runner;
@@ -44,8 +44,21 @@ pub(super) fn replay(
     if let Some(c) = out.chrome {
         check_output(c, Some(path), out.force, "--chrome-trace")?;
     }
+    if let Some(h) = out.html {
+        check_output(h, Some(path), out.force, "--html")?;
+    }
     let chrome = out.chrome;
     let f = app.load_failure(path)?;
+    if let Some(h) = out.html {
+        // The page is explain's story: a failure that does not reproduce has none.
+        match crate::scenario::explain::explain_world(&f) {
+            Ok((e, world)) => write_page(h, &super::explain::page(app, path, &f, &e, &world))?,
+            Err(_) => eprintln!(
+                "{}: no page written: the failure does not reproduce (see below)",
+                h.display()
+            ),
+        }
+    }
     if timeline {
         // The timeline's own run: the judged one below stays the replay's.
         let (outcome, world) = runner::run_world(
