@@ -296,7 +296,13 @@ pub fn failure_page(world: &World, e: &Explanation, title: &str, replay: &str) -
         y + 4,
         e.at,
         y + 4,
-        escape(e.headline.lines().next().unwrap_or_default())
+        escape(
+            &e.headline
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(": ")
+        )
     );
     svg.push_str("</svg>");
 
