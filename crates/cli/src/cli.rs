@@ -60,7 +60,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// List the shipped scenarios: name, expectation, seed budget, description.
-    #[command(after_help = concat!(
+    #[command(long_about = concat!(
+        "List the scenarios this binary finds by name: the shipped ones, or those of $RECONSIM_SCENARIOS.\n",
+        "\n",
+        "  EXPECT       what the scenario's seeds should show: `clean` (no seed breaks an\n",
+        "               invariant: a fixed controller) or `violation` (some seed does: a\n",
+        "               known bug, kept so that the search for it stays tested).\n",
+        "  SEEDS        its seed budget N: seeds 0..N are what `fuzz` runs by default and\n",
+        "               what `check` holds to EXPECT.\n",
+        "  DESCRIPTION  what it models.",
+    ), after_help = concat!(
         "Examples:\n  reconsim list\n  RECONSIM_SCENARIOS=my-scenarios reconsim list --json\n\n",
         "Exit codes: 0 listed; 2 a scenario does not load."
     ))]
@@ -77,7 +86,8 @@ enum Command {
     Run {
         /// A scenario file, or the name of a shipped scenario (`reconsim list`).
         scenario: String,
-        /// The seed: it draws the fault plan and every latency and delay of the run.
+        /// The seed: it draws which of the scenario's faults strike, when and for how
+        /// long (the run's fault plan), and every latency and delay of the run.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Write a failure file here if an invariant is violated (an existing file
@@ -94,8 +104,8 @@ enum Command {
         /// Replace existing output files.
         #[arg(long)]
         force: bool,
-        /// Draw the seed's fault plan as `fuzz --swarm` does (a subset of the fault
-        /// generators, chosen by the seed): what a swarm campaign's replay line runs.
+        /// Draw the seed's faults as `fuzz --swarm` does (only some of the scenario's
+        /// `faults` entries, chosen by the seed): what a swarm campaign's replay line runs.
         #[arg(long)]
         swarm: bool,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
@@ -115,14 +125,16 @@ enum Command {
     Fuzz {
         /// A scenario file, or the name of a shipped scenario (`reconsim list`).
         scenario: String,
-        /// Seeds `A..B` (B excluded); default: the scenario's seed budget `0..seeds`.
+        /// Seeds `A..B` (B excluded); default: the scenario's seed budget `0..N`, N its
+        /// `seeds` field (the SEEDS column of `reconsim list`).
         #[arg(long, value_name = "A..B")]
         seeds: Option<String>,
         /// Threads (default: the number of cores; at most 256).
         #[arg(long)]
         jobs: Option<usize>,
-        /// Run only the seeds `s` with `s % N == I` (one shard of a campaign; `merge`
-        /// combines the shards' --json results).
+        /// Run only the seeds `s` with `s % N == I`: shard I of N, one machine's share of
+        /// a campaign split over N machines (`reconsim merge` combines the shards' --json
+        /// results into the whole campaign's).
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
         /// Stop at the smallest failing seed.
@@ -132,12 +144,13 @@ enum Command {
         /// different failure: that one goes beside it, named with its trace hash).
         #[arg(long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
-        /// Stop claiming seeds after this much wall time (e.g. 60s, 5m, 1h); the seeds
-        /// that ran are always a prefix of the range, reported as `seeds_run`.
+        /// Start no new seed after this much wall time (e.g. 60s, 5m, 1h); the seeds that
+        /// ran are always the first of the range, and the report says how many.
         #[arg(long, value_name = "DURATION")]
         time_budget: Option<String>,
-        /// Swarm mode: each seed switches on a random half of the scenario's fault
-        /// generators (at least one), so one mix of faults cannot mask another's bugs.
+        /// Swarm mode: each seed draws faults from only some of the scenario's `faults`
+        /// entries (each on with odds 1/2, chosen by the seed; at least one), so that one
+        /// kind of fault cannot hide the bugs another finds alone.
         #[arg(long)]
         swarm: bool,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
@@ -148,11 +161,46 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Search beyond random seeds: a reference run, then one fault anchored to each of
-    /// its decision points (crash right after a write, lose an answer, pause before a
-    /// renewal, delay or drop a watch event, the scenario's own faults at an event),
-    /// then pairs of them. Every failure is an ordinary failure file.
-    #[command(after_help = concat!(
+    /// Search beyond random seeds: run the scenario once, then again with faults placed
+    /// at chosen steps of that run (a crash right after a write, a lost answer, a
+    /// delayed watch event, the scenario's own faults), one or a few at a time. Every
+    /// failure is an ordinary failure file.
+    #[command(
+        long_about = concat!(
+            "Search beyond random seeds. A seed draws its faults at random times, which finds races with wide windows; a window of a few milliseconds needs its fault placed at a step of the run. Search runs the scenario once per reference seed, then runs it again and again, each time with faults placed at chosen steps of that first run. Every failure is an ordinary failure file (replay, shrink and explain take it).\n",
+            "\n",
+            "Words used here and in the report:\n",
+            "  reference run   the run of one seed, fault-free unless --with-faults. Every plan runs\n",
+            "                  with the same seed, so it is that same run up to its first fault.\n",
+            "  decision point  one step of the reference run: a write, read, cloud call or lease\n",
+            "                  renewal a process sends, or a watch event it receives. A fault is\n",
+            "                  placed (anchored) at one: \"after write of machine-controller-0 #3\"\n",
+            "                  is right after that process's third write.\n",
+            "  plan            one more run: the reference run with faults at decision points. A\n",
+            "                  single has one fault, a pair the faults of two singles together.\n",
+            "  race kinds      faults that reorder two steps the reference run took close together,\n",
+            "                  where check-then-act races live: stale_read (a controller paused right\n",
+            "                  after a read until another process's write lands: it acts on stale\n",
+            "                  data), late_write (the writer paused just before, so the read misses\n",
+            "                  it), interleave and straddle (another controller reconciles right after\n",
+            "                  a write: in the middle of a change, or from a cache that lacks it).\n",
+            "  group plan      many race faults in one run (every race kind's at once, 64 at most,\n",
+            "                  then each kind's): the first plans unless --no-groups. Most faults are\n",
+            "                  harmless, so one run tries dozens; `shrink` keeps the few that matter.\n",
+            "  other kinds     crash_after (a controller crashes right after a write or call and\n",
+            "                  restarts 10 s later), lose_answer (the request takes effect, its answer\n",
+            "                  is lost with its connection), pause_before (a pause before a lease\n",
+            "                  renewal, past the lease), delay_event (a watch event 30 s late),\n",
+            "                  drop_event (the watch connection breaks), resync_after (a controller\n",
+            "                  reconciles right after another process's write), scenario:N (entry N,\n",
+            "                  from 0, of the scenario's `faults`, placed at a step in its window).\n",
+            "  pruned          plans not run: a crash after which nothing was in flight, a delayed\n",
+            "                  event nothing acts on meanwhile (causality), or a plan in the same\n",
+            "                  situation as an earlier one (repeats).\n",
+            "Order: group plans, then the singles with the kinds taking turns (the scenario's own\n",
+            "first, then the race kinds), then pairs of the first 40 singles, up to --max-plans.",
+        ),
+        after_help = concat!(
         "Examples:\n  reconsim search machineapi-leader-election --stop-on-first --failures-dir failures\n  reconsim search kcp-upgrade-waits-for-deletion-1 --exhaustive 2 --max-plans 700 --json\n\n",
         "Exit codes: 0 no plan found a failure; 1 a plan (or a reference run) violated an invariant; 2 bad usage or bad input, or a failure file that could not be written."
     ))]
@@ -160,18 +208,18 @@ enum Command {
         /// A scenario file, or the name of a shipped scenario (`reconsim list`).
         scenario: String,
         /// Reference seeds `A..B` (B excluded): a reference run per seed, and its plans
-        /// (each runs with its reference's seed).
+        /// (each runs with that seed).
         #[arg(long, value_name = "A..B", default_value = "0..1")]
         seeds: String,
-        /// At most this many plans per reference seed (single perturbations first, then
-        /// pairs).
+        /// At most this many plans per reference seed (group plans, then singles, then
+        /// pairs); the report says how many it left out.
         #[arg(long, default_value_t = 500, value_parser = flags::max_plans_arg)]
         max_plans: usize,
-        /// Single perturbations only.
+        /// No pairs: plans with one fault (and the group plans) only.
         #[arg(long)]
         no_pairs: bool,
-        /// No group plans (by default the first plans apply every race-directed
-        /// perturbation at once, then each race-directed kind's at once).
+        /// No group plans (by default the first plans put every race kind's faults in
+        /// one run, then each race kind's in one run).
         #[arg(long)]
         no_groups: bool,
         /// Threads (default: the number of cores); the report is the same for any.
@@ -187,26 +235,31 @@ enum Command {
         /// with --exhaustive, whose tree grows from the runs themselves).
         #[arg(long, conflicts_with = "exhaustive")]
         list_plans: bool,
-        /// Each reference run carries its seed's own fault plan (the fuzz run of that
-        /// seed), and each plan adds one anchored fault to it; without it, references
-        /// run fault-free, as Sieve's do.
+        /// Each reference run keeps the faults its seed draws (it is `fuzz`'s run of that
+        /// seed), and each plan adds its faults to those; without it, reference runs
+        /// have no faults (as in Sieve, OSDI'22, the tool search is modelled on).
         #[arg(long)]
         with_faults: bool,
-        /// Also flag a plan that holds every invariant but ends differently from its
-        /// reference run (Sieve's differential oracle: masked end state, objects created
-        /// and deleted; docs/search.md): findings without writing an invariant.
+        /// Also fail a plan that breaks no invariant but ends differently from its
+        /// reference run: other objects or field values (ids, generated names
+        /// and times aside), other cloud instances, or more objects created and
+        /// deleted on the way. Findings without writing an invariant; such a failure's
+        /// invariant is `differential`.
         #[arg(long)]
         differential: bool,
-        /// Coverage guidance: keep the plans whose runs reach a new abstract signature
-        /// (which process role made which kind of step after which) and try their
-        /// mutations first (an anchor one event earlier or later; paired with the first
-        /// singles), instead of blind pairs.
+        /// Coverage guidance, instead of pairs: a plan whose run shows something new
+        /// (some process makes a kind of step, such as `patch Machine`, after one it
+        /// never followed in earlier runs) gets its variations run next: each fault
+        /// one step earlier or later, and the plan with each of the first 8 singles.
         #[arg(long, conflicts_with = "exhaustive")]
         coverage: bool,
-        /// Bounded exhaustive search instead: every ordering of two requests that could
-        /// have arrived either way round (a swap), then the swaps of each swapped run,
-        /// up to DEPTH deep, breadth first; a run that repeats an interleaving already
-        /// seen is not explored again. `--max-plans` bounds the whole tree.
+        /// Try orderings instead of faults. A swap: two requests that two processes
+        /// (one a controller) sent to one receiver so close together that either could
+        /// have arrived first, run the other way round (the first held back until the
+        /// second lands). Every swap of the reference run, then every swap of each of
+        /// those runs, up to DEPTH swaps deep, level by level; a run whose steps come in
+        /// an order seen before (a repeated interleaving) is not explored again.
+        /// `--max-plans` caps the runs in all; the report says how many it left out.
         #[arg(long, value_name = "DEPTH", value_parser = clap::value_parser!(u64).range(1..=8))]
         exhaustive: Option<u64>,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
@@ -218,8 +271,8 @@ enum Command {
         json: bool,
     },
     /// Hold each scenario to its expectation over its seed budget (what a CI job calls):
-    /// a `violation` scenario must fail on some seed of `0..seeds`, a `clean` one on
-    /// none.
+    /// a scenario that expects a `violation` must fail on some seed of `0..N` (N its
+    /// `seeds` field), a `clean` one on none.
     #[command(after_help = concat!(
         "Examples:\n  reconsim check my-buggy.json my-fixed.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n\n",
         "Exit codes: 0 every expectation held; 1 some expectation broke (its line says FAIL); 2 bad usage or bad input."
@@ -623,6 +676,29 @@ mod tests {
                 .count();
             assert!(examples >= 2, "{name} shows {examples} examples: {after}");
             assert!(after.contains("Exit codes: 0 "), "{name}: {after}");
+        }
+    }
+
+    /// `help search` defines the words its report prints (an installed binary's user has
+    /// no docs/search.md), and uses none of the docs' jargon undefined.
+    #[test]
+    fn search_help_defines_its_words() {
+        let mut cli = Cli::command();
+        let search = cli.find_subcommand_mut("search").expect("search");
+        let help = search.render_long_help().to_string();
+        for word in [
+            "reference run ",
+            "decision point ",
+            "plan ",
+            "race kinds ",
+            "group plan ",
+            "pruned ",
+            "A swap:",
+        ] {
+            assert!(help.contains(word), "{word:?} undefined in:\n{help}");
+        }
+        for jargon in ["race-directed", "abstract signature", "mutation", "oracle"] {
+            assert!(!help.contains(jargon), "{jargon:?} in:\n{help}");
         }
     }
 }
