@@ -475,6 +475,98 @@ fn search_json_shape_exit_codes_and_a_failure_file_that_replays_and_explains() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--seeds"));
 }
 
+/// A cap that cuts a search says so, in words and in `--json` (`left_out`): never a
+/// silent truncation.
+#[test]
+fn search_reports_what_max_plans_leaves_out() {
+    let scenario = "kcp-upgrade-waits-for-deletion-1";
+    // Exhaustive, depth 1: every swap of the reference run is generated, 10 run.
+    let deep = reconsim(&[
+        "search",
+        scenario,
+        "--exhaustive",
+        "1",
+        "--max-plans",
+        "10",
+        "--json",
+    ]);
+    assert_eq!(deep.status.code(), Some(0));
+    let doc = json(&deep);
+    let r = &doc["references"][0];
+    let generated = r["generated"].as_u64().unwrap();
+    assert!(generated > 10, "{r}");
+    assert_eq!(r["left_out"].as_u64(), Some(generated - 10), "{r}");
+    assert_eq!(r["swaps_over_cap"], 0, "{r}");
+    assert_eq!(doc["left_out"].as_u64(), Some(generated - 10), "{doc}");
+    assert_eq!(doc["max_plans"], 10, "{doc}");
+    let text = reconsim(&["search", scenario, "--exhaustive", "1", "--max-plans", "10"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "--max-plans 10 cut the tree: {} swaps generated but not run",
+            generated - 10
+        )),
+        "{text}"
+    );
+
+    // Plans: the singles past the cap, and the cap that lists them all.
+    let cut = reconsim(&[
+        "search",
+        scenario,
+        "--max-plans",
+        "5",
+        "--no-pairs",
+        "--json",
+    ]);
+    let left_out = json(&cut)["references"][0]["left_out"].as_u64().unwrap();
+    assert!(left_out > 0, "{}", String::from_utf8_lossy(&cut.stdout));
+    let text = reconsim(&["search", scenario, "--max-plans", "5", "--no-pairs"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let all = 5 + left_out;
+    assert!(
+        text.contains(&format!(
+            "--max-plans 5 left out {left_out} plans (the last singles in run order); --max-plans {all} runs every single"
+        )),
+        "{text}"
+    );
+    let listed = reconsim(&["search", scenario, "--max-plans", "5", "--list-plans"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(listed.lines().filter(|l| l.starts_with('#')).count(), 5);
+    assert!(
+        listed.contains(&format!("(--max-plans 5 left out {left_out} more")),
+        "{listed}"
+    );
+    let every = reconsim(&[
+        "search",
+        scenario,
+        "--max-plans",
+        &all.to_string(),
+        "--no-pairs",
+        "--list-plans",
+    ]);
+    let every = String::from_utf8_lossy(&every.stdout);
+    assert_eq!(
+        every.lines().count() as u64,
+        all,
+        "nothing left out: {every}"
+    );
+
+    // A tree that fits its cap says nothing of one.
+    let whole = reconsim(&[
+        "search",
+        scenario,
+        "--exhaustive",
+        "1",
+        "--max-plans",
+        "1000",
+    ]);
+    let whole = String::from_utf8_lossy(&whole.stdout);
+    assert!(
+        whole.contains(&format!("{generated} ran")) && !whole.contains("--max-plans"),
+        "{whole}"
+    );
+}
+
 #[test]
 fn fuzz_swarm_is_reported_and_finds_a_violation() {
     let out = reconsim(&[

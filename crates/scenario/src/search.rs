@@ -44,8 +44,9 @@ mod exhaustive;
 mod plans;
 
 pub use coverage::signature;
+pub use exhaustive::SWAPS_PER_RUN_MAX;
 pub use exhaustive::interleaving;
-pub use plans::plans;
+pub use plans::{plans, plans_and_left_out};
 
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
@@ -211,6 +212,14 @@ pub struct SeedReport {
     pub depth: usize,
     pub repeats: usize,
     pub first_failure_plan: Option<usize>,
+    /// Plans made and queued but not run because [`SearchConfig::max_plans`] was
+    /// reached: singles (and group plans) past it; with coverage, the queued singles and
+    /// mutations; exhaustive, the swaps generated but not run (whose own swaps were
+    /// never generated). Pairs fill what is left of the budget and are not counted.
+    pub left_out: usize,
+    /// Exhaustive search: swaps not generated because a run had more than
+    /// [`SWAPS_PER_RUN_MAX`] (its earliest are kept), summed over the runs explored.
+    pub swaps_over_cap: usize,
 }
 
 /// What a search did (the `search --json` contract's data).
@@ -360,6 +369,8 @@ fn search_seed(
         depth: 0,
         repeats: 0,
         first_failure_plan: None,
+        left_out: 0,
+        swaps_over_cap: 0,
     };
     let found_already = one.reference.violation.is_some() && config.stop_on_first;
     if let Some(depth) = config.exhaustive {
@@ -379,7 +390,9 @@ fn search_seed(
         }
         return one;
     }
-    let (candidates, [generated, pruned, groups, singles, pairs]) = plans(scenario, &world, config);
+    let (candidates, [generated, pruned, groups, singles, pairs], left_out) =
+        plans::plans_and_left_out(scenario, &world, config);
+    one.left_out = left_out;
     let reference_signature = signature(world.sim.decisions());
     drop(world);
     (

@@ -36,7 +36,7 @@ pub(super) fn list_plans_cmd(
         crate::sim::TraceMode::Hash,
         true,
     );
-    let (plans, _) = search::plans(&scenario, &world, &config);
+    let (plans, _, left_out) = search::plans_and_left_out(&scenario, &world, &config);
     if json {
         println!(
             "{}",
@@ -45,6 +45,12 @@ pub(super) fn list_plans_cmd(
     } else {
         for (i, c) in plans.iter().enumerate() {
             println!("#{i} {}", c.description);
+        }
+        if left_out > 0 {
+            println!(
+                "(--max-plans {max_plans} left out {left_out} more: the last singles in run order; --max-plans {} lists every single)",
+                max_plans + left_out
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -142,6 +148,8 @@ pub(super) fn search_cmd(
                     "repeats": s.repeats,
                     "first_failure_plan": s.first_failure_plan,
                     "file": saved.get(&(s.seed, None)),
+                    "left_out": s.left_out,
+                    "swaps_over_cap": s.swaps_over_cap,
                 })
             })
             .collect();
@@ -171,6 +179,9 @@ pub(super) fn search_cmd(
             "sim_ms": report.sim_ms,
             "wall_ms": wall_ms,
             "jobs": config.jobs,
+            "max_plans": config.max_plans,
+            "left_out": report.seeds.iter().map(|s| s.left_out).sum::<usize>(),
+            "swaps_per_run_max": search::SWAPS_PER_RUN_MAX,
         });
         println!("{doc}");
     } else {
@@ -200,6 +211,9 @@ pub(super) fn search_cmd(
                     .map(|p| format!(", first failing plan #{p}"))
                     .unwrap_or_default()
             );
+            for line in cut_lines(s, &config) {
+                println!("  {line}");
+            }
         }
         match first {
             Some((seed, plan)) => {
@@ -253,4 +267,46 @@ pub(super) fn search_cmd(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What a cap cut from one reference seed's search, in words: never silent.
+fn cut_lines(
+    s: &crate::scenario::search::SeedReport,
+    config: &crate::scenario::search::SearchConfig,
+) -> Vec<String> {
+    let max = config.max_plans;
+    let mut out = Vec::new();
+    if s.left_out > 0 {
+        let plans = if s.left_out == 1 { "plan" } else { "plans" };
+        out.push(if config.exhaustive.is_some() {
+            format!(
+                "--max-plans {max} cut the tree: {} {swaps} generated but not run (nor the \
+                 swaps below them); a larger --max-plans runs more",
+                s.left_out,
+                swaps = if s.left_out == 1 { "swap" } else { "swaps" }
+            )
+        } else if config.coverage {
+            format!(
+                "--max-plans {max} left out {} queued {plans} (singles and variations); \
+                 a larger --max-plans runs them",
+                s.left_out
+            )
+        } else {
+            format!(
+                "--max-plans {max} left out {} {plans} (the last singles in run order); \
+                 --max-plans {} runs every single",
+                s.left_out,
+                max + s.left_out
+            )
+        });
+    }
+    if s.swaps_over_cap > 0 {
+        out.push(format!(
+            "{} more swaps were not generated: a run yields at most {} (its earliest), a \
+             bound on memory that no option raises",
+            s.swaps_over_cap,
+            crate::scenario::search::SWAPS_PER_RUN_MAX
+        ));
+    }
+    out
 }

@@ -139,4 +139,10 @@ pub(super) fn coverage_search(
             mutants.push_front(c);
         }
     }
+    // The budget ran out with plans still queued: each one not tried yet, once.
+    for c in queue.iter().chain(&mutants) {
+        if tried.insert(serde_json::to_string(&c.faults).expect("plans serialize")) {
+            one.left_out += 1;
+        }
+    }
 }

@@ -24,8 +24,9 @@ use reconsim_sim::{Anchor, DecisionPoint, EventClass, Fault, Position, TimedFaul
 use std::collections::BTreeSet;
 
 /// At most this many swaps from one run (the earliest): a bound on memory, far above
-/// what a shipped scenario's run yields (a few hundred).
-const SWAPS_PER_RUN_MAX: usize = 4096;
+/// what a shipped scenario's run yields (a few hundred). The swaps past it are counted
+/// ([`super::SeedReport::swaps_over_cap`]) and reported.
+pub const SWAPS_PER_RUN_MAX: usize = 4096;
 
 /// The order of a run's decisions, times aside: two runs with the same key took the
 /// same steps in the same order.
@@ -48,15 +49,17 @@ fn requests(class: EventClass) -> bool {
 /// back by the gap plus `window_ms`, added to the parent's faults. Only the choice
 /// points from decision `from` on: the parent's own swap was the last before it, so
 /// each set of swaps is reached in one order only (as partial-order reduction keeps
-/// one order of independent steps).
+/// one order of independent steps). With them, how many more there were past
+/// [`SWAPS_PER_RUN_MAX`].
 pub fn swaps(
     parent: &Candidate,
     decisions: &[DecisionPoint],
     from: usize,
     controllers: &BTreeSet<String>,
     window_ms: u64,
-) -> Vec<Candidate> {
+) -> (Vec<Candidate>, usize) {
     let mut out = Vec::new();
+    let mut over = 0;
     for (i, a) in decisions.iter().enumerate().skip(from) {
         if !requests(a.event) {
             continue;
@@ -65,11 +68,12 @@ pub fn swaps(
             .iter()
             .take_while(|b| b.time_ms <= a.time_ms + window_ms)
         {
-            if out.len() >= SWAPS_PER_RUN_MAX {
-                return out;
-            }
             let controller = controllers.contains(&a.process) || controllers.contains(&b.process);
             if !requests(b.event) || b.peer != a.peer || b.process == a.process || !controller {
+                continue;
+            }
+            if out.len() >= SWAPS_PER_RUN_MAX {
+                over += 1;
                 continue;
             }
             let gap_ms = b.time_ms - a.time_ms;
@@ -104,7 +108,7 @@ pub fn swaps(
             });
         }
     }
-    out
+    (out, over)
 }
 
 /// Explore request orderings from one reference run, `depth` swaps deep at most.
@@ -137,13 +141,20 @@ pub(super) fn explore(
         faults: Plan::default(),
     };
     let mut seen = BTreeSet::from([interleaving(reference.sim.decisions())]);
-    let mut level = swaps(&root, reference.sim.decisions(), 0, &controllers, window_ms);
+    let (mut level, over) = swaps(&root, reference.sim.decisions(), 0, &controllers, window_ms);
     one.generated = level.len();
+    one.swaps_over_cap = over;
     let mut index = 0usize;
     for d in 1..=depth {
-        if level.is_empty() || index >= config.max_plans {
+        if level.is_empty() {
             break;
         }
+        if index >= config.max_plans {
+            // The budget is spent: this level's swaps are generated, not run.
+            one.left_out += level.len();
+            break;
+        }
+        one.left_out += level.len().saturating_sub(config.max_plans - index);
         level.truncate(config.max_plans - index);
         one.depth = d;
         let deeper = d < depth;
@@ -173,7 +184,7 @@ pub(super) fn explore(
                     window_ms,
                 )
             } else {
-                Vec::new()
+                (Vec::new(), 0)
             };
             drop(world);
             let outcome = judged(scenario, seed, &plan, outcome, reference_state);
@@ -191,12 +202,13 @@ pub(super) fn explore(
             &task,
         );
         let mut next = Vec::new();
-        for (i, (o, key, children)) in results {
+        for (i, (o, key, (children, over))) in results {
             if record(report, one, index + i, &level[i].description, &o) && config.stop_on_first {
                 return;
             }
             if seen.insert(key) {
                 one.generated += children.len();
+                one.swaps_over_cap += over;
                 next.extend(children);
             } else {
                 // The same interleaving, reached another way: explored already.
@@ -248,8 +260,8 @@ mod tests {
             description: String::new(),
             faults: Plan::default(),
         };
-        let out = swaps(&root, &decisions, 0, &controllers, 21);
-        assert_eq!(out.len(), 1, "{out:#?}");
+        let (out, over) = swaps(&root, &decisions, 0, &controllers, 21);
+        assert_eq!((out.len(), over), (1, 0), "{out:#?}");
         let f = &out[0].faults.faults[0];
         let a = f.on.as_ref().unwrap();
         assert_eq!(
@@ -259,10 +271,31 @@ mod tests {
         // Held back by the gap and the window: it lands after the other.
         assert_eq!(f.fault, Fault::DelayMessage { extra_ms: 3 + 21 });
         // From a later decision on (a child of a swap there), none.
-        assert!(swaps(&root, &decisions, 1, &controllers, 21).is_empty());
+        assert!(swaps(&root, &decisions, 1, &controllers, 21).0.is_empty());
         // A child carries its parent's swap first.
-        let child = swaps(&out[0], &decisions, 0, &controllers, 21);
+        let (child, _) = swaps(&out[0], &decisions, 0, &controllers, 21);
         assert_eq!(child[0].faults.faults.len(), 2);
         assert_eq!(child[0].kinds, ["swap", "swap"]);
+    }
+
+    #[test]
+    fn swaps_past_the_cap_of_one_run_are_counted_not_dropped_silently() {
+        // 150 requests at one instant from two controllers, taking turns: every pair of
+        // the two senders is a swap, 75 * 75 = 5,625 of them.
+        let decisions: Vec<DecisionPoint> = (0..150)
+            .map(|i| {
+                let who = if i % 2 == 0 { "kcp" } else { "machine" };
+                d(100, who, "api", EventClass::Write, i / 2 + 1)
+            })
+            .collect();
+        let controllers = BTreeSet::from(["kcp".to_string(), "machine".to_string()]);
+        let root = Candidate {
+            kinds: vec![],
+            description: String::new(),
+            faults: Plan::default(),
+        };
+        let (out, over) = swaps(&root, &decisions, 0, &controllers, 21);
+        assert_eq!(out.len(), SWAPS_PER_RUN_MAX);
+        assert_eq!(over, 75 * 75 - SWAPS_PER_RUN_MAX);
     }
 }

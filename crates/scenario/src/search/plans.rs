@@ -953,6 +953,17 @@ pub fn plans(
     reference: &World,
     config: &SearchConfig,
 ) -> (Vec<Candidate>, [usize; 5]) {
+    let (plans, counts, _) = plans_and_left_out(scenario, reference, config);
+    (plans, counts)
+}
+
+/// [`plans`], and how many group plans and singles `max_plans` left out (the last in run
+/// order).
+pub fn plans_and_left_out(
+    scenario: &Scenario,
+    reference: &World,
+    config: &SearchConfig,
+) -> (Vec<Candidate>, [usize; 5], usize) {
     let cast = Cast::of(reference);
     let seed = reference.sim.config().seed;
     let (generated, groups, mut plans) = plan_singles(
@@ -963,6 +974,7 @@ pub fn plans(
         config.groups,
     );
     let kept = plans.len() - groups;
+    let left_out = plans.len().saturating_sub(config.max_plans);
     plans.truncate(config.max_plans);
     let groups = groups.min(plans.len());
     let singles = plans.len() - groups;
@@ -974,5 +986,5 @@ pub fn plans(
     };
     let counts = [generated, generated - kept, groups, singles, pairs.len()];
     plans.extend(pairs);
-    (plans, counts)
+    (plans, counts, left_out)
 }
