@@ -142,7 +142,7 @@ fn the_guides_shrink_figures_are_measured_again() {
             name,
             "--stop-on-first",
             "--failures-dir",
-            "f2",
+            "failures",
             "--jobs",
             "1",
             "--json",
