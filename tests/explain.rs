@@ -37,8 +37,65 @@ fn two_machineset_controllers_and_the_stale_cache_are_named() {
                 && l.contains("has not yet seen the latest writes to Machine")),
         "{text}"
     );
-    // Only the objects involved: no line about the node leases or kubelets.
-    assert!(!text.contains("kube-node-lease"), "{text}");
+    // Why a second controller runs (the causal chain behind the processes that
+    // wrote): master-0's heartbeats stop, the node lifecycle controller finds it
+    // silent and evicts the controller's pod, a replacement starts on another master,
+    // and the first runs on. Of the heartbeats, only master-0's last is shown, before
+    // the node was found silent: the evidence of the silence.
+    let at = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?}:\n{text}"))
+    };
+    let beat = at("stored Lease kube-node-lease/master-0");
+    let silent = at("lifecycle: node master-0 stopped posting status");
+    let evicted = at("evicting pod Pod openshift-machine-api/machineset-controller-0");
+    let replacement = text
+        .lines()
+        .position(|l| {
+            l.contains("machineset-controller-") && l.ends_with(" starts") && !l.contains("-0@")
+        })
+        .unwrap_or_else(|| panic!("no replacement's start:\n{text}"));
+    assert!(
+        beat < silent && silent < evicted && evicted < replacement,
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .nth(beat)
+            .unwrap()
+            .ends_with("(the node's last heartbeat before it was found silent)")
+    );
+    assert_eq!(text.matches("kube-node-lease").count(), 1, "{text}");
+    // No kubelet's lines: they are not on the chain.
+    assert!(!text.contains("kubelet/"), "{text}");
+}
+
+#[test]
+fn the_reconcile_that_made_the_machine_is_shown_though_the_violation_names_only_it() {
+    // The violation names one Machine and its two instances; the MachineSet's scale-up
+    // and the reconcile that created the Machine decide the story all the same.
+    let e = explain(&failure("machineapi-leader-election", 24)).expect("reproduces");
+    assert!(
+        !e.objects.iter().any(|o| o.starts_with("MachineSet")),
+        "{:?}",
+        e.objects
+    );
+    let text = e.lines.join("\n");
+    assert!(
+        text.contains("user@user -> patch MachineSet worker-us-west-2b: replicas=2"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("machineset-controller reconcile #")
+                && l.contains("of MachineSet openshift-machine-api/worker-us-west-2b")),
+        "{text}"
+    );
+    assert!(
+        text.contains("-> create Machine worker-us-west-2b-*"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -139,7 +139,7 @@ pub fn build_recording(
     let cm = host(&sim, "controller-manager");
     sim.spawn(
         cm,
-        "node-lifecycle",
+        reconsim_world::lifecycle::NAME,
         Proc::new(NodeLifecycle::new(Default::default(), endpoints)),
     );
     sim.spawn(

@@ -153,9 +153,7 @@ pub fn explain_world(
         })
         .collect();
     let made_named = |line: &str| {
-        line.split_once("=> ok, rv ")
-            .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|rv| rv.parse::<u64>().ok())
+        answer_rv(line)
             .and_then(|rv| made.get(&rv))
             .is_some_and(|key| names.iter().any(|n| mentions(key, n)))
     };
@@ -171,6 +169,12 @@ pub fn explain_world(
     let unanswered_create = |line: &str| {
         line.contains("no answer by") && prefixes.iter().any(|p| line.contains(p.as_str()))
     };
+    let chain = Chain::of(&world, &outcomes, at, &|line: &str| {
+        names.iter().any(|n| mentions(line, n)) || made_named(line) || unanswered_create(line)
+    });
+    // A request whose answer made a write on the chain: who wrote what a deciding read
+    // saw, or missed.
+    let made_on_chain = |line: &str| answer_rv(line).is_some_and(|rv| chain.writes.contains(&rv));
     for (index, r) in world.sim.trace().records().iter().enumerate() {
         if r.time > at {
             break;
@@ -191,10 +195,22 @@ pub fn explain_world(
                     };
                     server.insert(key.to_string(), state);
                     writes.push((rv, key.to_string()));
-                    // Node heartbeats name the node but explain nothing.
+                    // Node heartbeats name the node but explain nothing, unless a
+                    // deciding read saw or missed them (the chain).
                     let heartbeat = key.starts_with("Lease kube-node-lease/");
-                    if !heartbeat && names.iter().any(|n| mentions(key, n)) {
-                        lines.push(format!("{:>11}  api server: {text}", r.time.to_string()));
+                    if (!heartbeat && names.iter().any(|n| mentions(key, n)))
+                        || chain.writes.contains(&rv)
+                        || chain.beats.contains(&index)
+                    {
+                        let why = if chain.beats.contains(&index) {
+                            " (the node's last heartbeat before it was found silent)"
+                        } else {
+                            ""
+                        };
+                        lines.push(format!(
+                            "{:>11}  api server: {text}{why}",
+                            r.time.to_string()
+                        ));
                     }
                 } else if reconsim_world::apiserver::is_own_controller_note(text)
                     && names.iter().any(|n| mentions(text, n))
@@ -208,7 +224,7 @@ pub fn explain_world(
                 && let Some((_, key_part)) = rest.split_once(" of ")
                 && let Some((key, cache)) = key_part.split_once(" (cache: ")
             {
-                if !names.iter().any(|n| mentions(key, n)) {
+                if !names.iter().any(|n| mentions(key, n)) && !chain.reconciles.contains(&index) {
                     in_reconcile.remove(proc);
                     continue;
                 }
@@ -288,6 +304,8 @@ pub fn explain_world(
             || line.contains("lost the lease")
             || names.iter().any(|n| mentions(&line, n))
             || made_named(&line)
+            || made_on_chain(&line)
+            || chain.tells_why(&world, r, &line)
             || unanswered_create(&line);
         if keep {
             lines.push(line);
@@ -319,6 +337,185 @@ pub fn explain_world(
         },
         world,
     ))
+}
+
+/// The write a request's answer reports (`=> ok, rv N`): the server's count after it.
+fn answer_rv(line: &str) -> Option<u64> {
+    line.split_once("=> ok, rv ")
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|rv| rv.parse().ok())
+}
+
+/// The causal chain one step back from the story's own writes, so that what decided a
+/// violation is shown even when the violation does not name it. A *deciding read* is
+/// a reconcile during which its process made a request the story keeps (one on a named
+/// object); the chain is those reconciles (whatever object they reconcile) and the
+/// writes they read: the last write of the reconciled object their cache held, and
+/// every write to a kind they watch that their cache had not seen yet (heartbeats
+/// included: a Node's missed renewal is evidence). One step only, so the story stays
+/// bounded by the reads that made its writes.
+///
+/// The processes that made the story's requests are on it too, with why they run:
+/// their starts, the node lifecycle controller's lines about their pods and nodes (a
+/// node that stopped posting status, a pod evicted while its process runs on), and
+/// that node's last heartbeat before it was marked silent: the evidence of the
+/// silence.
+struct Chain {
+    /// Trace indices of the deciding reconciles' start notes.
+    reconciles: std::collections::BTreeSet<usize>,
+    /// The writes (resourceVersions) those reconciles read or missed.
+    writes: std::collections::BTreeSet<u64>,
+    /// The processes that made the story's requests.
+    processes: std::collections::BTreeSet<reconsim_sim::ProcId>,
+    /// Their names and their hosts' (a pod's process is named for its pod, a host for
+    /// its Node).
+    names: Vec<String>,
+    /// Trace indices of the last heartbeat of a chain host before the lifecycle
+    /// controller marked it silent.
+    beats: std::collections::BTreeSet<usize>,
+}
+
+impl Chain {
+    fn of(
+        world: &crate::build::World,
+        outcomes: &timeline::Outcomes,
+        at: SimTime,
+        kept: &dyn Fn(&str) -> bool,
+    ) -> Chain {
+        let mut chain = Chain {
+            reconciles: Default::default(),
+            writes: Default::default(),
+            processes: Default::default(),
+            names: Vec::new(),
+            beats: Default::default(),
+        };
+        // Each node's last heartbeat so far (its Lease's renewal), and the last one
+        // before each time the lifecycle controller said the node went silent.
+        let mut last_beat: BTreeMap<String, usize> = BTreeMap::new();
+        let mut silenced: Vec<(String, usize)> = Vec::new();
+        let lease_prefix = format!("Lease {}/", reconsim_world::kubelet::NODE_LEASE_NAMESPACE);
+        // The server's write log so far, and each process's reconcile in progress: its
+        // start's index, the version of its object its cache held, and the writes it
+        // had not seen.
+        let mut log: Vec<(u64, String)> = Vec::new();
+        let mut current: BTreeMap<reconsim_sim::ProcId, (usize, Option<u64>, Vec<u64>)> =
+            BTreeMap::new();
+        for (index, r) in world.sim.trace().records().iter().enumerate() {
+            if r.time > at {
+                break;
+            }
+            match &r.kind {
+                RecordKind::Note { proc, text } if *proc == world.apiserver => {
+                    if let Some((key, rv)) = text
+                        .strip_prefix("stored ")
+                        .or_else(|| text.strip_prefix("removed "))
+                        .and_then(|t| t.rsplit_once(" rv "))
+                    {
+                        log.push((rv.parse().unwrap_or(0), key.to_string()));
+                        if let Some(node) = key.strip_prefix(&lease_prefix) {
+                            last_beat.insert(node.to_string(), index);
+                        }
+                    }
+                }
+                RecordKind::Note { proc, text }
+                    if world.sim.proc_name(*proc) == reconsim_world::lifecycle::NAME =>
+                {
+                    if let Some(node) = text
+                        .strip_prefix("lifecycle: node ")
+                        .and_then(|t| t.split_once(" stopped posting status"))
+                        .map(|(node, _)| node)
+                        && let Some(beat) = last_beat.get(node)
+                    {
+                        silenced.push((node.to_string(), *beat));
+                    }
+                }
+                RecordKind::Note { proc, text } => {
+                    if let Some((_, rest)) = text.split_once(" reconcile #")
+                        && let Some((_, key_part)) = rest.split_once(" of ")
+                        && let Some((_, cache)) = key_part.split_once(" (cache: ")
+                    {
+                        let cache = cache.trim_end_matches(')');
+                        let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
+                        let own = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
+                        let mut missed = Vec::new();
+                        for pair in seen.split(", ").filter(|p| !p.is_empty()) {
+                            let Some((kind, rv)) = pair.split_once('@') else {
+                                continue;
+                            };
+                            let rv: u64 = rv.parse().unwrap_or(0);
+                            let prefix = format!("{kind} ");
+                            missed.extend(
+                                log.iter()
+                                    .rev()
+                                    .take_while(|(w, _)| *w > rv)
+                                    .filter(|(_, k)| k.starts_with(&prefix))
+                                    .map(|(w, _)| *w),
+                            );
+                        }
+                        current.insert(*proc, (index, own, missed));
+                    } else if text.contains(" reconcile of ")
+                        && (text.ends_with(" ends") || text.contains(" ends in error: "))
+                    {
+                        current.remove(proc);
+                    }
+                }
+                RecordKind::Start { proc } => {
+                    current.remove(proc);
+                }
+                RecordKind::Deliver { from, .. } => {
+                    if let Some((start, own, missed)) = current.get(from)
+                        && let Some(line) = timeline::line(world, outcomes, r)
+                        && kept(&line)
+                    {
+                        chain.reconciles.insert(*start);
+                        chain.writes.extend(own.iter().copied());
+                        chain.writes.extend(missed.iter().copied());
+                    }
+                    if *from != world.apiserver
+                        && !chain.processes.contains(from)
+                        && let Some(line) = timeline::line(world, outcomes, r)
+                        && kept(&line)
+                    {
+                        chain.processes.insert(*from);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let sim = &world.sim;
+        for p in &chain.processes {
+            let host = sim.host_name(sim.proc_host(*p)).to_string();
+            for name in [sim.proc_name(*p).to_string(), host] {
+                if !chain.names.contains(&name) {
+                    chain.names.push(name);
+                }
+            }
+        }
+        for (node, beat) in silenced {
+            if chain.names.contains(&node) {
+                chain.beats.insert(beat);
+            }
+        }
+        chain
+    }
+
+    /// Whether `line`, the timeline's line of `r`, tells why a chain process runs: its
+    /// start, or the node lifecycle controller on its pod or node.
+    fn tells_why(
+        &self,
+        world: &crate::build::World,
+        r: &reconsim_sim::Record<reconsim_world::Msg>,
+        line: &str,
+    ) -> bool {
+        let by = match &r.kind {
+            RecordKind::Start { proc } => return self.processes.contains(proc),
+            RecordKind::Note { proc, .. } => *proc,
+            RecordKind::Deliver { from, .. } => *from,
+            _ => return false,
+        };
+        world.sim.proc_name(by) == reconsim_world::lifecycle::NAME
+            && self.names.iter().any(|n| mentions(line, n))
+    }
 }
 
 /// Every name a message can mention: the objects the API server stored during the run,

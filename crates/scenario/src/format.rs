@@ -606,7 +606,10 @@ impl Scenario {
     fn cluster_processes(&self) -> Vec<String> {
         let mut procs = vec!["apiserver".to_string(), "cloud".to_string()];
         procs.extend(self.service_names());
-        procs.extend(["node-lifecycle".to_string(), "workloads".to_string()]);
+        procs.extend([
+            reconsim_world::lifecycle::NAME.to_string(),
+            "workloads".to_string(),
+        ]);
         for n in self.nodes() {
             procs.push(format!("kubelet/{n}"));
         }

@@ -373,6 +373,12 @@ fn patch_summary(op: &PatchOp) -> String {
         PatchOp::RemoveOwnerReference(uid) => format!("-ownerReference {}", uid.0),
         PatchOp::SetLabel(k, Some(v)) => format!("+label {k}={v:?}"),
         PatchOp::SetLabel(k, None) => format!("-label {k}"),
-        other => format!("{other:?}").chars().take(40).collect(),
+        PatchOp::SetOwnerReferences(refs) => format!(
+            "ownerReferences={}",
+            refs.iter()
+                .map(|r| format!("{} {}", r.kind, r.name))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     }
 }

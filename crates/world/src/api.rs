@@ -219,11 +219,54 @@ pub enum PatchOp {
 pub trait Patch: Clone + fmt::Debug + Eq + Hash + Serialize + Send + Sync + 'static {
     type Target: Resource;
     fn apply(&self, target: &mut Self::Target);
-    /// A few words for timelines (`phase=Running`).
+    /// A few words for timelines (`phase=Running`): by default, each field the patch
+    /// sets as `field=value`, from its serialized form (never a Rust type name).
     fn summary(&self) -> String {
-        format!("{self:?}").chars().take(40).collect()
+        fields_summary(&serde_json::to_value(self).unwrap_or_default())
     }
 }
+
+/// The fields a serialized patch sets, as `field=value` words (strings bare, other
+/// values as JSON; unset fields, `null`, left out), cut after a whole word at
+/// [`SUMMARY_CHARS`] with an ellipsis.
+pub fn fields_summary(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let words: Vec<String> = match value {
+        Value::Object(fields) => fields
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect(),
+        Value::Null => Vec::new(),
+        Value::String(s) => vec![s.clone()],
+        other => vec![other.to_string()],
+    };
+    let mut out = String::new();
+    for w in words {
+        let sep = usize::from(!out.is_empty());
+        if out.chars().count() + sep + w.chars().count() > SUMMARY_CHARS {
+            if out.is_empty() {
+                // One long word: its start.
+                out.extend(w.chars().take(SUMMARY_CHARS - 1));
+                out.push('\u{2026}');
+            } else {
+                out.push_str(" \u{2026}");
+            }
+            break;
+        }
+        if sep == 1 {
+            out.push(' ');
+        }
+        out.push_str(&w);
+    }
+    out
+}
+
+/// How long a patch's default summary may grow before it is cut (at a word).
+pub const SUMMARY_CHARS: usize = 100;
 
 trait DynPatch: Send + Sync + fmt::Debug + 'static {
     fn apply_to(&self, object: &mut Object) -> bool;
@@ -530,5 +573,26 @@ impl std::hash::Hash for WatchEvent {
         self.seq.hash(state);
         self.event.hash(state);
         self.object.hash(state);
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::fields_summary;
+    use serde_json::json;
+
+    #[test]
+    fn a_patch_summary_is_words_cut_at_a_word() {
+        let v =
+            json!({"provider_id": null, "instance_id": "i-1", "phase": "Running", "replicas": 3});
+        assert_eq!(
+            fields_summary(&v),
+            "instance_id=i-1 phase=Running replicas=3"
+        );
+        let long = json!({"a": "x".repeat(60), "b": "y".repeat(60)});
+        let s = fields_summary(&long);
+        assert_eq!(s, format!("a={} \u{2026}", "x".repeat(60)));
+        let one = json!({"a": "z".repeat(200)});
+        assert_eq!(fields_summary(&one).chars().count(), super::SUMMARY_CHARS);
     }
 }

@@ -44,6 +44,9 @@ use reconsim_sim::{ProcId, SimTime, TimerId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// The process name (on the control plane's `controller-manager` host).
+pub const NAME: &str = "node-lifecycle";
+
 pub use crate::timer::LifecycleTimer as Timer;
 
 /// The controller's durations (docs/semantics.md 5.2-5.3).
