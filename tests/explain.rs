@@ -168,3 +168,25 @@ fn a_reconcilers_notes_tell_why_it_created() {
     );
     assert!(text.contains("control plane healthy: 3 Nodes"), "{text}");
 }
+
+#[test]
+fn a_create_by_generate_name_says_the_name_the_server_gave() {
+    // The request only knows its prefix (`worker-us-west-2b-*`); its answer names the
+    // object, and that is the object the API server stored at that write.
+    let e = explain(&failure("machineapi-no-leader-election", 0)).expect("reproduces");
+    let text = e.lines.join("\n");
+    let named: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| l.contains("-> create Machine worker-us-west-2b-* => ok, rv "))
+        .map(|l| {
+            let rest = l.split_once("=> ok, rv ").unwrap().1;
+            let (rv, rest) = rest.split_once(", named ").expect("the name it was given");
+            (rv, rest.split_once(' ').unwrap().0)
+        })
+        .collect();
+    assert_eq!(named.len(), 2, "{text}");
+    for (rv, name) in named {
+        let stored = format!("stored Machine openshift-machine-api/{name} rv {rv}");
+        assert!(text.contains(&stored), "{stored} not in:\n{text}");
+    }
+}

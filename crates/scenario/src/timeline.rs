@@ -35,7 +35,9 @@ pub fn timeline(world: &World, until: SimTime) -> Vec<String> {
 /// What became of every request of a run: the answer that reached its caller, by
 /// (caller, request id), from the trace's deliveries; and when the trace ends.
 pub struct Outcomes {
-    answers: BTreeMap<(ProcId, u64), (SimTime, String)>,
+    /// Per request: when its answer came, the answer in words, and the name of the
+    /// object it returned (what a create by `generateName` was named).
+    answers: BTreeMap<(ProcId, u64), (SimTime, String, Option<String>)>,
     end: SimTime,
 }
 
@@ -48,15 +50,19 @@ impl Outcomes {
             };
             let answer = match msg {
                 Msg::ApiResp(resp) if *from == world.apiserver => {
-                    Some((resp.id, api_answer(&resp.result)))
+                    let name = match &resp.result {
+                        Ok(ApiOk::Object(o)) => Some(o.meta.name.clone()),
+                        _ => None,
+                    };
+                    Some((resp.id, api_answer(&resp.result), name))
                 }
                 Msg::Response { id, body } if *from == world.cloud => body
                     .typed::<CloudResult>()
-                    .map(|result| (*id, cloud_answer(result))),
+                    .map(|result| (*id, cloud_answer(result), None)),
                 _ => None,
             };
-            if let Some((id, text)) = answer {
-                answers.entry((*to, id)).or_insert((r.time, text));
+            if let Some((id, text, name)) = answer {
+                answers.entry((*to, id)).or_insert((r.time, text, name));
             }
         }
         let end = world
@@ -68,10 +74,15 @@ impl Outcomes {
         Outcomes { answers, end }
     }
 
-    /// ` => <answer> (at <time>)`, or ` => no answer by <end of the trace>`.
-    fn suffix(&self, caller: ProcId, id: u64) -> String {
+    /// ` => <answer> (at <time>)`, or ` => no answer by <end of the trace>`; with
+    /// `generated`, a create by `generateName`, the answer says the name the server
+    /// gave (` => ok, rv 12, named web-x7k2p (at ...)`).
+    fn suffix(&self, caller: ProcId, id: u64, generated: bool) -> String {
         match self.answers.get(&(caller, id)) {
-            Some((at, text)) => format!(" => {text} (at {at})"),
+            Some((at, text, Some(name))) if generated => {
+                format!(" => {text}, named {name} (at {at})")
+            }
+            Some((at, text, _)) => format!(" => {text} (at {at})"),
             None => format!(" => no answer by {}", self.end),
         }
     }
@@ -261,7 +272,8 @@ pub fn line(world: &World, outcomes: &Outcomes, r: &Record<Msg>) -> Option<Strin
                 Msg::Request { id, .. } => *id,
                 _ => return None,
             };
-            let outcome = outcomes.suffix(*from, id);
+            let generated = matches!(msg, Msg::Api(req) if matches!(&req.op, ApiOp::Create(o) if o.meta.name.is_empty()));
+            let outcome = outcomes.suffix(*from, id, generated);
             Some(format!("{t:>11}  {} -> {d}{outcome}", who(world, *from)))
         }
         _ => None,
