@@ -567,6 +567,45 @@ fn search_reports_what_max_plans_leaves_out() {
     );
 }
 
+/// `--list-plans` speaks in the timeline's words, and a message cut short ends with
+/// whole values and `…`: no Rust type names, no value cut in the middle.
+#[test]
+fn list_plans_lines_are_words() {
+    let out = reconsim(&[
+        "search",
+        "machineapi-leader-election",
+        "--list-plans",
+        "--no-pairs",
+        "--max-plans",
+        "100000",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().count() > 100, "{text}");
+    for line in text.lines() {
+        for debug in [
+            "{ ",
+            "Some(",
+            "KubeletStop",
+            "CloudDescribeLag",
+            "NodeJoinDelay",
+            "Resync on",
+            "\"",
+        ] {
+            assert!(!line.contains(debug), "{debug:?} in {line}");
+        }
+    }
+    // The timeline's own words for the scenario's faults and Sieve's.
+    for words in [
+        "stop the kubelet of master-0",
+        "resync every cache of machine-controller-0",
+        "lose the answer after",
+        "call RunInstances tags={Name: worker-us-west-2b-",
+    ] {
+        assert!(text.contains(words), "no {words:?} in {text}");
+    }
+}
+
 #[test]
 fn fuzz_swarm_is_reported_and_finds_a_violation() {
     let out = reconsim(&[

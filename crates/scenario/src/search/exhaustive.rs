@@ -15,7 +15,7 @@
 //! order and each runs across `--jobs`, so the result is the same for any `--jobs`.
 //! `max_plans` bounds the whole tree.
 
-use super::plans::Cast;
+use super::plans::{Cast, label_words};
 use super::{Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judged, record};
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
@@ -93,7 +93,11 @@ pub fn swaps(
             faults.push(swap);
             let words = format!(
                 "{} of {} after {} of {} (at {} ms, {gap_ms} ms apart)",
-                a.label, a.process, b.label, b.process, a.time_ms
+                label_words(&a.label),
+                a.process,
+                label_words(&b.label),
+                b.process,
+                a.time_ms
             );
             let mut kinds = parent.kinds.clone();
             kinds.push("swap".into());

@@ -8,7 +8,8 @@ use super::{
 use crate::build::World;
 use crate::faults::{Choose, fault_of, targets};
 use crate::format::{FaultKind, Plan, Range, Scenario};
-use reconsim_sim::{Anchor, DecisionPoint, EventClass, Fault, PartitionMode, Position, TimedFault};
+use crate::timeline::fault_words;
+use reconsim_sim::{Anchor, DecisionPoint, EventClass, Fault, Position, TimedFault};
 use reconsim_world::WorldFault;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::manager::Manager;
@@ -800,7 +801,19 @@ fn plan_singles(
     if groups && present.len() > 1 && all.len() > 1 {
         order.push(Candidate {
             kinds: present,
-            description: format!("races: {} at once", all.len()),
+            description: {
+                // Past GROUP_MAX, the group says how many it holds of how many.
+                let total: usize = queues
+                    .iter()
+                    .filter(|(k, _)| RACE_KINDS.contains(&k.as_str()))
+                    .map(|(_, q)| q.len())
+                    .sum();
+                if total > all.len() {
+                    format!("races: {} of {total} at once", all.len())
+                } else {
+                    format!("races: {} at once", all.len())
+                }
+            },
             faults: Plan::new(all),
         });
     }
@@ -815,7 +828,11 @@ fn plan_singles(
             .collect();
         order.push(Candidate {
             kinds: vec![kind.clone()],
-            description: format!("{kind}: its first {} at once", q.len().min(GROUP_MAX)),
+            description: if q.len() > GROUP_MAX {
+                format!("{kind}: its first {GROUP_MAX} of {} at once", q.len())
+            } else {
+                format!("{kind}: all {} at once", q.len())
+            },
             faults: Plan::new(faults),
         });
     }
@@ -898,36 +915,110 @@ fn describe(kind: &str, faults: &[TimedFault<WorldFault>], d: &DecisionPoint) ->
         "{kind}: {} {anchor} (at {} ms: {})",
         words.join(" and "),
         d.time_ms,
-        d.label
+        label_words(&d.label)
     )
 }
 
-fn fault_words(fault: &Fault<WorldFault>) -> String {
-    match fault {
-        Fault::Crash { process } => format!("crash {process}"),
-        Fault::Pause { process } => format!("pause {process}"),
-        Fault::PauseHost { host } => format!("freeze host {host}"),
-        Fault::Partition {
-            hosts_a,
-            hosts_b,
-            mode,
-            ..
-        } => format!(
-            "partition {} | {} ({})",
-            hosts_a.join(","),
-            hosts_b.join(","),
-            match mode {
-                PartitionMode::Drop => "drop",
-                PartitionMode::Hold => "hold",
+/// A decision's message in words. A cloud call's label is its body as the kernel
+/// recorded it, Rust's debug form cut at 80 characters, maybe in the middle of a value
+/// (`call RunInstances { tags: {"Name": "web-5dffx", "kubernetes.io/clu`): here its
+/// fields as `key=value` (empty ones left out), and where the label was cut, its last
+/// whole value and `…` (`call RunInstances tags={Name: web-5dffx, …}`). A plain label
+/// longer than that is cut at a word boundary, with `…`.
+pub(super) fn label_words(label: &str) -> String {
+    const WIDTH: usize = 80;
+    let Some(open) = label.find(" { ") else {
+        if label.chars().count() <= WIDTH {
+            return label.to_string();
+        }
+        let head: String = label.chars().take(WIDTH).collect();
+        let cut = head.rfind(' ').unwrap_or(head.len());
+        return format!("{} …", &head[..cut]);
+    };
+    let (head, body) = (&label[..open], &label[open + 3..]);
+    let (fields, whole) = split_top(body, '}');
+    let mut out = vec![head.to_string()];
+    for (i, field) in fields.iter().enumerate() {
+        let last_cut = !whole && i + 1 == fields.len();
+        let Some((key, value)) = field.split_once(": ") else {
+            continue;
+        };
+        let value = value.trim();
+        if !last_cut {
+            if !matches!(value, "{}" | "[]" | "\"\"" | "None") {
+                let value = value
+                    .strip_prefix("Some(")
+                    .and_then(|v| v.strip_suffix(')'))
+                    .unwrap_or(value);
+                out.push(format!("{key}={}", value.replace('"', "")));
             }
-        ),
-        Fault::SlowLink { hosts_a, .. } => format!("slow link from {}", hosts_a.join(",")),
-        Fault::ClockSkew { process, .. } => format!("skew the clock of {process}"),
-        Fault::Inject { process, fault } => format!("{fault:?} on {process}"),
-        Fault::DropMessage => "drop".into(),
-        Fault::DelayMessage { extra_ms } => format!("delay +{extra_ms} ms"),
-        Fault::LoseAnswer => "lose the answer to".into(),
+            continue;
+        }
+        // Cut inside this field: a list or map keeps its whole items.
+        let close = match value.chars().next() {
+            Some('{') => '}',
+            Some('[') => ']',
+            _ => break,
+        };
+        let (items, _) = split_top(&value[1..], close);
+        let kept: Vec<String> = items[..items.len().saturating_sub(1)]
+            .iter()
+            .map(|item| item.replace('"', ""))
+            .collect();
+        if !kept.is_empty() {
+            let open = if close == '}' { '{' } else { '[' };
+            out.push(format!("{key}={open}{}, …{close}", kept.join(", ")));
+            return out.join(" ");
+        }
+        break;
     }
+    if !whole {
+        out.push("…".into());
+    }
+    out.join(" ")
+}
+
+/// The items of a debug-printed list, map or struct body up to its closing `close`,
+/// split at its own commas (not those of nested values or strings), and whether the
+/// close was reached (else the text was cut, and its last item with it).
+fn split_top(body: &str, close: char) -> (Vec<String>, bool) {
+    let mut items = Vec::new();
+    let mut item = String::new();
+    let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
+    for c in body.chars() {
+        if quoted {
+            item.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => quoted = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            '{' | '[' | '(' => depth += 1,
+            '}' | ']' | ')' if depth == 0 && c == close => {
+                if !item.trim().is_empty() {
+                    items.push(item.trim().to_string());
+                }
+                return (items, true);
+            }
+            '}' | ']' | ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(item.trim().to_string());
+                item.clear();
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    if !item.trim().is_empty() {
+        items.push(item.trim().to_string());
+    }
+    (items, false)
 }
 
 /// Pairs of the first singles, in order of the pair's later index.
@@ -987,4 +1078,96 @@ pub fn plans_and_left_out(
     let counts = [generated, generated - kept, groups, singles, pairs.len()];
     plans.extend(pairs);
     (plans, counts, left_out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_label_reads_as_words_and_ends_with_whole_values() {
+        // Cut by the kernel in the middle of a tag's name.
+        assert_eq!(
+            label_words(
+                r#"call RunInstances { tags: {"Name": "worker-us-west-2b-5dffx", "kubernetes.io/cluster/"#
+            ),
+            "call RunInstances tags={Name: worker-us-west-2b-5dffx, …}"
+        );
+        // Cut in a later field: the whole ones kept, the cut one left out.
+        assert_eq!(
+            label_words(r#"call DescribeInstances { ids: ["i-00000000000000001"], tag_f"#),
+            "call DescribeInstances ids=[i-00000000000000001] …"
+        );
+        // Whole: every field but the empty ones.
+        assert_eq!(
+            label_words(
+                r#"call DescribeInstances { ids: ["i-00000000000000001"], tag_filters: {}, states: [] }"#
+            ),
+            "call DescribeInstances ids=[i-00000000000000001]"
+        );
+        assert_eq!(
+            label_words(
+                r#"call ForwardLeadership { leaving: "ip-10-0-0-1", candidate: Some("ip-10-0-0-2") }"#
+            ),
+            "call ForwardLeadership leaving=ip-10-0-0-1 candidate=ip-10-0-0-2"
+        );
+        // A comma inside a string is no field's end.
+        assert_eq!(
+            label_words(r#"call Put { key: "a, b", value: "c" }"#),
+            "call Put key=a, b value=c"
+        );
+        // API labels stay as they are; a long one is cut at a word.
+        assert_eq!(
+            label_words("update Lease openshift-machine-api/machineset-controller-leader"),
+            "update Lease openshift-machine-api/machineset-controller-leader"
+        );
+        let long = format!("patch Machine {}", "word ".repeat(30));
+        let words = label_words(&long);
+        assert!(words.ends_with("word …"), "{words}");
+        assert!(words.chars().count() <= 82, "{words}");
+    }
+
+    #[test]
+    fn plan_descriptions_use_the_timelines_words_for_faults() {
+        let d = DecisionPoint {
+            time_ms: 480_112,
+            process: "machine-controller-0".into(),
+            peer: "cloud".into(),
+            event: EventClass::Call,
+            nth: 2,
+            label: r#"call RunInstances { tags: {"Name": "worker-5dffx", "kubernetes.io/cluster/"#
+                .into(),
+            subject: None,
+            after_answer_of: None,
+        };
+        let faults = [
+            TimedFault::on(
+                anchor(&d, Position::Before),
+                Some(14_619),
+                Fault::Inject {
+                    process: "cloud".into(),
+                    fault: WorldFault::CloudDescribeLag { lag_ms: 13_534 },
+                },
+            ),
+            TimedFault::on(
+                anchor(&d, Position::Before),
+                Some(14_619),
+                Fault::Inject {
+                    process: "kubelet/master-0".into(),
+                    fault: WorldFault::KubeletStop,
+                },
+            ),
+        ];
+        let text = describe("scenario:3", &faults, &d);
+        assert_eq!(
+            text,
+            "scenario:3: new instances invisible to DescribeInstances 13.534s longer for 14619 ms \
+             and stop the kubelet of master-0 for 14619 ms before call of machine-controller-0 #2 \
+             (at 480112 ms: call RunInstances tags={Name: worker-5dffx, …})"
+        );
+        // No Rust type names: no `Name { field: value }` nor a bare variant name.
+        for debug in ["{ ", "CloudDescribeLag", "KubeletStop", "Resync"] {
+            assert!(!text.contains(debug), "{debug:?} in {text}");
+        }
+    }
 }
