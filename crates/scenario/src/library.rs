@@ -68,7 +68,8 @@ impl Library {
         }
         let missing = |looked: String| LoadError {
             file: arg.to_string(),
-            path: ".".into(),
+            // No file, so no field of one to name.
+            path: String::new(),
             message: format!("no such scenario: `{arg}` is neither a file nor {looked}"),
         };
         if let Some(dir) = Self::env_dir() {
@@ -237,7 +238,7 @@ pub fn load(arg: &str, families: &Families) -> Result<(PathBuf, Scenario), LoadE
     if !path.exists() {
         return Err(LoadError {
             file: path.display().to_string(),
-            path: ".".into(),
+            path: String::new(),
             message: format!(
                 "no such scenario: `{arg}` is neither a file nor a name in {}",
                 dir().display()
@@ -246,4 +247,24 @@ pub fn load(arg: &str, families: &Families) -> Result<(PathBuf, Scenario), LoadE
     }
     let s = Scenario::load(&path, families)?;
     Ok((path, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Library;
+
+    #[test]
+    fn a_name_that_is_nothing_is_refused_naming_it_and_no_field() {
+        // (Unless $RECONSIM_SCENARIOS holds such a file, which no test sets.)
+        let e = Library::new(&[])
+            .resolve("no-such-scenario-anywhere")
+            .err()
+            .expect("refused");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("no-such-scenario-anywhere: no such scenario: "),
+            "{text}"
+        );
+        assert!(!text.contains("at ."), "{text}");
+    }
 }

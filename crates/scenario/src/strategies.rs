@@ -148,7 +148,7 @@ impl Case {
         let path: PathBuf = dir.join(format!("{}-{}.json", self.scenario.name, f.trace_hash));
         f.save(&path).ok()?;
         Some(format!(
-            "{} at t={}: {}\n  replay: {program} replay {}",
+            "{} at t={}: {}\n  replay: {program} replay {}\n",
             f.invariant,
             reconsim_sim::SimTime(f.time_ms),
             f.message,
