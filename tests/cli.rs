@@ -41,6 +41,40 @@ fn list_json_has_the_contract_fields() {
     }
 }
 
+/// `list` shows every description whole, wrapped under its scenario's name for a
+/// terminal of 100 columns: no sentence loses its end.
+#[test]
+fn list_shows_every_description_whole_within_100_columns() {
+    let rows = json(&reconsim(&["list", "--json"]));
+    let out = reconsim(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.starts_with("NAME "), "a table: {text}");
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100 || !line.trim().contains(' '),
+            "wider than 100 columns: {line}"
+        );
+    }
+    for r in rows.as_array().unwrap() {
+        let name = r["name"].as_str().unwrap();
+        let description = r["description"].as_str().unwrap();
+        // The indented lines under the name's row, joined again.
+        let shown: Vec<&str> = text
+            .lines()
+            .skip_while(|l| l.starts_with(' ') || l.split_whitespace().next() != Some(name))
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            shown.join(" "),
+            description.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{name}'s description, whole"
+        );
+    }
+}
+
 #[test]
 fn run_json_shape_and_exit_codes() {
     let out = reconsim(&[

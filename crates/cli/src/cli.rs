@@ -68,7 +68,7 @@ enum Command {
         "               known bug, kept so that the search for it stays tested).\n",
         "  SEEDS        its seed budget N: seeds 0..N are what `fuzz` runs by default and\n",
         "               what `check` holds to EXPECT.\n",
-        "  DESCRIPTION  what it models.",
+        "  DESCRIPTION  what it models, whole, under its name (wrapped for 100 columns).",
     ), after_help = concat!(
         "Examples:\n  reconsim list\n  RECONSIM_SCENARIOS=my-scenarios reconsim list --json\n\n",
         "Exit codes: 0 listed; 2 a scenario does not load."

@@ -46,19 +46,21 @@ pub(super) fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
             .max()
             .unwrap_or(4)
             .max(4);
-        println!(
-            "{:<width$}  {:<9}  {:>6}  DESCRIPTION",
-            "NAME", "EXPECT", "SEEDS"
-        );
+        println!("{:<width$}  {:<9}  {:>6}", "NAME", "EXPECT", "SEEDS");
+        println!("{INDENT}DESCRIPTION");
         for (_, s) in &rows {
+            println!();
             println!(
-                "{:<width$}  {:<9}  {:>6}  {}",
+                "{:<width$}  {:<9}  {:>6}",
                 s.name,
                 s.expect.to_string(),
-                s.seeds,
-                summary(&s.description)
+                s.seeds
             );
+            for line in wrap(&s.description, COLUMNS - INDENT.len()) {
+                println!("{INDENT}{line}");
+            }
         }
+        println!();
         match std::env::var_os(crate::scenario::library::ENV) {
             Some(d) => println!(
                 "({} scenarios of ${} = {}{})",
@@ -85,18 +87,47 @@ pub(super) fn list(app: &App<'_>, json: bool) -> Result<ExitCode, UsageError> {
     })
 }
 
-/// A description's first sentence, cut to fit a line.
-fn summary(description: &str) -> String {
-    const WIDTH: usize = 90;
-    let first = description
-        .split(". ")
-        .next()
-        .unwrap_or("")
-        .trim_end_matches('.');
-    if first.chars().count() <= WIDTH {
-        first.to_string()
-    } else {
-        let cut: String = first.chars().take(WIDTH - 3).collect();
-        format!("{cut}...")
+/// The table fits a terminal of this many columns (not asked of the terminal: the
+/// output is the same wherever it goes).
+const COLUMNS: usize = 100;
+/// A description goes under its scenario's name, indented by this.
+const INDENT: &str = "    ";
+
+/// `text` whole, in lines of at most `width` characters, broken between words (a word
+/// longer than a line has a line of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn a_description_wraps_between_words_and_loses_none() {
+        let text = "Cluster API v0.3.4 KubeadmControlPlane as released, its initialization \
+                    included: the first control-plane Machine and the kubeadm config.";
+        let lines = wrap(text, 30);
+        assert!(lines.iter().all(|l| l.chars().count() <= 30), "{lines:#?}");
+        assert_eq!(
+            lines.join(" "),
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        assert_eq!(wrap("", 30), Vec::<String>::new());
+        assert_eq!(wrap("a-very-long-word b", 5), ["a-very-long-word", "b"]);
     }
 }
