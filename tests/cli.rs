@@ -640,6 +640,32 @@ fn list_plans_lines_are_words() {
     }
 }
 
+/// RUST_LOG's lines written to a pipe or a file carry no colour codes (`2> log.txt`
+/// reads as text); a terminal still gets them.
+#[test]
+fn logs_to_a_pipe_have_no_escape_codes() {
+    let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+        .args([
+            "fuzz",
+            "machineapi-no-leader-election",
+            "--seeds",
+            "0..2",
+            "--json",
+        ])
+        .env("RUST_LOG", "debug")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fuzz campaign starts"), "logged: {err}");
+    assert!(
+        !err.contains("\x1b["),
+        "escape codes in a piped log: {err:?}"
+    );
+    json(&out);
+}
+
 #[test]
 fn fuzz_swarm_is_reported_and_finds_a_violation() {
     let out = reconsim(&[

@@ -402,6 +402,12 @@ impl Command {
     }
 }
 
+/// Whether the logs on stderr are coloured: only on a terminal, and not when NO_COLOR is
+/// set to anything but the empty string (no-color.org).
+fn log_colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 /// A user error: printed on one line, exit code 2.
 struct UsageError(String);
 
@@ -441,13 +447,19 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     // Logs for people debugging the simulator itself: RUST_LOG=reconsim=debug. Off by
-    // default, and on stderr, so `--json` output stays one document on stdout.
+    // default, and on stderr, so `--json` output stays one document on stdout. Coloured
+    // only for a person at a terminal: a log piped or written to a file (`2> log.txt`)
+    // has no escape codes, nor one with NO_COLOR set (no-color.org).
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(log_colours(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ))
         .init();
     let cli = match &program {
         None => Cli::parse(),
@@ -677,6 +689,16 @@ mod tests {
             assert!(examples >= 2, "{name} shows {examples} examples: {after}");
             assert!(after.contains("Exit codes: 0 "), "{name}: {after}");
         }
+    }
+
+    #[test]
+    fn logs_are_coloured_only_on_a_terminal_without_no_color() {
+        use super::log_colours;
+        use std::ffi::OsStr;
+        assert!(log_colours(true, None));
+        assert!(log_colours(true, Some(OsStr::new(""))));
+        assert!(!log_colours(true, Some(OsStr::new("1"))));
+        assert!(!log_colours(false, None));
     }
 
     /// `help search` defines the words its report prints (an installed binary's user has
