@@ -116,6 +116,28 @@ fn the_page_draws_explains_story_and_fetches_nothing() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--html: the file exists"));
 }
 
+#[test]
+fn a_story_longer_than_the_cap_draws_its_end_and_says_what_it_left_out() {
+    use reconsim::families::builtin;
+    use reconsim::scenario::failure::FailureFile;
+    use reconsim::scenario::{explain, library, page, runner};
+    let (_, scenario) = library::load("machineapi-no-leader-election", &builtin()).unwrap();
+    let (outcome, plan) = runner::run(&scenario, 0);
+    let f = FailureFile::new(&scenario, &plan, &outcome).expect("the seed fails");
+    let (e, world) = explain::explain_world(&f).expect("reproduces");
+    let html = page::failure_page_capped(&world, &e, "t", "r", 10);
+    let left_out = e.lines.len() - 10;
+    assert!(
+        html.contains(&format!(
+            "{left_out} earlier lines not drawn: reconsim explain lists them all"
+        )),
+        "the cut is not reported"
+    );
+    assert_eq!(html.matches(r#"<text class="label""#).count(), 10 + 1);
+    // The whole story is still in the page's text version.
+    assert!(html.contains(&e.lines[0].replace('>', "&gt;")));
+}
+
 /// The probe: what the browser laid out, as JSON in `<pre id="probe">`.
 const PROBE: &str = r#"<script>
 (function () {

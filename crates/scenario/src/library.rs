@@ -258,8 +258,7 @@ mod tests {
         // (Unless $RECONSIM_SCENARIOS holds such a file, which no test sets.)
         let e = Library::new(&[])
             .resolve("no-such-scenario-anywhere")
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         let text = e.to_string();
         assert!(
             text.starts_with("no-such-scenario-anywhere: no such scenario: "),

@@ -22,7 +22,7 @@ const ROW_H: usize = 22;
 const HEAD_H: usize = 46;
 const TIME_W: usize = 78;
 const FAULT_W: usize = 18;
-const LANE_W: usize = 120;
+const LANE_W: usize = 108;
 /// Monospace 12 px: about this many pixels a character, for the page's width.
 const CHAR_W: usize = 7;
 
@@ -58,8 +58,19 @@ fn fate(line: &str) -> Fate {
 /// The page of `e`, a failure explained from `world`'s run; `title` names it (the
 /// scenario and seed), `replay` is the command that replays it.
 pub fn failure_page(world: &World, e: &Explanation, title: &str, replay: &str) -> String {
+    failure_page_capped(world, e, title, replay, MAX_ROWS)
+}
+
+/// [`failure_page`] drawing at most `max_rows` rows (its last ones), and saying so.
+pub fn failure_page_capped(
+    world: &World,
+    e: &Explanation,
+    title: &str,
+    replay: &str,
+    max_rows: usize,
+) -> String {
     let records = world.sim.trace().records();
-    let skipped = e.lines.len().saturating_sub(MAX_ROWS);
+    let skipped = e.lines.len().saturating_sub(max_rows);
     let rows: Vec<(usize, &str)> = e
         .records
         .iter()
@@ -341,7 +352,7 @@ const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px;margin:0 0 6px}p{margin:4px 0}.headline{white-space:pre-wrap;font-weight:600;color:#a00}\
 .lanes{overflow-x:auto;border:1px solid #ddd;margin:10px 0}\
 svg text{font:12px ui-monospace,monospace}.zebra{fill:#f6f7f9}\
-.lane line{stroke:#b8c0cc;stroke-width:1}.lanehead,.lanehost{text-anchor:middle;font-weight:600;font-size:11px}.lanehost{fill:#667;font-weight:400}\
+.lane line{stroke:#b8c0cc;stroke-width:1}.lanehead,.lanehost{text-anchor:middle;font-weight:600;font-size:10px}.lanehost{fill:#667;font-weight:400}\
 .colhead{fill:#667}.time{fill:#556}.label{fill:#222}.obj{fill:#0650b8;font-weight:700}\
 .req{stroke:#2b6;stroke-width:1.6}.req.refused{stroke:#d80}.req.unanswered{stroke:#c22;stroke-dasharray:4 3}\
 .dot{fill:#789}.dot.reconcile{fill:#36c}.crash{stroke:#c22;stroke-width:2}\
