@@ -66,7 +66,7 @@ struct Cmd {
 
 const FUZZ_PAUSE: &str = "reconsim fuzz machineapi-lease-expiry-pause --failures-dir failures";
 const SHRINK_SMALL: &str =
-    "reconsim shrink failures/machineapi-lease-expiry-pause-seed-5.json -o small.json";
+    "reconsim shrink failures/machineapi-lease-expiry-pause-seed-5.json -o out/small.json";
 
 /// (where, how the command starts, its mark). `where` is a doc's path or `help PAGE`
 /// (`help` alone: the top page).
@@ -126,26 +126,11 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
     ),
     // The help pages.
     (
-        "help list",
-        "RECONSIM_SCENARIOS=my-scenarios ",
-        Outside::Template("my-scenarios is a directory of your scenarios"),
-    ),
-    (
-        "help run",
-        "reconsim run my-scenario.json ",
-        Outside::Template("my-scenario.json is yours"),
-    ),
-    (
         "help fuzz",
         "reconsim fuzz machineapi-leader-election --seeds 0..1000000 --shard 3/16",
         Outside::Template(
             "one shard of 16 is 62,500 seeds, minutes on 2 cores; tests/newcomer.rs runs docs/campaigns.md's sharded Job",
         ),
-    ),
-    (
-        "help check",
-        "reconsim check my-buggy.json my-fixed.json",
-        Outside::Template("my-buggy.json and my-fixed.json are yours"),
     ),
     (
         "help check",
@@ -160,18 +145,13 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
         Outside::After(&[FUZZ_PAUSE]),
     ),
     (
-        "help shrink",
-        "reconsim shrink big.json ",
-        Outside::Template("big.json is your failure file"),
-    ),
-    (
         "help replay",
-        "reconsim replay small.json",
+        "reconsim replay out/small.json",
         Outside::After(&[FUZZ_PAUSE, SHRINK_SMALL]),
     ),
     (
         "help explain",
-        "reconsim explain small.json",
+        "reconsim explain out/small.json",
         Outside::After(&[FUZZ_PAUSE, SHRINK_SMALL]),
     ),
     (
@@ -189,8 +169,11 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
     ),
     (
         "help merge",
-        "reconsim merge a.json b.json",
-        Outside::Template("a.json and b.json are your shards' results"),
+        "reconsim merge shard-0.json shard-1.json",
+        Outside::After(&[
+            "reconsim fuzz machineapi-leader-election --seeds 0..100 --shard 0/2 --json > shard-0.json",
+            "reconsim fuzz machineapi-leader-election --seeds 0..100 --shard 1/2 --json > shard-1.json",
+        ]),
     ),
 ];
 

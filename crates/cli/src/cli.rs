@@ -70,7 +70,7 @@ enum Command {
         "               what `check` holds to EXPECT.\n",
         "  DESCRIPTION  what it models, whole, under its name (wrapped for 100 columns).",
     ), after_help = concat!(
-        "Examples:\n  reconsim list\n  RECONSIM_SCENARIOS=my-scenarios reconsim list --json\n\n",
+        "Examples:\n  reconsim list\n  RECONSIM_SCENARIOS=scenarios reconsim list --json   # a directory of scenario files\n\n",
         "Exit codes: 0 listed; 2 a scenario does not load."
     ))]
     List {
@@ -80,7 +80,7 @@ enum Command {
     },
     /// Run one seed of a scenario and check its invariants after every event.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim run machineapi-no-leader-election --seed 1 --timeline\n  reconsim run my-scenario.json --seed 7 --save-failure seed-7.json --set net.latency_ms=[1,50]\n\n",
+        "Examples:\n  reconsim run machineapi-no-leader-election --seed 1 --timeline\n  reconsim run scenarios/machineapi-no-leader-election.json --seed 7 --save-failure out/seed-7.json --set 'net.latency_ms=[1,50]'\n\n",
         "Exit codes: 0 every invariant held; 1 a violation was found; 2 bad usage or bad input."
     ))]
     Run {
@@ -274,7 +274,7 @@ enum Command {
     /// a scenario that expects a `violation` must fail on some seed of `0..N` (N its
     /// `seeds` field), a `clean` one on none.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim check my-buggy.json my-fixed.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n\n",
+        "Examples:\n  reconsim check scenarios/machineapi-no-leader-election.json scenarios/machineapi-leader-election-idempotent.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n\n",
         "Exit codes: 0 every expectation held; 1 some expectation broke (its line says FAIL); 2 bad usage or bad input."
     ))]
     Check {
@@ -299,7 +299,7 @@ enum Command {
     /// Combine the `fuzz --json` results of shards into the result of the whole
     /// campaign, refusing duplicate, overlapping or missing shards.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim merge shard-*.json > merged.json\n  reconsim merge a.json b.json --json\n\n",
+        "Examples:\n  reconsim merge shard-*.json > merged.json\n  reconsim merge shard-0.json shard-1.json --json\n\n",
         "Exit codes: 0 no shard found a violation; 1 some did; 2 bad input (a shard missing, given twice or overlapping, another scenario)."
     ))]
     Merge {
@@ -315,7 +315,7 @@ enum Command {
     /// Minimise a failure's fault plan while the same invariant still fails; the input
     /// must replay first, and the output is replayed before it is written.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim shrink failures/machineapi-lease-expiry-pause-seed-5.json -o small.json\n  reconsim shrink big.json -o small.json --max-runs 200 --force --json\n\n",
+        "Examples:\n  reconsim shrink failures/machineapi-lease-expiry-pause-seed-5.json -o out/small.json\n  reconsim shrink failures/machineapi-lease-expiry-pause-seed-5.json -o out/small.json --max-runs 200 --force --json\n\n",
         "Exit codes: 0 shrunk and saved; 1 the input does not reproduce (nothing written); 2 bad usage or bad input (the output exists, or is the input)."
     ))]
     Shrink {
@@ -338,7 +338,7 @@ enum Command {
     /// Explain a failure: the faults, and what led to the violation, object by object.
     /// It replays first: a failure that no longer happens is not explained.
     #[command(after_help = concat!(
-        "Examples:\n  reconsim explain small.json\n  reconsim explain small.json --html out/small.html   # swimlanes, open in a browser\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-31.json --json\n\n",
+        "Examples:\n  reconsim explain out/small.json\n  reconsim explain out/small.json --html out/small.html   # swimlanes, open in a browser\n  reconsim explain failures/kcp-upgrade-counts-deleting-3-seed-31.json --json\n\n",
         "Exit codes: 0 explained; 1 the failure does not reproduce; 2 bad usage or bad input."
     ))]
     Explain {
@@ -359,7 +359,7 @@ enum Command {
     /// Re-run a failure file and check it fails the same way (the same invariant and
     /// the same trace hash).
     #[command(after_help = concat!(
-        "Examples:\n  reconsim replay small.json --timeline\n  reconsim replay small.json --html out/small.html         # swimlanes, open in a browser\n  reconsim replay small.json --chrome-trace out/trace.json # open in ui.perfetto.dev\n\n",
+        "Examples:\n  reconsim replay out/small.json --timeline\n  reconsim replay out/small.json --html out/replayed.html  # swimlanes, open in a browser\n  reconsim replay out/small.json --chrome-trace out/trace.json # open in ui.perfetto.dev\n\n",
         "Exit codes: 0 reproduced; 1 not reproduced; 2 bad usage or bad input (a plan naming a host or process the world lacks)."
     ))]
     Replay {
