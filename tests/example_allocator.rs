@@ -82,6 +82,33 @@ fn explain_names_both_creators_of_the_block() {
         text.contains("allocator-1@master-1 -> create ConfigMap grant-* => no answer by"),
         "{text}"
     );
+    // The answered create says the name the server gave: one of the violation's grants.
+    let named = text
+        .lines()
+        .find_map(|l| l.split_once("create ConfigMap grant-* => ok, rv "))
+        .and_then(|(_, rest)| rest.split_once(", named "))
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .map(|(name, _)| name)
+        .unwrap_or_else(|| panic!("no generated name:\n{text}"));
+    assert!(
+        e.objects.iter().any(|o| o == &format!("ConfigMap {named}")),
+        "{named} is not among {:?}",
+        e.objects
+    );
+    // The partition silences master-0, where allocator-0 runs: its last heartbeat
+    // before the node lifecycle controller found it silent is on the chain.
+    let beat = text
+        .lines()
+        .position(|l| {
+            l.contains("stored Lease kube-node-lease/master-0")
+                && l.ends_with("(the node's last heartbeat before it was found silent)")
+        })
+        .unwrap_or_else(|| panic!("no heartbeat:\n{text}"));
+    let silent = text
+        .lines()
+        .position(|l| l.contains("lifecycle: node master-0 stopped posting status"))
+        .unwrap_or_else(|| panic!("no silence:\n{text}"));
+    assert!(beat < silent, "{text}");
 }
 
 #[test]
