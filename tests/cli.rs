@@ -1,6 +1,8 @@
 //! The CLI's contract (DESIGN.md section 8): JSON shapes, exit codes, failure files,
 //! replay, and results that do not depend on `--jobs`.
 
+mod common;
+
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -21,10 +23,9 @@ fn json(out: &Output) -> Value {
     })
 }
 
+/// A path in this process's scratch directory (target/tmp/cli-<pid>).
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("reconsim-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("cli").join(name)
 }
 
 #[test]

@@ -244,8 +244,7 @@ fn text(out: &Output) -> String {
 
 #[test]
 fn the_example_binary_fuzzes_replays_shrinks_and_explains_its_failures() {
-    let dir = std::env::temp_dir().join(format!("reconsim-configset-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("configset");
     let buggy = path("configset-buggy");
     let out = cli(&[
         "fuzz",

@@ -129,9 +129,7 @@ fn the_guides_launcher_section_runs_as_printed() {
         .expect("section 7");
     let end = start + guide[start..].find("\n## ").expect("a section after it");
     let blocks: Vec<&str> = guide[start..end].split("```").skip(1).step_by(2).collect();
-    let dir = std::env::temp_dir().join(format!("reconsim-launcher-guide-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("launcher-guide");
     let prefix = "cargo run --release --example launcher -- ";
     let mut commands = 0;
     for pair in blocks.chunks(2) {
@@ -201,9 +199,7 @@ fn reconsim_testing_holds_both_scenarios_and_names_the_command_that_shows_a_brea
     let held = assert_holds(path("launcher-client-token"), &families(), runner);
     assert_eq!((held.caught_at_seed, held.runs), (None, 1000));
 
-    let dir = std::env::temp_dir().join(format!("reconsim-testing-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("launcher-testing");
     let text = std::fs::read_to_string(path("launcher-look-up-first")).unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     doc["expect"] = "clean".into();

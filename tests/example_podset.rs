@@ -41,10 +41,9 @@ fn scenario(name: &str) -> Scenario {
     Scenario::load(&path(name), &families()).expect("the example's scenario loads")
 }
 
+/// A path in this process's scratch directory (target/tmp/podset-<pid>).
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("reconsim-podset-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("podset").join(name)
 }
 
 // ----- the library: fuzz campaigns --------------------------------------------------------

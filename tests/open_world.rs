@@ -404,7 +404,11 @@ fn a_users_family_fuzzes_through_a_scenario_file_like_the_seed_families() {
     assert!(report.failures.len() > 10, "{:?}", report.failures);
     // A failure file of a user's family replays through the registry that knows it.
     let f = &files[0];
-    let path = std::env::temp_dir().join(format!("reconsim-open-world-{}.json", f.seed));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "open-world-{}-{}.json",
+        std::process::id(),
+        f.seed
+    ));
     f.save(&path).unwrap();
     let loaded = FailureFile::load(&path, &families()).unwrap();
     assert_eq!(&loaded, f);
@@ -414,6 +418,7 @@ fn a_users_family_fuzzes_through_a_scenario_file_like_the_seed_families() {
     let err = FailureFile::load(&path, &reconsim::families::builtin()).unwrap_err();
     assert_eq!(err.path, ".scenario.controllers.storage", "{err}");
     assert!(err.message.contains("(machine_api, mco, kcp)"), "{err}");
+    std::fs::remove_file(&path).ok();
 
     let (report, _) = campaign(&scenario("token"));
     assert!(report.failures.is_empty(), "{:?}", report.failures);

@@ -99,7 +99,8 @@ fn search_finds_the_frozen_leaders_second_instance_and_its_file_replays_shrinks_
     let replay = file.replay(TraceMode::Hash);
     assert!(replay.reproduced, "{:?}", replay.invariant);
     // Through JSON and back, as a file on disk would.
-    let path = std::env::temp_dir().join(format!("reconsim-search-{}.json", std::process::id()));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("search-{}.json", std::process::id()));
     file.save(&path).unwrap();
     let loaded = FailureFile::load(&path, &builtin()).unwrap();
     assert!(loaded.replay(TraceMode::Hash).reproduced);

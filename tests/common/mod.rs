@@ -12,6 +12,37 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// This test process's scratch directory for `tag`, `<tag>-<pid>` under cargo's
+/// `CARGO_TARGET_TMPDIR` (target/tmp), never the system's temporary directory: what a
+/// test leaves there goes with `cargo clean`. The directories of earlier processes (no
+/// longer running) are removed first, so runs do not pile up; another test process
+/// running at the same time keeps its own.
+pub fn scratch(tag: &str) -> PathBuf {
+    let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let me = std::process::id();
+    // Whether a process runs: /proc tells on Linux; elsewhere nothing is swept.
+    let proc = std::path::Path::new("/proc/self").exists();
+    if let (true, Ok(entries)) = (proc, std::fs::read_dir(base)) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(tag))
+                .and_then(|n| n.strip_prefix('-'))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid != me && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let dir = base.join(format!("{tag}-{me}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// An empty directory holding `bin/reconsim`, a copy of the binary, and nothing else.
 pub struct Alone {
     pub dir: PathBuf,
