@@ -109,6 +109,24 @@ fn explain_names_both_creators_of_the_block() {
         .position(|l| l.contains("lifecycle: node master-0 stopped posting status"))
         .unwrap_or_else(|| panic!("no silence:\n{text}"));
     assert!(beat < silent, "{text}");
+    // Leader election on the chain: allocator-1's last renewal before it paused, then
+    // allocator-0 taking the Lease; the deposed allocator-1 hands out IDs on its thaw.
+    let at = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?}:\n{text}"))
+    };
+    let last_renewal = at(
+        "allocator-1@master-1 renews Lease default/allocator-leader (holder allocator-1): its last renewal before allocator-0@master-0 changes the holder",
+    );
+    let paused = at("fault starts: pause allocator-1");
+    let taken =
+        at("allocator-0@master-0 takes Lease default/allocator-leader (holder allocator-0)");
+    let late = at("allocator-1@master-1 -> create ConfigMap grant-*");
+    assert!(
+        last_renewal < paused && paused < taken && taken < late,
+        "{text}"
+    );
 }
 
 #[test]

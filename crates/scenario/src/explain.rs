@@ -181,6 +181,9 @@ pub fn explain_world(
         }
         // The lines the previous pass pushed tell its record.
         records.resize(lines.len(), index.saturating_sub(1));
+        if let Some(lease) = chain.leases.get(&index) {
+            lines.push(format!("{:>11}  {lease}", r.time.to_string()));
+        }
         if let RecordKind::Note { proc, text } = &r.kind {
             if *proc == world.apiserver {
                 let stored = text.strip_prefix("stored ");
@@ -373,6 +376,10 @@ struct Chain {
     /// Trace indices of the last heartbeat of a chain host before the lifecycle
     /// controller marked it silent.
     beats: std::collections::BTreeSet<usize>,
+    /// Leader election on the chain: lines for the writes of a Lease (not a node's)
+    /// that a chain process wrote, where its holder changed, and the last renewal of
+    /// each holder before it; by the trace index of the write's answer.
+    leases: BTreeMap<usize, String>,
 }
 
 impl Chain {
@@ -388,7 +395,13 @@ impl Chain {
             processes: Default::default(),
             names: Vec::new(),
             beats: Default::default(),
+            leases: BTreeMap::new(),
         };
+        // Leader-election Leases: each write's request (by caller and id), and each
+        // answered write in order (its answer's index, the writer, the lease, the holder).
+        let mut lease_asks: BTreeMap<(reconsim_sim::ProcId, u64), ()> = BTreeMap::new();
+        let mut lease_writes: Vec<(usize, reconsim_sim::ProcId, String, Option<String>)> =
+            Vec::new();
         // Each node's last heartbeat so far (its Lease's renewal), and the last one
         // before each time the lifecycle controller said the node went silent.
         let mut last_beat: BTreeMap<String, usize> = BTreeMap::new();
@@ -462,7 +475,42 @@ impl Chain {
                 RecordKind::Start { proc } => {
                     current.remove(proc);
                 }
-                RecordKind::Deliver { from, .. } => {
+                RecordKind::Deliver { from, to, msg } => {
+                    use reconsim_world::api::{ApiOk, ApiOp};
+                    use reconsim_world::object::{Lease, Resource};
+                    let election = |kind, namespace: &str| {
+                        kind == Lease::KIND
+                            && namespace != reconsim_world::kubelet::NODE_LEASE_NAMESPACE
+                    };
+                    match msg {
+                        reconsim_world::Msg::Api(req) if *to == world.apiserver => {
+                            let writes_lease = match &req.op {
+                                ApiOp::Create(o) => election(o.kind(), &o.meta.namespace),
+                                ApiOp::Update { object, .. } => {
+                                    election(object.kind(), &object.meta.namespace)
+                                }
+                                ApiOp::Patch { key, .. } => election(key.kind, &key.namespace),
+                                _ => false,
+                            };
+                            if writes_lease {
+                                lease_asks.insert((*from, req.id), ());
+                            }
+                        }
+                        reconsim_world::Msg::ApiResp(resp) if *from == world.apiserver => {
+                            if lease_asks.remove(&(*to, resp.id)).is_some()
+                                && let Ok(ApiOk::Object(o)) = &resp.result
+                                && let Some(lease) = o.typed::<Lease>()
+                            {
+                                lease_writes.push((
+                                    index,
+                                    *to,
+                                    format!("{}/{}", o.meta.namespace, o.meta.name),
+                                    lease.holder_identity.clone(),
+                                ));
+                            }
+                        }
+                        _ => {}
+                    }
                     if let Some((start, own, missed)) = current.get(from)
                         && let Some(line) = timeline::line(world, outcomes, r)
                         && kept(&line)
@@ -495,6 +543,40 @@ impl Chain {
             if chain.names.contains(&node) {
                 chain.beats.insert(beat);
             }
+        }
+        // Per Lease a chain process wrote: who took it, and each holder's last renewal
+        // before another took it (the deposed leader's last word).
+        let on_chain: std::collections::BTreeSet<&str> = lease_writes
+            .iter()
+            .filter(|(_, p, _, _)| chain.processes.contains(p))
+            .map(|(_, _, l, _)| l.as_str())
+            .collect();
+        let mut last: BTreeMap<&str, (usize, reconsim_sim::ProcId, Option<&str>)> = BTreeMap::new();
+        for (index, writer, lease, holder) in &lease_writes {
+            if !on_chain.contains(lease.as_str()) {
+                continue;
+            }
+            let holder = holder.as_deref();
+            let who = timeline::who(world, *writer);
+            match last.get(lease.as_str()) {
+                Some((_, _, before)) if *before == holder => {}
+                previous => {
+                    if let Some((at, by, Some(before))) = previous {
+                        chain.leases.entry(*at).or_insert_with(|| {
+                            format!(
+                                "{} renews Lease {lease} (holder {before}): its last renewal before {who} changes the holder",
+                                timeline::who(world, *by)
+                            )
+                        });
+                    }
+                    let what = match holder {
+                        Some(h) => format!("takes Lease {lease} (holder {h})"),
+                        None => format!("writes Lease {lease} with no holder"),
+                    };
+                    chain.leases.insert(*index, format!("{who} {what}"));
+                }
+            }
+            last.insert(lease, (*index, *writer, holder));
         }
         chain
     }

@@ -93,6 +93,11 @@ pub fn failure_page_capped(
                 lane_of(*to, &mut lanes);
                 (Some(*from), Some(*to))
             }
+            // An answer the story tells (a Lease's new holder): on the writer's lane.
+            Some(RecordKind::Deliver { to, .. }) => {
+                lane_of(*to, &mut lanes);
+                (Some(*to), None)
+            }
             Some(RecordKind::Note { proc, .. }) | Some(RecordKind::Start { proc }) => {
                 lane_of(*proc, &mut lanes);
                 (Some(*proc), None)
