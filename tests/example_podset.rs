@@ -133,7 +133,8 @@ fn runner(config: Config) -> TestRunner {
 /// the command that replays it with the binary that registers the PodSet controller.
 fn holds(c: &Case) -> Result<(), TestCaseError> {
     let outcome = c.run();
-    match c.failure_for(&outcome, "cargo run --release --example podset --") {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("reconsim-proptest");
+    match c.failure_in(&dir, &outcome, "cargo run --release --example podset --") {
         None if outcome.violation.is_none() => Ok(()),
         None => Err(TestCaseError::fail(
             "a violation (its failure file could not be saved)",

@@ -21,7 +21,7 @@ use crate::runner::{Outcome, run_world};
 use proptest::prelude::*;
 use reconsim_sim::{TimedFault, TraceMode};
 use reconsim_world::WorldFault;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn within(r: Range) -> impl Strategy<Value = u64> + Clone + use<> {
     r.lo..=r.hi
@@ -142,9 +142,19 @@ impl Case {
     /// [`Case::failure`] with the replay line naming `program`: the binary that
     /// registers the scenario's extensions (e.g. `cargo run --release --example podset --`).
     pub fn failure_for(&self, outcome: &Outcome, program: &str) -> Option<String> {
+        self.failure_in(
+            &std::env::temp_dir().join("reconsim-proptest"),
+            outcome,
+            program,
+        )
+    }
+
+    /// [`Case::failure_for`] saving into `dir` (made if missing): a test suite passes
+    /// cargo's scratch folder (`env!("CARGO_TARGET_TMPDIR")`), so the failures proptest
+    /// meets while it shrinks stay under `target/`, not in the system's temporary folder.
+    pub fn failure_in(&self, dir: &Path, outcome: &Outcome, program: &str) -> Option<String> {
         let f = FailureFile::new(&self.scenario, &self.plan, outcome)?;
-        let dir = std::env::temp_dir().join("reconsim-proptest");
-        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::create_dir_all(dir).ok()?;
         let path: PathBuf = dir.join(format!("{}-{}.json", self.scenario.name, f.trace_hash));
         f.save(&path).ok()?;
         Some(format!(
