@@ -190,3 +190,33 @@ fn a_create_by_generate_name_says_the_name_the_server_gave() {
         assert!(text.contains(&stored), "{stored} not in:\n{text}");
     }
 }
+
+#[test]
+fn a_deleted_object_is_not_yet_seen_never_missing() {
+    // kcp-upgrade-counts-deleting-3 seed 31: the old Machine controlplane-4bll4 is
+    // removed at 689.648 s over a slow link. The KCP's next reconcile has not seen the
+    // removal yet, and says so; no verdict ever calls the Machine MISSING from a cache
+    // (the server no longer has it, so a cache without it is right).
+    let e = explain(&failure("kcp-upgrade-counts-deleting-3", 31)).expect("reproduces");
+    let lines = &e.lines;
+    let machine = "Machine default/controlplane-4bll4";
+    let removed = lines
+        .iter()
+        .position(|l| l.contains(&format!("api server: removed {machine} rv ")))
+        .unwrap_or_else(|| panic!("no removal:\n{}", lines.join("\n")));
+    let next = lines[removed..]
+        .iter()
+        .find(|l| l.contains("kcp-controller reconcile #"))
+        .unwrap_or_else(|| panic!("no reconcile after the removal"));
+    assert!(
+        next.contains(&format!("has not yet seen the latest writes to {machine}")),
+        "{next}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("MISSING") && l.contains("controlplane-4bll4")),
+        "{}",
+        lines.join("\n")
+    );
+}
