@@ -399,7 +399,8 @@ impl Chain {
         };
         // Leader-election Leases: each write's request (by caller and id), and each
         // answered write in order (its answer's index, the writer, the lease, the holder).
-        let mut lease_asks: BTreeMap<(reconsim_sim::ProcId, u64), ()> = BTreeMap::new();
+        let mut lease_asks: std::collections::BTreeSet<(reconsim_sim::ProcId, u64)> =
+            Default::default();
         let mut lease_writes: Vec<(usize, reconsim_sim::ProcId, String, Option<String>)> =
             Vec::new();
         // Each node's last heartbeat so far (its Lease's renewal), and the last one
@@ -493,11 +494,11 @@ impl Chain {
                                 _ => false,
                             };
                             if writes_lease {
-                                lease_asks.insert((*from, req.id), ());
+                                lease_asks.insert((*from, req.id));
                             }
                         }
                         reconsim_world::Msg::ApiResp(resp) if *from == world.apiserver => {
-                            if lease_asks.remove(&(*to, resp.id)).is_some()
+                            if lease_asks.remove(&(*to, resp.id))
                                 && let Ok(ApiOk::Object(o)) = &resp.result
                                 && let Some(lease) = o.typed::<Lease>()
                             {
@@ -511,19 +512,16 @@ impl Chain {
                         }
                         _ => {}
                     }
-                    if let Some((start, own, missed)) = current.get(from)
-                        && let Some(line) = timeline::line(world, outcomes, r)
-                        && kept(&line)
-                    {
-                        chain.reconciles.insert(*start);
-                        chain.writes.extend(own.iter().copied());
-                        chain.writes.extend(missed.iter().copied());
-                    }
+                    // A request the story keeps: its reconcile and its process are on
+                    // the chain.
                     if *from != world.apiserver
-                        && !chain.processes.contains(from)
-                        && let Some(line) = timeline::line(world, outcomes, r)
-                        && kept(&line)
+                        && timeline::line(world, outcomes, r).is_some_and(|l| kept(&l))
                     {
+                        if let Some((start, own, missed)) = current.get(from) {
+                            chain.reconciles.insert(*start);
+                            chain.writes.extend(own.iter().copied());
+                            chain.writes.extend(missed.iter().copied());
+                        }
                         chain.processes.insert(*from);
                     }
                 }

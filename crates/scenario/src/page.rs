@@ -26,16 +26,40 @@ const LANE_W: usize = 108;
 /// Monospace 12 px: about this many pixels a character, for the page's width.
 const CHAR_W: usize = 7;
 
-/// What a row draws on the lanes.
-enum Mark {
+/// What a row draws on the lanes, `L` naming a lane (a process, then its column).
+enum Mark<L> {
     /// A request from one lane to another.
-    Arrow { from: usize, to: usize, fate: Fate },
+    Arrow { from: L, to: L, fate: Fate },
     /// Something on one lane: a stored write, a reconcile, a note, a start.
-    Dot(usize),
+    Dot(L),
     /// A process stopped at a failpoint.
-    Cross(usize),
+    Cross(L),
     /// Nothing on the lanes: a fault's start or end (its band shows it).
     None,
+}
+
+impl<L: Copy> Mark<L> {
+    fn map<M>(&self, f: impl Fn(L) -> M) -> Mark<M> {
+        match *self {
+            Mark::Arrow { from, to, fate } => Mark::Arrow {
+                from: f(from),
+                to: f(to),
+                fate,
+            },
+            Mark::Dot(l) => Mark::Dot(f(l)),
+            Mark::Cross(l) => Mark::Cross(f(l)),
+            Mark::None => Mark::None,
+        }
+    }
+
+    fn lanes(&self) -> impl Iterator<Item = L> {
+        let (a, b) = match *self {
+            Mark::Arrow { from, to, .. } => (Some(from), Some(to)),
+            Mark::Dot(l) | Mark::Cross(l) => (Some(l), None),
+            Mark::None => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
 }
 
 /// What became of a request, from its line's ` => ...`.
@@ -78,57 +102,39 @@ pub fn failure_page_capped(
         .zip(e.lines.iter().map(String::as_str))
         .skip(skipped)
         .collect();
-    // Lanes: every process a row draws on, in the order the world made them.
-    let mut lanes: Vec<ProcId> = Vec::new();
-    let mut marks = Vec::with_capacity(rows.len());
-    let lane_of = |p: ProcId, lanes: &mut Vec<ProcId>| {
-        if !lanes.contains(&p) {
-            lanes.push(p);
-        }
-    };
-    for &(index, line) in &rows {
-        let mark = match records.get(index).map(|r| &r.kind) {
-            Some(RecordKind::Deliver { from, to, .. }) if line.contains(" -> ") => {
-                lane_of(*from, &mut lanes);
-                lane_of(*to, &mut lanes);
-                (Some(*from), Some(*to))
-            }
-            // An answer the story tells (a Lease's new holder): on the writer's lane.
-            Some(RecordKind::Deliver { to, .. }) => {
-                lane_of(*to, &mut lanes);
-                (Some(*to), None)
-            }
-            Some(RecordKind::Note { proc, .. }) | Some(RecordKind::Start { proc }) => {
-                lane_of(*proc, &mut lanes);
-                (Some(*proc), None)
-            }
-            Some(RecordKind::Crashed { proc, .. }) => {
-                lane_of(*proc, &mut lanes);
-                (None, Some(*proc))
-            }
-            _ => (None, None),
-        };
-        marks.push(mark);
-    }
-    lanes.sort();
-    let col = |p: ProcId| {
-        lanes
-            .iter()
-            .position(|l| *l == p)
-            .expect("a lane per process")
-    };
-    let marks: Vec<Mark> = rows
+    // What each row draws, by process; the lanes are every process a row draws on, in
+    // the order the world made them.
+    let by_process: Vec<Mark<ProcId>> = rows
         .iter()
-        .zip(marks)
-        .map(|(&(_, line), m)| match m {
-            (Some(from), Some(to)) => Mark::Arrow {
-                from: col(from),
-                to: col(to),
+        .map(|&(index, line)| match records.get(index).map(|r| &r.kind) {
+            Some(RecordKind::Deliver { from, to, .. }) if line.contains(" -> ") => Mark::Arrow {
+                from: *from,
+                to: *to,
                 fate: fate(line),
             },
-            (Some(p), None) => Mark::Dot(col(p)),
-            (None, Some(p)) => Mark::Cross(col(p)),
-            (None, None) => Mark::None,
+            // An answer the story tells (a Lease's new holder): on the writer's lane.
+            Some(RecordKind::Deliver { to, .. }) => Mark::Dot(*to),
+            Some(RecordKind::Note { proc, .. }) | Some(RecordKind::Start { proc }) => {
+                Mark::Dot(*proc)
+            }
+            Some(RecordKind::Crashed { proc, .. }) => Mark::Cross(*proc),
+            _ => Mark::None,
+        })
+        .collect();
+    let lanes: Vec<ProcId> = by_process
+        .iter()
+        .flat_map(Mark::lanes)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let marks: Vec<Mark<usize>> = by_process
+        .iter()
+        .map(|m| {
+            m.map(|p| {
+                lanes
+                    .binary_search(&p)
+                    .expect("every process a row draws on has a lane")
+            })
         })
         .collect();
     let names: Vec<&str> = e
