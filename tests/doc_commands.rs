@@ -682,17 +682,7 @@ fn run_group(bin: &Path, base: &Path, n: usize, cmds: &[&Cmd], ignored: &[String
 fn binary_alone(base: &Path) -> PathBuf {
     let bin = base.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let copy = bin.join("reconsim");
-    std::fs::copy(BIN, &copy).unwrap();
-    for attempt in 0.. {
-        match Command::new(&copy).arg("--version").output() {
-            Ok(out) if out.status.success() => break,
-            Err(e) if e.raw_os_error() == Some(26) && attempt < 200 => {
-                std::thread::sleep(std::time::Duration::from_millis(10))
-            }
-            other => panic!("the copy of the binary does not run: {other:?}"),
-        }
-    }
+    common::copy_binary_into(&bin);
     bin
 }
 

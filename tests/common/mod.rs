@@ -43,6 +43,25 @@ pub fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
+/// Copy the binary into `bin` (which must exist) as `bin/reconsim`, and wait until the
+/// copy runs: a process another test thread forked while the copy was open for writing
+/// holds that descriptor until it execs, and the kernel refuses to run a file open for
+/// writing (ETXTBSY).
+pub fn copy_binary_into(bin: &std::path::Path) -> PathBuf {
+    let copy = bin.join("reconsim");
+    std::fs::copy(BIN, &copy).unwrap();
+    for attempt in 0.. {
+        match Command::new(&copy).arg("--version").output() {
+            Ok(out) if out.status.success() => break,
+            Err(e) if e.raw_os_error() == Some(26) && attempt < 200 => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            other => panic!("the copy of the binary does not run: {other:?}"),
+        }
+    }
+    copy
+}
+
 /// An empty directory holding `bin/reconsim`, a copy of the binary, and nothing else.
 pub struct Alone {
     pub dir: PathBuf,
@@ -55,20 +74,7 @@ impl Alone {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("bin")).unwrap();
         std::fs::create_dir_all(dir.join("work")).unwrap();
-        let copy = dir.join("bin/reconsim");
-        std::fs::copy(BIN, &copy).unwrap();
-        // A process another test thread forked while the copy was open for writing holds
-        // that descriptor until it execs, and the kernel refuses to run a file open for
-        // writing (ETXTBSY): wait until the copy runs.
-        for attempt in 0.. {
-            match Command::new(&copy).arg("--version").output() {
-                Ok(out) if out.status.success() => break,
-                Err(e) if e.raw_os_error() == Some(26) && attempt < 200 => {
-                    std::thread::sleep(std::time::Duration::from_millis(10))
-                }
-                other => panic!("the copy of the binary does not run: {other:?}"),
-            }
-        }
+        copy_binary_into(&dir.join("bin"));
         Alone { dir }
     }
 
