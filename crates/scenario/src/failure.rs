@@ -12,7 +12,6 @@ use reconsim_sim::TraceMode;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The version written into failure files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -186,17 +185,20 @@ impl FailureFile {
     /// other process uses, in the same directory, then a rename. For an output a user
     /// asked to replace (`shrink --force`); saves of found failures use
     /// [`FailureFile::save_new`].
+    /// A character device is written in place and anything else that is not a regular
+    /// file refused, never replaced ([`crate::output`]).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let tmp = write_temporary(path, &self.to_json())?;
-        std::fs::rename(&tmp, path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        crate::output::write(path, self.to_json().as_bytes())
     }
 
     /// Write atomically unless `path` exists: `Ok(true)` if it now holds this failure
     /// (written now, or already there byte for byte), `Ok(false)` if it holds anything
     /// else, left as it was.
+    /// A character device (`/dev/stdout`) holds no failure to keep: it is written.
     pub fn save_if_absent(&self, path: &Path) -> std::io::Result<bool> {
+        if crate::output::target(path) == crate::output::Target::CharDevice {
+            return self.save(path).map(|()| true);
+        }
         create_new(path, &self.to_json())
     }
 
@@ -254,39 +256,16 @@ impl FailureFile {
     }
 }
 
-/// Write `text` to a temporary file beside `path` whose name no other process or thread
-/// uses (pid and a counter), and return its path.
-fn write_temporary(path: &Path, text: &str) -> std::io::Result<PathBuf> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(
-        ".{name}.{}-{}.tmp",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)?;
-    let written = f.write_all(text.as_bytes());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(tmp)
-}
-
 /// Put `text` at `path` unless something is there: `Ok(true)` if it now holds `text`
 /// (written now, or already there byte for byte), `Ok(false)` if it holds other bytes.
 fn create_new(path: &Path, text: &str) -> std::io::Result<bool> {
-    let same = |path: &Path| std::fs::read(path).map(|b| b == text.as_bytes());
-    if path.exists() {
+    // Only a regular file of the same size is read: a device or FIFO holds "something
+    // else" without being opened.
+    let same = |path: &Path| crate::output::holds(path, text.as_bytes());
+    if crate::output::target(path) != crate::output::Target::Missing {
         return same(path);
     }
-    let tmp = write_temporary(path, text)?;
+    let tmp = crate::output::temporary(path, text.as_bytes())?;
     // A hard link fails if the name exists: no check-then-write race with another
     // process. A file system without links falls back to an exclusive create.
     let linked = std::fs::hard_link(&tmp, path);

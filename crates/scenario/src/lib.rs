@@ -15,6 +15,8 @@
 //! - [`jobs`]: runs spread over threads, results independent of how many.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
 //! - [`failure`]: self-contained failure files and their replay.
+//! - [`output`]: the files reconsim writes: regular files atomically, character devices
+//!   in place, nothing else.
 //! - [`search`]: a reference run's decision points, each perturbed by an anchored fault.
 //! - [`shrink`]: the smallest fault plan that still fails the same way.
 //! - [`strategies`]: proptest strategies: fault plans and parameter perturbations.
@@ -43,6 +45,7 @@ pub mod json;
 pub mod library;
 pub mod limits;
 pub mod oracle;
+pub mod output;
 pub mod page;
 pub mod plan;
 pub mod runner;

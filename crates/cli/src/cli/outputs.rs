@@ -33,13 +33,32 @@ pub(super) fn check_output(
             output.display()
         )));
     }
-    if output.exists() && !force {
-        return Err(UsageError(format!(
-            "{}: {flag}: the file exists; choose another path, or add --force to replace it",
-            output.display()
-        )));
+    use crate::scenario::output::{Target, target};
+    check_kind(output, flag)?;
+    match target(output) {
+        Target::Regular if !force => {
+            return Err(UsageError(format!(
+                "{}: {flag}: the file exists; choose another path, or add --force to replace it",
+                output.display()
+            )));
+        }
+        // A character device is written where it is; it holds no file to keep.
+        Target::CharDevice => return Ok(()),
+        Target::Regular | Target::Missing | Target::Refused(_) => {}
     }
     create_parent(output)
+}
+
+/// `Err` when `output` is something reconsim never writes, with or without --force: a
+/// directory, a FIFO, a socket, a block device, a symlink to nothing.
+pub(super) fn check_kind(output: &Path, flag: &str) -> Result<(), UsageError> {
+    match crate::scenario::output::target(output) {
+        crate::scenario::output::Target::Refused(what) => Err(UsageError(format!(
+            "{}: {flag}: it is {what}; reconsim writes only regular files and character devices (such as /dev/stdout)",
+            output.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// `out/<input's file stem>-<suffix>.json`: where an output goes when none is named.
@@ -88,7 +107,7 @@ pub(super) fn write_chrome(
     outcome: &runner::Outcome,
 ) -> Result<(), UsageError> {
     let doc = crate::scenario::chrome::chrome_trace(world, outcome.violation.as_ref());
-    std::fs::write(path, doc.to_string()).map_err(|e| {
+    crate::scenario::output::write(path, doc.to_string().as_bytes()).map_err(|e| {
         UsageError(format!(
             "{}: cannot write the Chrome trace: {e}",
             path.display()
@@ -103,7 +122,7 @@ pub(super) fn write_chrome(
 
 /// Write a failure's page (`--html`), and say where on stderr.
 pub(super) fn write_page(path: &Path, page: &str) -> Result<(), UsageError> {
-    std::fs::write(path, page).map_err(|e| {
+    crate::scenario::output::write(path, page.as_bytes()).map_err(|e| {
         UsageError(format!(
             "{}: cannot write the HTML page: {e}",
             path.display()

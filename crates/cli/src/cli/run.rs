@@ -1,7 +1,7 @@
 //! `run`: one seed of a scenario, its invariants checked after every event; optionally
 //! its timeline, its Chrome trace and its failure file.
 
-use super::outputs::{Outputs, check_output, create_parent, same_file, write_chrome};
+use super::outputs::{Outputs, check_kind, check_output, create_parent, same_file, write_chrome};
 use super::{App, UsageError};
 use crate::scenario::failure::FailureFile;
 use crate::scenario::runner;
@@ -22,6 +22,9 @@ pub(super) fn run(
     let input = source.path();
     if let Some(c) = out.chrome {
         check_output(c, input, out.force, "--chrome-trace")?;
+    }
+    if let Some(f) = out.save {
+        check_kind(f, "--save-failure")?;
     }
     if let (Some(f), Some(input)) = (out.save, input) {
         // An existing file holding this very failure is fine: checked after the run.
