@@ -1159,3 +1159,65 @@ fn saves_are_reported_the_same_whatever_the_jobs() {
     assert_eq!(one["failures_saved"], 1);
     assert_eq!(one, doc("2"));
 }
+
+// Round three (issue 31): names, --set paths, hashes and the environment.
+#[test]
+fn a_variant_under_its_bases_name_is_refused() {
+    let sb = Sandbox::new("same-name");
+    let file = sb.input(
+        "same.json",
+        r#"{"extends": "machineapi-no-leader-election", "name": "machineapi-no-leader-election", "seeds": 3}"#,
+    );
+    let r = sb.run(&args(&["run", &file, "--seed", "0"]));
+    expect_usage_error(
+        &r,
+        ".name: a name of its own: `machineapi-no-leader-election` is also the name of",
+    );
+}
+
+#[test]
+fn a_set_path_with_an_empty_segment_is_refused() {
+    let sb = Sandbox::new("set-empty-segment");
+    for path in ["net..latency_ms", "net.latency_ms.", ".net..latency_ms"] {
+        let set = format!("{path}=[1,5]");
+        let r = sb.run(&args(&[
+            "run",
+            "machineapi-no-leader-election",
+            "--seed",
+            "0",
+            "--set",
+            &set,
+        ]));
+        expect_usage_error(&r, "a field name between each two dots");
+    }
+}
+
+#[test]
+fn a_trace_hash_in_capitals_is_the_same_hash() {
+    let sb = Sandbox::new("hash-capitals");
+    let text = failure_text(&sb);
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let hash = doc["trace_hash"].as_str().unwrap().to_ascii_uppercase();
+    doc["trace_hash"] = json!(hash);
+    let file = sb.input("upper.json", &serde_json::to_string_pretty(&doc).unwrap());
+    let r = sb.run(&args(&["replay", &file]));
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.starts_with("reproduced:"), "{}", r.stdout);
+}
+
+#[test]
+fn an_empty_scenarios_variable_is_unset() {
+    let out = Command::new(BIN)
+        .args(["list", "--json"])
+        .env("RECONSIM_SCENARIOS", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        listed.as_array().is_some_and(|a| a
+            .iter()
+            .any(|s| s["name"] == "machineapi-no-leader-election")),
+        "{listed}"
+    );
+}

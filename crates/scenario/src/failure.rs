@@ -346,7 +346,8 @@ impl Replay {
         let trace_hash = outcome.trace_hash_hex();
         let same_violation = invariant.as_deref() == Some(f.invariant.as_str());
         Replay {
-            reproduced: same_violation && trace_hash == f.trace_hash,
+            // A hash is hexadecimal: one written in capitals is the same hash.
+            reproduced: same_violation && trace_hash.eq_ignore_ascii_case(&f.trace_hash),
             same_violation,
             trace_hash,
             invariant,

@@ -57,8 +57,11 @@ impl Library {
     }
 
     /// The directory `$RECONSIM_SCENARIOS` names, if set.
+    /// `$RECONSIM_SCENARIOS`; set to nothing, it is unset.
     fn env_dir() -> Option<PathBuf> {
-        std::env::var_os(ENV).map(PathBuf::from)
+        std::env::var_os(ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
     }
 
     /// Where `arg` is; `Err` names what was looked at.

@@ -117,6 +117,21 @@ pub fn expand(
         crate::json::check_top_object(&base.text, "a scenario")
             .map_err(|m| error(&base.file, ".", m))?;
         let base_doc: Value = crate::json::parse(&base.file, &base.text)?;
+        // Two scenarios under one name would share results and failure files.
+        if let (Some(mine), Some(theirs)) = (
+            doc.get("name").and_then(Value::as_str),
+            base_doc.get("name").and_then(Value::as_str),
+        ) && mine == theirs
+        {
+            return Err(error(
+                &here_file,
+                ".name",
+                format!(
+                    "a name of its own: `{mine}` is also the name of {}, which it extends",
+                    base.file
+                ),
+            ));
+        }
         chain.push(std::mem::replace(&mut doc, base_doc));
         here_file = base.file;
         here_path = base.path;
@@ -168,8 +183,8 @@ fn steps(path: &str) -> Result<Vec<Step>, String> {
             Some(i) => (&part[..i], &part[i..]),
             None => (part, ""),
         };
-        if name.is_empty() && out.is_empty() && rest.is_empty() {
-            return Err("an empty field name".into());
+        if name.is_empty() && rest.is_empty() {
+            return Err("a field name between each two dots, and none at the end".into());
         }
         if !name.is_empty() {
             out.push(Step::Field(name.to_string()));
