@@ -1221,3 +1221,22 @@ fn an_empty_scenarios_variable_is_unset() {
         "{listed}"
     );
 }
+
+#[test]
+fn merge_refuses_a_result_that_lists_a_seed_twice() {
+    let sb = Sandbox::new("merge-twice");
+    let r = sb.run(&args(&[
+        "fuzz",
+        "machineapi-no-leader-election",
+        "--seeds",
+        "0..4",
+        "--json",
+    ]));
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let mut doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    let first = doc["failures"][0].clone();
+    doc["failures"].as_array_mut().unwrap().push(first);
+    let file = sb.input("twice.json", &doc.to_string());
+    let r = sb.run(&args(&["merge", &file]));
+    expect_usage_error(&r, ".seed: expected a seed listed once: 0 is listed before");
+}

@@ -66,9 +66,19 @@ fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
             ),
         ));
     }
-    // A failure belongs to the seeds that ran.
+    // A failure belongs to the seeds that ran, each seed once (a campaign runs a seed
+    // once; a seed listed twice would be counted twice).
+    let mut listed = std::collections::BTreeSet::new();
     for (i, f) in failures.iter().enumerate() {
         let seed = f.get("seed").and_then(|v| v.as_u64());
+        if let Some(s) = seed
+            && !listed.insert(s)
+        {
+            return Err(bad(
+                &format!("failures[{i}].seed"),
+                &format!("a seed listed once: {s} is listed before"),
+            ));
+        }
         let ran = seed.is_some_and(|s| {
             s >= start
                 && s < end
