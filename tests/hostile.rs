@@ -1240,3 +1240,55 @@ fn merge_refuses_a_result_that_lists_a_seed_twice() {
     let r = sb.run(&args(&["merge", &file]));
     expect_usage_error(&r, ".seed: expected a seed listed once: 0 is listed before");
 }
+
+#[test]
+fn what_run_saves_replay_reads_back_at_the_file_size_limit() {
+    // A scenario file just under the 16 MiB limit makes a failure file around it: one
+    // that fits is saved (indentation dropped if that is what fits) and replays; one
+    // that cannot fit is refused with the limit named, and nothing is written.
+    let sb = Sandbox::new("size-limit");
+    let max = 16 * 1024 * 1024usize;
+    let mut base = shipped("machineapi-no-leader-election");
+    base["name"] = json!("big-description");
+    // The file's bytes besides its description: a description of `max - rest - k`
+    // makes a file `k` bytes under the limit.
+    base["description"] = json!("");
+    let rest = base.to_string().len();
+    let (mut saved, mut refused) = (0, 0);
+    for under in [1usize, 100, 1_000, 3_000, 20_000] {
+        let below = rest + under;
+        base["description"] = json!("x".repeat(max - below));
+        let file = sb.input(&format!("big-{below}.json"), &base.to_string());
+        let out = format!("out/big-{below}-failure.json");
+        let r = sb.run(&args(&[
+            "run",
+            &file,
+            "--seed",
+            "0",
+            "--save-failure",
+            &out,
+        ]));
+        let written = sb.work().join(&out);
+        if r.code == Some(2) {
+            assert!(
+                r.stderr
+                    .contains("more than the 16777216 that replay reads"),
+                "{}",
+                r.stderr
+            );
+            assert!(!written.exists());
+            refused += 1;
+        } else {
+            assert_eq!(r.code, Some(1), "{}", r.stderr);
+            assert!(std::fs::metadata(&written).unwrap().len() <= max as u64);
+            let back = sb.run(&args(&["replay", &out]));
+            assert_eq!(back.code, Some(0), "{} {}", back.stdout, back.stderr);
+            saved += 1;
+        }
+        let _ = std::fs::remove_file(&written);
+    }
+    assert!(
+        saved >= 1 && refused >= 1,
+        "saved {saved}, refused {refused}"
+    );
+}

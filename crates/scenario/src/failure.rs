@@ -181,6 +181,28 @@ impl FailureFile {
         serde_json::to_string_pretty(self).expect("failure files serialize") + "\n"
     }
 
+    /// The text a save writes: [`FailureFile::to_json`], or the same document without
+    /// indentation when that is longer than replay reads ([`crate::limits::FILE_BYTES_MAX`]); `Err`
+    /// when even that is, so nothing is ever saved that cannot be replayed.
+    pub fn file_text(&self) -> std::io::Result<String> {
+        use crate::limits::FILE_BYTES_MAX;
+        let pretty = self.to_json();
+        if pretty.len() as u64 <= FILE_BYTES_MAX {
+            return Ok(pretty);
+        }
+        let compact = serde_json::to_string(self).expect("failure files serialize") + "\n";
+        if compact.len() as u64 <= FILE_BYTES_MAX {
+            return Ok(compact);
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the failure file would be {} bytes, more than the {FILE_BYTES_MAX} that replay reads (FILE_BYTES_MAX); nothing was written",
+                compact.len()
+            ),
+        ))
+    }
+
     /// Write atomically, replacing whatever `path` held: a temporary file of a name no
     /// other process uses, in the same directory, then a rename. For an output a user
     /// asked to replace (`shrink --force`); saves of found failures use
@@ -188,7 +210,7 @@ impl FailureFile {
     /// A character device is written in place and anything else that is not a regular
     /// file refused, never replaced ([`crate::output`]).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        crate::output::write(path, self.to_json().as_bytes())
+        crate::output::write(path, self.file_text()?.as_bytes())
     }
 
     /// Write atomically unless `path` exists: `Ok(true)` if it now holds this failure
@@ -199,7 +221,7 @@ impl FailureFile {
         if crate::output::target(path) == crate::output::Target::CharDevice {
             return self.save(path).map(|()| true);
         }
-        create_new(path, &self.to_json())
+        create_new(path, &self.file_text()?)
     }
 
     /// Write atomically without ever replacing a different failure: if `path` already
@@ -211,7 +233,7 @@ impl FailureFile {
     /// and the one that comes second keeps its failure too.
     pub fn save_new(&self, path: &Path) -> std::io::Result<PathBuf> {
         const ALTERNATIVES: usize = crate::limits::ALTERNATIVE_NAMES_MAX;
-        let text = self.to_json();
+        let text = self.file_text()?;
         if create_new(path, &text)? {
             return Ok(path.to_path_buf());
         }

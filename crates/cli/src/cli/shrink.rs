@@ -41,7 +41,12 @@ pub(super) fn shrink(
     }
     let (smaller, report) = crate::scenario::shrink::shrink(&f, max_runs);
     // The output must replay as written: its text read back and run again.
-    let text = smaller.to_json();
+    let text = smaller.file_text().map_err(|e| {
+        UsageError(format!(
+            "{}: cannot write the failure file: {e}",
+            output.display()
+        ))
+    })?;
     let verified = FailureFile::parse(&output.display().to_string(), &text, app.families)
         .map(|back| back.replay(crate::sim::TraceMode::Hash).reproduced)
         .unwrap_or(false);
