@@ -1292,3 +1292,46 @@ fn what_run_saves_replay_reads_back_at_the_file_size_limit() {
         "saved {saved}, refused {refused}"
     );
 }
+
+#[test]
+fn a_path_that_is_not_utf8_is_refused_before_anything_is_written() {
+    // A replay line names its file; bytes that are not UTF-8 would print as U+FFFD and
+    // name a file that does not exist.
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new("not-utf8");
+    let cases: [(&[&str], &str, &[u8]); 3] = [
+        (
+            &["run", "machineapi-no-leader-election", "--seed", "0"],
+            "--save-failure",
+            b"out/caf\xe9.json",
+        ),
+        (
+            &["fuzz", "machineapi-no-leader-election", "--seeds", "0..2"],
+            "--failures-dir",
+            b"fail\xff",
+        ),
+        (&["explain", "in/x.json"], "--html", b"out/p\xfe.html"),
+    ];
+    for (args, flag, path) in cases {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg(flag)
+            .arg(OsStr::from_bytes(path))
+            .current_dir(sb.work())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("is not UTF-8"), "{stderr}");
+        assert!(stderr.contains(flag), "{stderr}");
+    }
+    // Nothing was written anywhere.
+    let names: Vec<_> = std::fs::read_dir(sb.work())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}"); // in/ and out/, as the sandbox made them
+    assert_eq!(std::fs::read_dir(sb.work().join("out")).unwrap().count(), 0);
+}

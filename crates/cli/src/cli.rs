@@ -92,14 +92,14 @@ enum Command {
         seed: u64,
         /// Write a failure file here if an invariant is violated (an existing file
         /// is kept unless it holds this very failure or --force is given).
-        #[arg(long, value_name = "FILE")]
+        #[arg(value_parser = Utf8Path, long, value_name = "FILE")]
         save_failure: Option<PathBuf>,
         /// Print the run's timeline: faults, leadership, writes, cloud calls.
         #[arg(long)]
         timeline: bool,
         /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here (a new
         /// file, unless --force).
-        #[arg(long, value_name = "FILE")]
+        #[arg(value_parser = Utf8Path, long, value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
         /// Replace existing output files.
         #[arg(long)]
@@ -142,7 +142,7 @@ enum Command {
         stop_on_first: bool,
         /// Save a failure file per failing seed in this directory (never over a
         /// different failure: that one goes beside it, named with its trace hash).
-        #[arg(long, value_name = "DIR")]
+        #[arg(value_parser = Utf8Path, long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
         /// Start no new seed after this much wall time (e.g. 60s, 5m, 1h); the seeds that
         /// ran are always the first of the range, and the report says how many.
@@ -229,7 +229,7 @@ enum Command {
         #[arg(long)]
         stop_on_first: bool,
         /// Save a failure file per failing plan in this directory.
-        #[arg(long, value_name = "DIR")]
+        #[arg(value_parser = Utf8Path, long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
         /// Print the plans in run order after the reference run, and run none (not
         /// with --exhaustive, whose tree grows from the runs themselves).
@@ -286,7 +286,7 @@ enum Command {
         #[arg(long)]
         jobs: Option<usize>,
         /// Save the failure that breaks a clean scenario's expectation in this directory.
-        #[arg(long, value_name = "DIR")]
+        #[arg(value_parser = Utf8Path, long, value_name = "DIR")]
         failures_dir: Option<PathBuf>,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
@@ -305,7 +305,7 @@ enum Command {
     Merge {
         /// `reconsim fuzz --json` results: the shards I/N of one range, or ranges that
         /// follow one another.
-        #[arg(required = true, value_name = "RESULT.json")]
+        #[arg(value_parser = Utf8Path, required = true, value_name = "RESULT.json")]
         results: Vec<PathBuf>,
         /// The merged result is JSON either way (the flag is accepted like every
         /// command's).
@@ -320,10 +320,11 @@ enum Command {
     ))]
     Shrink {
         /// A failure file (run --save-failure, fuzz or search --failures-dir).
+        #[arg(value_parser = Utf8Path)]
         failure: PathBuf,
         /// Where to write the smaller failure file (default: `out/<input's name>-small.json`,
         /// in the folder .gitignore covers).
-        #[arg(short = 'o', long = "output", value_name = "SMALLER.json")]
+        #[arg(value_parser = Utf8Path, short = 'o', long = "output", value_name = "SMALLER.json")]
         output: Option<PathBuf>,
         /// At most this many simulation runs.
         #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=reconsim_scenario::limits::SHRINK_RUNS_MAX))]
@@ -343,11 +344,12 @@ enum Command {
     ))]
     Explain {
         /// A failure file (run --save-failure, fuzz or search --failures-dir, shrink).
+        #[arg(value_parser = Utf8Path)]
         failure: PathBuf,
         /// Also write the story as one self-contained HTML page here: a lane per
         /// process, requests as arrows, faults as bands, the violation marked (a new
         /// file, unless --force).
-        #[arg(long, value_name = "FILE")]
+        #[arg(value_parser = Utf8Path, long, value_name = "FILE")]
         html: Option<PathBuf>,
         /// Replace an existing HTML page.
         #[arg(long)]
@@ -364,14 +366,15 @@ enum Command {
     ))]
     Replay {
         /// A failure file (run --save-failure, fuzz or search --failures-dir, shrink).
+        #[arg(value_parser = Utf8Path)]
         failure: PathBuf,
         /// Write Chrome Trace Event JSON (Perfetto, chrome://tracing) here (a new
         /// file, unless --force).
-        #[arg(long, value_name = "FILE")]
+        #[arg(value_parser = Utf8Path, long, value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
         /// Write the failure as one self-contained HTML page here (as `explain
         /// --html`): a lane per process, requests as arrows, faults as bands.
-        #[arg(long, value_name = "FILE")]
+        #[arg(value_parser = Utf8Path, long, value_name = "FILE")]
         html: Option<PathBuf>,
         /// Print the run's timeline first: faults, leadership, writes, cloud calls,
         /// the controllers' notes (as `run --timeline`).
@@ -406,6 +409,35 @@ impl Command {
 /// set to anything but the empty string (no-color.org).
 fn log_colours(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// A path argument: UTF-8 only, because reconsim prints commands that name its files
+/// (replay lines); bytes that are not UTF-8 would print as U+FFFD and name another file.
+#[derive(Clone)]
+struct Utf8Path;
+
+impl clap::builder::TypedValueParser for Utf8Path {
+    type Value = PathBuf;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<PathBuf, clap::Error> {
+        match value.to_str() {
+            Some(s) => Ok(PathBuf::from(s)),
+            None => Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!(
+                    "{}: `{}` is not UTF-8; reconsim prints the commands that replay its files, which must name them byte for byte: choose a UTF-8 name\n",
+                    arg.map_or_else(|| "a path".to_string(), |a| a.to_string()),
+                    value.to_string_lossy()
+                ),
+            )
+            .with_cmd(cmd)),
+        }
+    }
 }
 
 /// A user error: printed on one line, exit code 2.
