@@ -2,9 +2,11 @@
 //!
 //! It replays the failure with a full trace and keeps only what leads to the violation:
 //! the faults (with those still active at the violation marked), leadership changes,
-//! and every write, cloud call and reconcile that touches an object the violation names.
-//! Each reconcile start shows what the controller's cache held against what the API
-//! server held at that moment, so a decision taken on a stale view says so.
+//! every write, cloud call and reconcile that touches an object the violation names,
+//! and the causal chain one step behind those writes (`Chain`: the reconciles that
+//! made them, what their caches held or missed, why their processes run, who held
+//! their leases). Each reconcile start shows what the controller's cache held against
+//! what the API server held at that moment, so a decision taken on a stale view says so.
 
 use crate::failure::{FailureFile, Replay};
 use crate::runner::run_world;

@@ -8,7 +8,7 @@
 //! wherever a label mentions them. Rows are ordinal, not to scale: a story spans
 //! minutes with its steps milliseconds apart (Jepsen's timeline.html does the same for
 //! histories). Static SVG and CSS, no script and nothing fetched, so the page opens
-//! offline, and the same failure gives the same bytes.
+//! offline; the same failure replayed by the same command gives the same bytes.
 
 use crate::build::World;
 use crate::explain::Explanation;
