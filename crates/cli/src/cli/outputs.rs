@@ -16,9 +16,10 @@ pub(super) struct Outputs<'a> {
     pub(super) force: bool,
 }
 
-/// `Err` unless `output` may be written: never onto `input` (the file being read), and
-/// not onto an existing file unless `force`. Checked before any run, so a refusal costs
-/// nothing.
+/// `Err` unless `output` may be written: never onto `input` (the file being read), never
+/// onto anything but a regular file or a character device, and not onto an existing
+/// regular file unless `force` (a character device, `/dev/stdout`, holds no file to
+/// keep). Checked before any run, so a refusal costs nothing.
 pub(super) fn check_output(
     output: &Path,
     input: Option<&Path>,
