@@ -235,14 +235,10 @@ pub fn fields_summary(value: &serde_json::Value) -> String {
         Value::Object(fields) => fields
             .iter()
             .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| match v {
-                Value::String(s) => format!("{k}={s}"),
-                other => format!("{k}={other}"),
-            })
+            .map(|(k, v)| format!("{k}={}", value_words(v)))
             .collect(),
         Value::Null => Vec::new(),
-        Value::String(s) => vec![s.clone()],
-        other => vec![other.to_string()],
+        other => vec![value_words(other)],
     };
     let mut out = String::new();
     for w in words {
@@ -263,6 +259,26 @@ pub fn fields_summary(value: &serde_json::Value) -> String {
         out.push_str(&w);
     }
     out
+}
+
+/// A value in words: strings bare, lists `[a, b]`, maps `{k: v}`, no quotes.
+fn value_words(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(value_words).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{k}: {}", value_words(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// How long a patch's default summary may grow before it is cut (at a word).
@@ -592,6 +608,8 @@ mod summary_tests {
         let long = json!({"a": "x".repeat(60), "b": "y".repeat(60)});
         let s = fields_summary(&long);
         assert_eq!(s, format!("a={} \u{2026}", "x".repeat(60)));
+        let nested = json!({"ids": ["i-1", "i-2"], "tags": {"Name": "web"}});
+        assert_eq!(fields_summary(&nested), "ids=[i-1, i-2] tags={Name: web}");
         let one = json!({"a": "z".repeat(200)});
         assert_eq!(fields_summary(&one).chars().count(), super::SUMMARY_CHARS);
     }
