@@ -360,6 +360,58 @@ fn merged_shards_equal_the_unsharded_run() {
     assert!(String::from_utf8_lossy(&out.stderr).contains(".scenario"));
 }
 
+/// Shards of one name that ran different scenarios (one with a `--set`), or with
+/// another reconsim version, are not one campaign: merge refuses them, naming the field.
+#[test]
+fn merge_refuses_shards_of_different_resolved_scenarios_or_versions() {
+    let shard = |i: u32, set: &[&str]| {
+        let s = format!("{i}/2");
+        let mut args = vec![
+            "fuzz",
+            "machineapi-lease-expiry-pause",
+            "--seeds",
+            "0..6",
+            "--shard",
+            &s,
+            "--json",
+        ];
+        args.extend_from_slice(set);
+        json(&reconsim(&args))
+    };
+    let write = |name: &str, doc: &Value| {
+        let file = tmp(name);
+        std::fs::write(&file, doc.to_string()).unwrap();
+        file.to_str().unwrap().to_string()
+    };
+    let (a, b) = (shard(0, &[]), shard(1, &[]));
+    assert_eq!(a["scenario_fingerprint"], b["scenario_fingerprint"]);
+    assert_eq!(a["version"].as_str(), Some(env!("CARGO_PKG_VERSION")));
+    let (fa, fb) = (write("fp-a.json", &a), write("fp-b.json", &b));
+    let out = reconsim(&["merge", &fa, &fb]);
+    assert_eq!(out.status.code(), Some(1), "one campaign merges");
+    assert_eq!(
+        json(&out)["scenario_fingerprint"],
+        a["scenario_fingerprint"]
+    );
+
+    let set = shard(1, &["--set", "net.latency_ms=[1,30]"]);
+    assert_eq!(set["scenario"], a["scenario"], "the same name");
+    assert_ne!(set["scenario_fingerprint"], a["scenario_fingerprint"]);
+    let out = reconsim(&["merge", &fa, &write("fp-set.json", &set)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("at .scenario_fingerprint") && err.contains("another scenario"),
+        "{err}"
+    );
+
+    let mut old = b.clone();
+    old["version"] = Value::from("0.5.0");
+    let out = reconsim(&["merge", &fa, &write("fp-old.json", &old)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at .version"));
+}
+
 #[test]
 fn a_time_budget_runs_a_prefix_of_the_seeds() {
     let out = reconsim(&[

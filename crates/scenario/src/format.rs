@@ -593,6 +593,17 @@ impl Scenario {
         hosts
     }
 
+    /// A fingerprint of the scenario as resolved (after `extends` and `--set`): the
+    /// stable hash of its JSON as failure files embed it, in 16 hex digits. `merge`
+    /// refuses shards whose fingerprints differ: they ran different scenarios.
+    pub fn fingerprint(&self) -> String {
+        let text = serde_json::to_string(self).expect("a scenario serializes");
+        format!(
+            "{:016x}",
+            reconsim_sim::StableHasher::hash_one(text.as_str())
+        )
+    }
+
     /// The sections' service processes ([`FamilySection::services`]), each on a host of
     /// its name, in the order they start.
     pub fn service_names(&self) -> Vec<String> {

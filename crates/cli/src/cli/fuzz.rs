@@ -135,6 +135,8 @@ pub(super) fn fuzz_cmd(
             "shard": shard.map(|(i, n)| format!("{i}/{n}")),
             "jobs": jobs,
             "swarm": swarm,
+            "scenario_fingerprint": scenario.fingerprint(),
+            "version": env!("CARGO_PKG_VERSION"),
             "failures_saved": saves.saved,
             "first_failure_file": first_file,
             "save_errors": saves.first_errors,

@@ -101,7 +101,8 @@ fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
 }
 
 /// Combine shard results into the result of the whole campaign. Believes nothing it can
-/// check: the results must be of one scenario and one swarm setting, and must cover
+/// check: the results must be of one resolved scenario (its name and fingerprint), one
+/// swarm setting and one reconsim version, and must cover
 /// their seeds exactly once (no result given twice, no overlap, no missing shard, no
 /// gap between ranges), or merge refuses them (exit 2). Results whose time budget ran
 /// out merge too; `complete` is then false and `unrun_from` the smallest seed that did
@@ -113,14 +114,28 @@ pub(super) fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         .collect::<Result<_, _>>()?;
     let first = &results[0];
     for r in &results[1..] {
-        for field in ["scenario", "swarm"] {
+        for field in ["scenario", "swarm", "scenario_fingerprint", "version"] {
+            // A result of 0.6.0 or older has no fingerprint and no version: it merges
+            // only with results that have none either.
+            let absent = if field == "swarm" {
+                json!(false)
+            } else {
+                json!(null)
+            };
             let (a, b) = (
-                first.doc.get(field).cloned().unwrap_or(json!(false)),
-                r.doc.get(field).cloned().unwrap_or(json!(false)),
+                first.doc.get(field).cloned().unwrap_or(absent.clone()),
+                r.doc.get(field).cloned().unwrap_or(absent),
             );
             if a != b {
+                let why = match field {
+                    "scenario_fingerprint" => {
+                        ": it ran another scenario under the same name (another file, `extends` base or `--set`); the shards of one campaign run one resolved scenario"
+                    }
+                    "version" => ": results of different reconsim versions are different campaigns",
+                    _ => "",
+                };
                 return Err(UsageError(format!(
-                    "{}: at .{field}: expected {a} like {}, not {b}",
+                    "{}: at .{field}: expected {a} like {}, not {b}{why}",
                     r.path.display(),
                     first.path.display()
                 )));
@@ -252,6 +267,8 @@ pub(super) fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         "seeds": format!("{lo}..{hi}"),
         "merged": results.len(),
         "swarm": first.doc.get("swarm").cloned().unwrap_or(json!(false)),
+        "scenario_fingerprint": first.doc.get("scenario_fingerprint").cloned().unwrap_or(json!(null)),
+        "version": first.doc.get("version").cloned().unwrap_or(json!(null)),
         "complete": unrun_from.is_none(),
         "unrun_from": unrun_from,
         "failures_saved": sum("failures_saved"),
