@@ -11,15 +11,22 @@
 //!   beforehand is byte for byte the same afterwards).
 //!
 //! The harness's case count is `RECONSIM_HOSTILE_CASES` (default 100, what CI runs);
-//! its cases come from a fixed seed, so a failure here reproduces.
+//! its cases come from a fixed seed, so a failure here reproduces. It counts the cases
+//! of each class of hostile input it tried (docs/hostile-input.md has the classes and a
+//! report). Special files (FIFOs, character devices made with mknod as root) are made in
+//! each sandbox's own folder: the system's /dev is never touched.
+
+mod common;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reconsim");
@@ -35,12 +42,14 @@ struct Ran {
     timed_out: bool,
 }
 
-/// Run the binary in `cwd` with a deadline; the peak memory comes from `wait4`.
+/// Run the binary in `cwd` with `env` added and a deadline; the peak memory comes from
+/// `wait4`.
 // The child is reaped by wait4, which std's wait cannot do with its rusage.
 #[allow(clippy::zombie_processes)]
-fn run_in(cwd: &Path, args: &[String], deadline: Duration) -> Ran {
+fn run_in(cwd: &Path, args: &[impl AsRef<OsStr>], env: &[(&str, &str)], deadline: Duration) -> Ran {
     let mut child = Command::new(BIN)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -115,18 +124,66 @@ impl Sandbox {
     }
 
     fn run(&self, a: &[String]) -> Ran {
-        run_in(&self.work(), a, Duration::from_secs(120))
+        self.run_with(a, &[])
     }
 
-    /// Every file under the root with its bytes.
+    fn run_with(&self, a: &[impl AsRef<OsStr>], env: &[(&str, &str)]) -> Ran {
+        run_in(&self.work(), a, env, Duration::from_secs(120))
+    }
+
+    /// `work/special/`: a FIFO, a directory, a dangling symlink, symlinks to the FIFO and
+    /// the directory and, as root, character devices of its own (null 1:3, full 1:7,
+    /// zero 1:5) and symlinks to them. Returns whether the devices were made.
+    fn specials(&self) -> bool {
+        let d = self.work().join("special");
+        std::fs::create_dir_all(d.join("dir")).unwrap();
+        assert!(common::make_fifo(&d.join("fifo")), "mkfifo");
+        let link = |to: &str, name: &str| std::os::unix::fs::symlink(to, d.join(name)).unwrap();
+        link("nothing-here", "dangling");
+        link("fifo", "to-fifo");
+        link("dir", "to-dir");
+        let mut devices = true;
+        for (name, minor) in DEVICES {
+            devices &= common::make_char_device(&d.join(name), 1, minor);
+            link(name, &format!("to-{name}"));
+        }
+        // What the comparisons before and after see: never "missing" for all.
+        assert_eq!(common::file_identity(&d.join("fifo")), "fifo");
+        assert_eq!(common::file_identity(&d.join("to-dir")), "symlink to dir");
+        if devices {
+            let null = common::file_identity(&d.join("null"));
+            assert!(null.starts_with("char device "), "{null}");
+        }
+        devices
+    }
+
+    /// What each of `special/`'s entries is (see [`common::file_identity`]).
+    fn special_identities(&self) -> Vec<(String, String)> {
+        SPECIALS
+            .iter()
+            .chain(["zero", "to-zero"].iter())
+            .map(|n| {
+                let p = self.work().join("special").join(n);
+                (n.to_string(), common::file_identity(&p))
+            })
+            .collect()
+    }
+
+    /// Every file under the root with its bytes; a file that is not a regular file
+    /// (FIFO, device, symlink) with what it is instead, never opened; symlinks are not
+    /// followed.
     fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         fn walk(d: &Path, into: &mut BTreeMap<PathBuf, Vec<u8>>) {
             for e in std::fs::read_dir(d).unwrap().flatten() {
                 let p = e.path();
-                if p.is_dir() {
+                let t = e.file_type().unwrap();
+                if t.is_dir() {
                     walk(&p, into);
-                } else {
+                } else if t.is_file() {
                     into.insert(p.clone(), std::fs::read(&p).unwrap_or_default());
+                } else {
+                    let what = format!("\0special: {}", common::file_identity(&p));
+                    into.insert(p.clone(), what.into_bytes());
                 }
             }
         }
@@ -523,7 +580,12 @@ fn numbers_and_resources_beyond_their_limits_are_usage_errors() {
         expect_usage_error(&sb.run(&args(&["run", &file])), needle);
         assert!(start.elapsed() < Duration::from_secs(10));
     }
-    expect_usage_error(&sb.run(&args(&["run", "/dev/zero"])), "FILE_BYTES_MAX");
+    // A scenario that never ends: a zero device of the sandbox's own (as root).
+    if sb.specials() {
+        expect_usage_error(&sb.run(&args(&["run", "special/zero"])), "FILE_BYTES_MAX");
+    } else {
+        eprintln!("skipped `run special/zero`: mknod of a character device needs root");
+    }
     expect_usage_error(
         &sb.run(&args(&["fuzz", m, "--jobs", "100000"])),
         "--jobs: expected 1 to 256",
@@ -693,6 +755,7 @@ fn concurrent_campaigns_share_a_failures_directory() {
                     "--failures-dir",
                     "out",
                 ]),
+                &[],
                 Duration::from_secs(120),
             )
         })
@@ -816,6 +879,33 @@ struct Case {
     /// Indices into the command's own flags ([`FLAGS`]), and one hostile argument or not.
     flags: Vec<usize>,
     stray: Option<usize>,
+    /// One input of round three's classes (issue 31), or none.
+    extra: Option<Extra>,
+}
+
+/// Round three's classes (issue 31): each changes the case's inputs, its arguments or
+/// its environment (and, where the command cannot take it, the command).
+#[derive(Clone, Debug)]
+enum Extra {
+    /// One of the command's output flags ([`OUTPUTS`]) onto one of the sandbox's special
+    /// files ([`SPECIALS`]), with `--force` or without.
+    Output {
+        flag: usize,
+        target: usize,
+        force: bool,
+    },
+    /// `--set` with one of [`SETS`], or past their end a 100 KB value ([`set_spec`]).
+    Set(usize),
+    /// The scenario is a variant (`extends`) whose name is its base's.
+    SameName,
+    /// The failure file's trace hash in capitals.
+    HashCapitals,
+    /// `RECONSIM_SCENARIOS` empty or blank ([`BLANKS`]); the scenario given by name.
+    BlankEnv(usize),
+    /// A path argument whose bytes are not UTF-8: the input, or the output.
+    NotUtf8 { output: bool },
+    /// merge's second shard lists a failing seed twice.
+    SeedTwice,
 }
 
 const SCENARIOS: [&str; 3] = [
@@ -826,6 +916,9 @@ const SCENARIOS: [&str; 3] = [
 const COMMANDS: [&str; 7] = [
     "run", "fuzz", "replay", "shrink", "explain", "search", "merge",
 ];
+/// The commands that read a scenario, and those that read a failure file.
+const TAKES_SCENARIO: [usize; 3] = [0, 1, 5];
+const TAKES_FAILURE: [usize; 3] = [2, 3, 4];
 const SEEDS: [&str; 10] = [
     "0..8",
     "0..3",
@@ -872,9 +965,101 @@ const STRAY: [&[&str]; 6] = [
     &["--max-runs", "0"],
     &["--jobs", "-3"],
     &["-o", "../escaped.json"],
-    &["--failures-dir", "/dev/null"],
+    // The sandbox's own null device (as root; elsewhere a name with nothing behind it).
+    &["--failures-dir", "special/null"],
     &["--seeds", "0..1..2"],
 ];
+/// Each command's output flags (merge writes only to stdout), and whether it takes
+/// `--force`.
+const OUTPUTS: [&[&str]; 7] = [
+    &["--save-failure", "--chrome-trace"],
+    &["--failures-dir"],
+    &["--chrome-trace", "--html"],
+    &["-o"],
+    &["--html"],
+    &["--failures-dir"],
+    &[],
+];
+const FORCE: [bool; 7] = [true, false, true, true, true, false, false];
+/// The special files of each sandbox's `special/` that outputs are pointed at; the
+/// devices exist only as root.
+const SPECIALS: [&str; 9] = [
+    "fifo", "dir", "dangling", "to-fifo", "to-dir", "null", "full", "to-null", "to-full",
+];
+const DEVICES: [(&str, u32); 3] = [("null", 3), ("full", 7), ("zero", 5)];
+/// Hostile `--set`s, and whether each must be refused.
+const SETS: [(&str, bool); 14] = [
+    ("net..latency_ms=[1,5]", true),
+    ("net.latency_ms.=[1,5]", true),
+    ("..=1", true),
+    ("=1", true),
+    ("net.latency_ms", true),
+    ("no_such_field=1", true),
+    ("net.no_such_field=1", true),
+    ("net[0]=1", true),
+    ("faults[99].count=[1,1]", true),
+    ("net.latency_ms[0=1", true),
+    ("net.latency_ms=[0,18446744073709551615]", true),
+    ("seeds=184467440737095516150", true),
+    (".net.latency_ms=[1,5]", false),
+    ("faults[0].count=[1,1]", false),
+];
+/// `SETS[k]`, or past their end a 100 KB description (taken) or name (refused).
+fn set_spec(k: usize) -> (String, bool) {
+    match SETS.get(k) {
+        Some((s, refused)) => (s.to_string(), *refused),
+        None if k == SETS.len() => (format!("description={}", "x".repeat(100_000)), false),
+        None => (format!("name={}", "n".repeat(100_000)), true),
+    }
+}
+/// `RECONSIM_SCENARIOS` values that name no directory.
+const BLANKS: [&str; 4] = ["", " ", "\t", "\n \n"];
+
+/// The classes the harness counts: the earlier rounds' and round three's ([`Extra`]).
+const CLASSES: [&str; 12] = [
+    "mutated scenario JSON",
+    "truncated scenario file",
+    "hostile seeds and jobs",
+    "stray arguments",
+    "tampered failure files and results",
+    "outputs onto special files",
+    "hostile --set paths and values",
+    "a variant named as its base",
+    "a trace hash in capitals",
+    "empty or blank RECONSIM_SCENARIOS",
+    "path arguments that are not UTF-8",
+    "merge input listing a seed twice",
+];
+/// How many cases of each class passed.
+static TRIED: [AtomicU64; CLASSES.len()] = [const { AtomicU64::new(0) }; CLASSES.len()];
+
+impl Extra {
+    /// Its index in [`CLASSES`].
+    fn class(&self) -> usize {
+        match self {
+            Extra::Output { .. } => 5,
+            Extra::Set(_) => 6,
+            Extra::SameName => 7,
+            Extra::HashCapitals => 8,
+            Extra::BlankEnv(_) => 9,
+            Extra::NotUtf8 { .. } => 10,
+            Extra::SeedTwice => 11,
+        }
+    }
+}
+
+fn extra() -> impl Strategy<Value = Extra> {
+    prop_oneof![
+        3 => (0..2usize, 0..SPECIALS.len(), any::<bool>())
+            .prop_map(|(flag, target, force)| Extra::Output { flag, target, force }),
+        1 => (0..SETS.len() + 2).prop_map(Extra::Set),
+        1 => Just(Extra::SameName),
+        1 => Just(Extra::HashCapitals),
+        1 => (0..BLANKS.len()).prop_map(Extra::BlankEnv),
+        1 => any::<bool>().prop_map(|output| Extra::NotUtf8 { output }),
+        1 => Just(Extra::SeedTwice),
+    ]
+}
 
 fn few_mutations() -> impl Strategy<Value = Vec<Mutation>> {
     prop_oneof![
@@ -889,14 +1074,15 @@ fn case() -> impl Strategy<Value = Case> {
         0..SCENARIOS.len(),
         few_mutations(),
         few_mutations(),
-        proptest::option::weighted(0.05, 0u16..1000),
+        proptest::option::weighted(0.1, 0u16..1000),
         0..COMMANDS.len(),
         (0..SEEDS.len(), 0..JOBS.len()),
         proptest::collection::vec(0..8usize, 0..3),
         proptest::option::weighted(0.1, 0..STRAY.len()),
+        proptest::option::weighted(0.5, extra()),
     )
         .prop_map(
-            |(scenario, sm, fm, truncate, command, (seeds, jobs), flags, stray)| Case {
+            |(scenario, sm, fm, truncate, command, (seeds, jobs), flags, stray, extra)| Case {
                 scenario,
                 scenario_mutations: sm,
                 failure_mutations: fm,
@@ -906,35 +1092,74 @@ fn case() -> impl Strategy<Value = Case> {
                 jobs,
                 flags,
                 stray,
+                extra,
             },
         )
 }
 
-/// Run one case in a fresh sandbox and check what must hold whatever the input.
-/// How many cases exited 0, 1 and 2: the harness must exercise runs, not only refusals.
-static EXITS: [std::sync::atomic::AtomicU64; 3] = [
-    std::sync::atomic::AtomicU64::new(0),
-    std::sync::atomic::AtomicU64::new(0),
-    std::sync::atomic::AtomicU64::new(0),
-];
+/// Point `flag`'s value at `value`: the flag's first occurrence, or a new one.
+fn set_flag(a: &mut Vec<OsString>, flag: &str, value: impl Into<OsString>) {
+    match a.iter().position(|x| x == flag) {
+        Some(i) if i + 1 < a.len() => a[i + 1] = value.into(),
+        _ => {
+            a.push(flag.into());
+            a.push(value.into());
+        }
+    }
+}
 
+/// How many cases exited 0, 1 and 2: the harness must exercise runs, not only refusals.
+static EXITS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+
+/// Run one case in a fresh sandbox and check what must hold whatever the input.
 fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let sb = Sandbox::new(&format!("case-{n}"));
+    let devices = sb.specials();
     let name = SCENARIOS[c.scenario];
-    let mut scenario = shipped(name);
-    for m in &c.scenario_mutations {
-        apply(&mut scenario, m);
-    }
-    let mut text = scenario.to_string();
-    if let Some(t) = c.truncate {
-        let cut = text.len() * t as usize / 1000;
-        text.truncate(cut);
-    }
+    // The command, moved where the case's class needs one that takes it.
+    let cmd = match &c.extra {
+        Some(Extra::Output { .. }) if OUTPUTS[c.command].is_empty() => 0,
+        Some(Extra::Set(_) | Extra::SameName | Extra::BlankEnv(_))
+            if !TAKES_SCENARIO.contains(&c.command) =>
+        {
+            0
+        }
+        Some(Extra::HashCapitals) if !TAKES_FAILURE.contains(&c.command) => 2,
+        Some(Extra::SeedTwice) => 6,
+        _ => c.command,
+    };
+    let text = if let Some(Extra::SameName) = c.extra {
+        json!({"extends": name, "name": name, "seeds": 3}).to_string()
+    } else {
+        let mut scenario = shipped(name);
+        for m in &c.scenario_mutations {
+            apply(&mut scenario, m);
+        }
+        let mut text = scenario.to_string();
+        if let Some(t) = c.truncate {
+            let cut = text.len() * t as usize / 1000;
+            text.truncate(cut);
+        }
+        text
+    };
     let scenario_file = sb.input("s.json", &text);
+    // An empty or blank RECONSIM_SCENARIOS matters where a scenario is found by name.
+    let scenario_arg = match c.extra {
+        Some(Extra::BlankEnv(_)) => name.to_string(),
+        _ => scenario_file.clone(),
+    };
     // A failure file (of the unmutated scenario) to mutate; and one saved before, in the
     // output directory, that must survive.
     let failure = failure_text(&sb);
     let mut failure_doc: Value = serde_json::from_str(&failure).unwrap();
+    if let Some(Extra::HashCapitals) = c.extra {
+        let upper = failure_doc["trace_hash"]
+            .as_str()
+            .unwrap()
+            .to_ascii_uppercase();
+        failure_doc["trace_hash"] = json!(upper);
+    }
     for m in &c.failure_mutations {
         apply(&mut failure_doc, m);
     }
@@ -942,8 +1167,8 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
     let saved = sb.work().join(format!("out/{name}-seed-5.json"));
     std::fs::write(&saved, &failure).unwrap();
     // merge takes fuzz results: the two shards of one campaign of the case's scenario,
-    // the second mutated as failure files are.
-    let results: Vec<String> = if c.command == 6 {
+    // the second mutated as failure files are (and listing a failing seed twice).
+    let results: Vec<String> = if cmd == 6 {
         (0..2)
             .map(|i| {
                 let shard = format!("{i}/2");
@@ -952,6 +1177,10 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
                 ]));
                 let mut doc: Value = serde_json::from_str(&r.stdout).unwrap();
                 if i == 1 {
+                    if let Some(Extra::SeedTwice) = c.extra {
+                        let first = doc["failures"][0].clone();
+                        doc["failures"].as_array_mut().unwrap().push(first);
+                    }
                     for m in &c.failure_mutations {
                         apply(&mut doc, m);
                     }
@@ -963,10 +1192,10 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         Vec::new()
     };
     let (seeds, jobs) = (SEEDS[c.seeds], JOBS[c.jobs]);
-    let mut a: Vec<String> = match c.command {
+    let a: Vec<String> = match cmd {
         0 => args(&[
             "run",
-            &scenario_file,
+            &scenario_arg,
             "--seed",
             "5",
             "--save-failure",
@@ -974,7 +1203,7 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         ]),
         1 => args(&[
             "fuzz",
-            &scenario_file,
+            &scenario_arg,
             "--seeds",
             seeds,
             "--jobs",
@@ -996,7 +1225,7 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         4 => args(&["explain", &failure_file]),
         5 => args(&[
             "search",
-            &scenario_file,
+            &scenario_arg,
             "--seeds",
             seeds,
             "--jobs",
@@ -1008,7 +1237,8 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         ]),
         _ => args(&["merge", &results[0], &results[1]]),
     };
-    let own = FLAGS[c.command];
+    let mut a: Vec<OsString> = a.into_iter().map(OsString::from).collect();
+    let own = FLAGS[cmd];
     let mut flags: Vec<usize> = c
         .flags
         .iter()
@@ -1017,15 +1247,71 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         .collect();
     flags.sort_unstable();
     flags.dedup();
+    // A flag the command already has takes the new value (clap refuses a flag given
+    // twice, which would leave the value untried).
     for f in flags {
-        a.extend(args(own[f]));
+        match own[f] {
+            [flag, value] => set_flag(&mut a, flag, *value),
+            [flag] if !a.iter().any(|x| x == *flag) => a.push(flag.into()),
+            _ => {}
+        }
     }
     if let Some(k) = c.stray {
-        a.extend(args(STRAY[k]));
+        a.extend(STRAY[k].iter().map(OsString::from));
+    }
+    // Round three's classes.
+    let mut env: Vec<(&str, &str)> = Vec::new();
+    let mut extra_tried = c.extra.is_some();
+    match &c.extra {
+        Some(Extra::Output {
+            flag,
+            target,
+            force,
+        }) => {
+            let t = SPECIALS[*target];
+            if !devices && (t.ends_with("null") || t.ends_with("full")) {
+                eprintln!(
+                    "skipped a case onto special/{t}: mknod of a character device needs root"
+                );
+                extra_tried = false;
+            } else {
+                let outs = OUTPUTS[cmd];
+                set_flag(&mut a, outs[flag % outs.len()], format!("special/{t}"));
+                if *force && FORCE[cmd] && !a.iter().any(|x| x == "--force") {
+                    a.push("--force".into());
+                }
+            }
+        }
+        Some(Extra::Set(k)) => {
+            a.push("--set".into());
+            a.push(set_spec(*k).0.into());
+        }
+        Some(Extra::BlankEnv(k)) => env.push(("RECONSIM_SCENARIOS", BLANKS[*k])),
+        Some(Extra::NotUtf8 { output }) => match OUTPUTS[cmd].first() {
+            Some(flag) if *output => {
+                let bytes: &[u8] = if *flag == "--failures-dir" {
+                    b"out/d\xff"
+                } else {
+                    b"out/caf\xe9.json"
+                };
+                set_flag(&mut a, flag, OsStr::from_bytes(bytes));
+            }
+            _ => {
+                // The input, copied under a name that is not UTF-8.
+                let input = a[1].clone();
+                let mut bytes = b"in/caf\xe9-".to_vec();
+                bytes.extend_from_slice(&input.as_bytes()[3..]);
+                let copy = OsString::from_vec(bytes);
+                std::fs::copy(sb.work().join(&input), sb.work().join(&copy)).unwrap();
+                a[1] = copy;
+            }
+        },
+        _ => {}
     }
     let before = sb.snapshot();
+    let specials_before = sb.special_identities();
     let start = Instant::now();
-    let r = sb.run(&a);
+    let r = sb.run_with(&a, &env);
     let took = start.elapsed();
     prop_assert!(!r.timed_out, "{a:?} ran past its deadline");
     prop_assert!(
@@ -1037,7 +1323,7 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
     prop_assert!(!r.stderr.contains("panicked"), "{a:?}: {}", r.stderr);
     if std::env::var_os("RECONSIM_HOSTILE_VERBOSE").is_some() {
         eprintln!(
-            "{a:?} -> {:?} {}",
+            "{a:?} {env:?} -> {:?} {}",
             r.code,
             r.stderr.lines().next().unwrap_or("")
         );
@@ -1047,7 +1333,7 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         .and_then(|c| usize::try_from(c).ok())
         .filter(|c| *c < 3)
     {
-        EXITS[code].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        EXITS[code].fetch_add(1, Ordering::Relaxed);
     }
     prop_assert!(
         r.max_rss_kb < 1_000_000,
@@ -1055,10 +1341,14 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         r.max_rss_kb
     );
     prop_assert!(took < Duration::from_secs(90), "{a:?} took {took:?}");
+    // Nothing written outside out/ (or inside the directory special/dir, which a case
+    // may name as its failures directory); the special files as they were.
     let after = sb.snapshot();
+    let special_dir = sb.work().join("special/dir");
     for (path, bytes) in &after {
         let changed = before.get(path) != Some(bytes);
-        let allowed = path.starts_with(sb.work().join("out"));
+        let allowed = path.starts_with(sb.work().join("out"))
+            || (path.starts_with(&special_dir) && *path != special_dir);
         prop_assert!(
             !changed || allowed,
             "{a:?} wrote {} outside the output directory",
@@ -1068,6 +1358,12 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
     for path in before.keys() {
         prop_assert!(after.contains_key(path), "{a:?} removed {}", path.display());
     }
+    prop_assert_eq!(
+        &sb.special_identities(),
+        &specials_before,
+        "{:?} changed a special file",
+        a
+    );
     let kept = std::fs::read_to_string(&saved).ok();
     prop_assert_eq!(
         kept.as_deref(),
@@ -1075,6 +1371,90 @@ fn check_case(c: &Case, n: usize) -> Result<(), TestCaseError> {
         "{:?} replaced a saved failure",
         a
     );
+    // What each of round three's classes must do besides. `clean`: no stray argument
+    // that clap refuses first.
+    let clean = c.stray.is_none();
+    match &c.extra {
+        Some(Extra::Output { target, .. }) if extra_tried => {
+            let t = SPECIALS[*target].trim_start_matches("to-");
+            let what = match t {
+                "fifo" => Some("it is a FIFO"),
+                "dir" => Some("it is a directory"),
+                "dangling" => Some("it is a dangling symlink"),
+                _ => None,
+            };
+            // replay and explain read an untampered failure and refuse the output.
+            if let Some(what) = what
+                && clean
+                && c.failure_mutations.is_empty()
+                && (cmd == 2 || cmd == 4)
+            {
+                prop_assert_eq!(r.code, Some(2), "{:?}: {}", a, r.stderr);
+                prop_assert!(r.stderr.contains(what), "{a:?}: {}", r.stderr);
+            }
+        }
+        Some(Extra::Set(k)) if set_spec(*k).1 => {
+            prop_assert_eq!(r.code, Some(2), "{:?} was taken: {}", a, r.stdout);
+        }
+        Some(Extra::SameName) => {
+            prop_assert_eq!(r.code, Some(2), "{:?} was taken: {}", a, r.stdout);
+        }
+        Some(Extra::HashCapitals) if clean && c.failure_mutations.is_empty() => {
+            prop_assert!(
+                !r.stdout.contains("NOT reproduced") && !r.stdout.contains("\"reproduced\":false"),
+                "{a:?}: {}",
+                r.stdout
+            );
+            if cmd == 2 || cmd == 4 {
+                prop_assert_eq!(r.code, Some(0), "{:?}: {} {}", a, r.stdout, r.stderr);
+            }
+        }
+        Some(Extra::BlankEnv(k)) => {
+            // Empty: unset, the shipped scenarios found. Blank: refused naming the
+            // variable, or unset.
+            if BLANKS[*k].is_empty() {
+                prop_assert!(!r.stderr.contains("no such scenario"), "{}", r.stderr);
+            } else if r.stderr.contains("no such scenario") {
+                prop_assert!(r.stderr.contains("RECONSIM_SCENARIOS"), "{}", r.stderr);
+            }
+        }
+        Some(Extra::NotUtf8 { .. }) => {
+            prop_assert_eq!(r.code, Some(2), "{:?} was taken: {}", a, r.stdout);
+            if clean && matches!(cmd, 2 | 4 | 6) {
+                prop_assert!(r.stderr.contains("UTF-8"), "{a:?}: {}", r.stderr);
+            }
+            for path in after.keys().filter(|p| !before.contains_key(*p)) {
+                prop_assert!(path.to_str().is_some(), "{a:?} wrote {}", path.display());
+            }
+        }
+        Some(Extra::SeedTwice) if c.failure_mutations.is_empty() => {
+            prop_assert_eq!(r.code, Some(2), "{:?} was taken: {}", a, r.stdout);
+            if clean {
+                prop_assert!(r.stderr.contains("listed once"), "{}", r.stderr);
+            }
+        }
+        _ => {}
+    }
+    // The classes this case tried.
+    let reads_scenario = TAKES_SCENARIO.contains(&cmd)
+        && !matches!(c.extra, Some(Extra::SameName | Extra::BlankEnv(_)));
+    let hostile_range =
+        !matches!(SEEDS[c.seeds], "0..8" | "0..3" | "2..6") || !matches!(JOBS[c.jobs], "1" | "2");
+    let tried = [
+        reads_scenario && !c.scenario_mutations.is_empty(),
+        reads_scenario && c.truncate.is_some(),
+        (cmd == 1 || cmd == 5) && hostile_range,
+        c.stray.is_some(),
+        !c.failure_mutations.is_empty() && matches!(cmd, 2 | 3 | 4 | 6),
+    ];
+    for (class, yes) in tried.iter().enumerate() {
+        if *yes {
+            TRIED[class].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    if let Some(e) = c.extra.as_ref().filter(|_| extra_tried) {
+        TRIED[e.class()].fetch_add(1, Ordering::Relaxed);
+    }
     Ok(())
 }
 
@@ -1095,16 +1475,23 @@ fn the_cli_holds_under_mutated_inputs() {
     let count = std::sync::atomic::AtomicUsize::new(0);
     runner
         .run(&case(), |c| {
-            let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let n = count.fetch_add(1, Ordering::Relaxed);
             check_case(&c, n)
         })
         .unwrap();
-    let exits: Vec<u64> = EXITS
-        .iter()
-        .map(|e| e.load(std::sync::atomic::Ordering::Relaxed))
-        .collect();
+    let exits: Vec<u64> = EXITS.iter().map(|e| e.load(Ordering::Relaxed)).collect();
     eprintln!("exit codes 0, 1, 2: {exits:?}");
+    let tried: Vec<u64> = TRIED.iter().map(|t| t.load(Ordering::Relaxed)).collect();
+    for (class, n) in CLASSES.iter().zip(&tried) {
+        eprintln!("class {class}: {n} cases, all ok");
+    }
     assert!(exits[1] > 0 && exits[2] > 0, "{exits:?}");
+    // At the default case count (what CI runs) every class is tried.
+    if cases >= 100 {
+        for (class, n) in CLASSES.iter().zip(&tried) {
+            assert!(*n > 0, "no case of class {class} in {cases} cases");
+        }
+    }
 }
 
 /// docs/scenario-format.md states every limit, with its value.

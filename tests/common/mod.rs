@@ -354,3 +354,67 @@ impl reconsim::check::Check for Holds {
         None
     }
 }
+
+/// Whether this process runs as root: only root may make a character device (mknod).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Make a FIFO at `path` (mkfifo(3), no process spawned): whether it was made.
+pub fn make_fifo(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path for the call's duration.
+    unsafe { libc::mkfifo(c.as_ptr(), 0o644) == 0 }
+}
+
+/// Make a character device `major:minor` at `path` with mknod(2), in a folder of the
+/// test's own (never the system's /dev): whether it was made. Only root may (and a
+/// container without CAP_MKNOD refuses even root): false, and the caller skips.
+pub fn make_char_device(path: &std::path::Path, major: u32, minor: u32) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if !is_root() {
+        return false;
+    }
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path for the call's duration.
+    unsafe {
+        libc::mknod(
+            c.as_ptr(),
+            libc::S_IFCHR | 0o644,
+            libc::makedev(major, minor),
+        ) == 0
+    }
+}
+
+/// What the file at `path` is, not followed if a symlink, to compare before and after:
+/// its type, a device's number, a symlink's target, or `missing`. Never opens it (a
+/// FIFO would wait for a writer, a device could be read forever).
+pub fn file_identity(path: &std::path::Path) -> String {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return "missing".into();
+    };
+    let t = m.file_type();
+    if t.is_symlink() {
+        let to = std::fs::read_link(path).unwrap_or_default();
+        format!("symlink to {}", to.display())
+    } else if t.is_fifo() {
+        "fifo".into()
+    } else if t.is_dir() {
+        "dir".into()
+    } else if t.is_char_device() {
+        format!("char device {}", m.rdev())
+    } else if t.is_block_device() {
+        format!("block device {}", m.rdev())
+    } else if t.is_socket() {
+        "socket".into()
+    } else {
+        "regular file".into()
+    }
+}
