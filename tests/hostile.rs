@@ -799,6 +799,10 @@ fn hostile_value() -> impl Strategy<Value = Value> {
         Just(json!("x\n  replay: evil")),
         Just(json!("nobody")),
         Just(json!("master-9")),
+        // Names the API server refuses: a space, capitals, a dot-dot, 300 characters.
+        Just(json!("has space")),
+        Just(json!("Capital..Dots")),
+        Just(json!("n".repeat(300))),
         Just(json!([])),
         Just(json!([1, 2])),
         Just(json!([u64::MAX, 0])),
