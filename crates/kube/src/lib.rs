@@ -24,7 +24,6 @@
 //!   and matched as the API server does;
 //! - [`strategic`]: a strategic merge patch of a built-in type, by its Go types' merge
 //!   keys and directives.
-//! - [`names`]: object names as the server validates them on create.
 //! - [`write`]: a replace, a merge, strategic merge or JSON patch, or a server-side
 //!   apply, applied at the server to the stored object;
 //! - [`managed`]: who owns which field (managedFields), and server-side apply's merge
@@ -58,7 +57,6 @@ pub mod http;
 pub mod intercept;
 pub mod kinds;
 pub mod managed;
-pub mod names;
 pub mod page;
 pub mod pool;
 pub mod rest;

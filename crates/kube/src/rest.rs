@@ -372,14 +372,8 @@ fn route_or_refuse(
                     ),
                 ));
             }
-            // The name as the strategy validates it (semantics 4.18).
-            if let Some(why) = crate::names::check(
-                kind,
-                v["metadata"]["name"].as_str(),
-                v["metadata"]["generateName"].as_str(),
-            ) {
-                return Err(refuse(422, "Invalid", why));
-            }
+            // The name is the world's API server's to validate, after admission and name
+            // generation as the real one does (reconsim_world::names, semantics 4.18).
             // A custom resource's schema prunes, defaults and validates it (semantics 4.17).
             if let Some(schema) = crate::schema::of(kind) {
                 let name = v["metadata"]["name"].as_str().unwrap_or("").to_string();

@@ -4,6 +4,8 @@
 //! - a store-wide resourceVersion; update/patch with a stale one is 409 Conflict;
 //! - create with a taken name is 409 AlreadyExists; generateName appends 5 random
 //!   characters from the real 27-character alphabet, retrying a clash;
+//! - create with a name (or generateName) its kind's rule refuses is 422 Invalid, in
+//!   the real server's words ([`crate::names`], 4.18);
 //! - generation bumps on spec changes only (and once when deletion starts);
 //! - delete with finalizers sets deletionTimestamp; the object goes when the last
 //!   finalizer does; no finalizer may be added to a deleting object (422);
@@ -554,6 +556,15 @@ impl ApiServer {
                 }
             }
             object.meta.name = found.ok_or(ApiError::AlreadyExists)?;
+        }
+        // The strategy's name rules, on the generated name too, after admission and
+        // before storage (`rest.BeforeCreate`; crate::names, semantics 4.18).
+        if let Some(why) = crate::names::create_invalid(
+            kind,
+            &object.meta.name,
+            object.meta.generate_name.as_deref(),
+        ) {
+            return Err(ApiError::Invalid(why));
         }
         let key = object.key();
         if self.objects.contains_key(&key) {

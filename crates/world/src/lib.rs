@@ -9,6 +9,7 @@
 //!
 //! Table of contents:
 //! - [`object`]: typed objects and their metadata.
+//! - [`names`]: object names as the API server validates them, one rule per kind.
 //! - [`api`]: the API server's wire protocol.
 //! - [`apiserver`]: the API server and its store, watches and garbage collector.
 //! - [`watch_cache`]: the API server's watch caches, one per resource type, that lag
@@ -41,6 +42,7 @@ pub mod leader;
 pub mod lifecycle;
 pub mod manager;
 pub mod msg;
+pub mod names;
 pub mod object;
 pub mod payload;
 pub mod proc;
