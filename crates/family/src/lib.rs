@@ -27,4 +27,6 @@ pub mod section;
 pub use host::{RunHost, hosted};
 pub use params::{LeaseSpec, ParamError, Range};
 pub use registry::{Families, Family};
-pub use section::{Context, FamilySection, ServiceFn, ServiceProcess, Services, WorkloadAction};
+pub use section::{
+    Context, FamilySection, ObjectName, ServiceFn, ServiceProcess, Services, WorkloadAction,
+};

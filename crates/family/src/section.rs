@@ -16,6 +16,7 @@ use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::component::Component;
 use reconsim_world::kubelet::Images;
+use reconsim_world::object::Kind;
 use reconsim_world::{Endpoints, Proc};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -123,6 +124,28 @@ impl WorkloadAction<'_> {
     }
 }
 
+/// An object name a section's field gives ([`FamilySection::object_names`]): the
+/// loader checks it against its kind's rule (`reconsim_world::names`) and refuses the
+/// scenario at `path` with what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectName {
+    /// The field's path, relative to the section (`.machine_sets[0].name`).
+    pub path: String,
+    /// The kind of the object it names.
+    pub kind: Kind,
+    pub name: String,
+}
+
+impl ObjectName {
+    pub fn new(path: impl Into<String>, kind: Kind, name: impl Into<String>) -> Self {
+        ObjectName {
+            path: path.into(),
+            kind,
+            name: name.into(),
+        }
+    }
+}
+
 /// A family's section of one scenario, parsed by [`crate::Family::parse`].
 ///
 /// Paths in [`FamilySection::validate`]'s errors are relative to the section
@@ -130,6 +153,15 @@ impl WorkloadAction<'_> {
 pub trait FamilySection: SectionData {
     /// Checks serde cannot make: names that must exist, ranges, uniqueness.
     fn validate(&self, context: &Context<'_>) -> Result<(), ParamError>;
+    /// The object names its fields give, with their kinds and paths, checked at load
+    /// before [`FamilySection::validate`]: a name the API server would refuse on create
+    /// stops the scenario at its field. The objects it [`seed`](FamilySection::seed)s
+    /// and the API calls of its [`workload`](FamilySection::workload) actions are
+    /// checked without it (their fields found by value); list here what its processes
+    /// create later, or names it derives. Default: none.
+    fn object_names(&self) -> Vec<ObjectName> {
+        Vec::new()
+    }
     /// The processes it starts with (fault targets), in a fixed order.
     fn processes(&self) -> Vec<String>;
     /// The objects the API server holds at t = 0.

@@ -875,9 +875,13 @@ impl Scenario {
                 processes: &processes,
                 duration_ms: self.duration_ms,
             };
+            let at = format!(".controllers.{name}");
+            // Object names before the section's own checks, which may show them whole.
+            crate::names::check_declared(&at, &section.object_names())?;
             section
                 .validate(&context)
-                .map_err(|e| param(e.under(&format!(".controllers.{name}"))))?;
+                .map_err(|e| param(e.under(&at)))?;
+            crate::names::check_seeded(&at, section)?;
             processes.extend(section.processes());
         }
         // A service's process is named as its host: apart from every other process.
@@ -903,7 +907,17 @@ impl Scenario {
                 );
             }
         }
-        self.workload_ops().map_err(param)?;
+        let ops = self.workload_ops().map_err(param)?;
+        let actions: Vec<(String, &Value)> = self
+            .workload
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let at = format!(".workload[{i}].action.{}", a.action.name);
+                (at, &a.action.params)
+            })
+            .collect();
+        crate::names::check_ops(&actions, &ops)?;
         for (i, a) in self.workload.iter().enumerate() {
             if a.at_ms > self.duration_ms {
                 return err(

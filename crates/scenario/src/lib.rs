@@ -25,6 +25,8 @@
 //! - [`page`]: a failure as one self-contained HTML page of swimlanes.
 //! - [`json`]: strict JSON input: bounded files, one object, no struct as an array.
 //! - [`limits`]: the named maximum of every quantity a user gives, and the safe-name rule.
+//! - [`names`]: object names a scenario declares, checked at load as the API server
+//!   checks them on create.
 //! - [`library`]: the shipped scenarios/ directory, by name.
 //! - [`oracle`]: differential oracles: a run's masked end state against a reference
 //!   run's (faults healed) or another seed's (divergence), with no invariant written.
@@ -44,6 +46,7 @@ pub mod jobs;
 pub mod json;
 pub mod library;
 pub mod limits;
+pub mod names;
 pub mod oracle;
 pub mod output;
 pub mod page;

@@ -130,15 +130,9 @@ pub fn check_node_name(name: &str) -> Result<(), String> {
 }
 
 /// A name for an error message: quoted and escaped, so a name holding a line break or
-/// a megabyte of text cannot forge or flood the lines around it.
-pub fn quoted(name: &str) -> String {
-    const SHOWN: usize = 60;
-    let mut s: String = name.chars().take(SHOWN).collect();
-    if name.chars().count() > SHOWN {
-        s.push_str("...");
-    }
-    format!("{s:?}")
-}
+/// a megabyte of text cannot forge or flood the lines around it (one function for every
+/// crate's messages, families' too: reconsim_world::names::quoted).
+pub use reconsim_world::names::quoted;
 
 /// The maximum of a whole number found at a field named `key`, by its unit suffix.
 fn max_for(key: &str) -> (u64, &'static str) {

@@ -9,7 +9,7 @@ use crate::approver;
 use crate::kinds::{MachineSet, MachineSetSpec};
 use reconsim_check::{NamedCheck, View};
 use reconsim_family::{
-    Context, Family, FamilySection, LeaseSpec, ParamError, Services, WorkloadAction,
+    Context, Family, FamilySection, LeaseSpec, ObjectName, ParamError, Services, WorkloadAction,
 };
 use reconsim_sim::{ProcId, Sim};
 use reconsim_world::Proc;
@@ -136,6 +136,14 @@ pub struct ScaleMachineSet {
 }
 
 impl FamilySection for MachineApiSpec {
+    /// The MachineSets.
+    fn object_names(&self) -> Vec<ObjectName> {
+        let at = |i| format!(".machine_sets[{i}].name");
+        (self.machine_sets.iter().enumerate())
+            .map(|(i, ms)| ObjectName::new(at(i), MachineSet::KIND, &ms.name))
+            .collect()
+    }
+
     fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
         context.node(".node", &self.node)?;
         for (pod, node) in &self.pod_nodes {
@@ -207,7 +215,10 @@ impl FamilySection for MachineApiSpec {
                 if !self.machine_sets.iter().any(|m| m.name == machine_set) {
                     return Err(ParamError::at(
                         a.path(".machine_set"),
-                        format!("a MachineSet of controllers.machine_api, not `{machine_set}`"),
+                        format!(
+                            "a MachineSet of controllers.machine_api, not {}",
+                            reconsim_world::names::quoted(&machine_set)
+                        ),
                     ));
                 }
                 Ok(ApiOp::Patch {

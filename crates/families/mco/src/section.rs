@@ -21,17 +21,18 @@
 
 use crate::controllers::{GcPolicy, NodeController, RenderController};
 use crate::model::{
-    MachineConfig, MachineConfigServer, MachineConfigSpec, MachineTiming, McoMachine, ServerMode,
-    merge, pool_object, rendered_name, source_object,
+    MachineConfig, MachineConfigPool, MachineConfigServer, MachineConfigSpec, MachineTiming,
+    McoMachine, ServerMode, merge, pool_object, rendered_name, source_object,
 };
 use reconsim_check::{NamedCheck, View};
 use reconsim_family::{
-    Context, Family, FamilySection, ParamError, Range, Services, WorkloadAction,
+    Context, Family, FamilySection, ObjectName, ParamError, Range, Services, WorkloadAction,
 };
 use reconsim_sim::Sim;
 use reconsim_world::api::ApiOp;
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::manager::{Manager, ManagerConfig};
+use reconsim_world::object::{Node, Resource};
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Endpoints, Proc};
 use serde::{Deserialize, Serialize};
@@ -155,6 +156,25 @@ impl Default for TimingSpec {
 }
 
 impl FamilySection for McoSpec {
+    /// The pools (MachineConfigPools), the source configs (MachineConfigs, created at
+    /// their times) and the machines (each a Node).
+    fn object_names(&self) -> Vec<ObjectName> {
+        let pools = self
+            .pools
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ObjectName::new(format!(".pools[{i}]"), MachineConfigPool::KIND, p));
+        let sources = self.sources.iter().enumerate().map(|(i, s)| {
+            ObjectName::new(format!(".sources[{i}].name"), MachineConfig::KIND, &s.name)
+        });
+        let machines = self.machines.iter().enumerate().flat_map(|(i, g)| {
+            g.names.iter().enumerate().map(move |(j, n)| {
+                ObjectName::new(format!(".machines[{i}].names[{j}]"), Node::KIND, n)
+            })
+        });
+        pools.chain(sources).chain(machines).collect()
+    }
+
     fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
         let err = |path: String, msg: String| Err(ParamError::at(format!(".{path}"), msg));
         context.node(".node", &self.node)?;

@@ -10,7 +10,8 @@ use crate::format::known;
 use crate::limits;
 use reconsim_check::View;
 use reconsim_family::{
-    Context, FamilySection, LeaseSpec, ParamError, ServiceProcess, Services, WorkloadAction,
+    Context, FamilySection, LeaseSpec, ObjectName, ParamError, ServiceProcess, Services,
+    WorkloadAction,
 };
 use reconsim_sim::Sim;
 use reconsim_world::Proc;
@@ -20,7 +21,8 @@ use reconsim_world::informer::RelistNotify;
 use reconsim_world::kubelet::{Container, ContainerEnv, Images};
 use reconsim_world::manager::{Manager, ManagerConfig};
 use reconsim_world::object::{
-    Object, PodSpec, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration,
+    Deployment, Object, PodSpec, Resource, TAINT_MASTER, TAINT_NOT_READY, TAINT_UNREACHABLE,
+    TaintEffect, Toleration,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -267,6 +269,13 @@ fn validate_placement(i: usize, c: &CustomSpec, context: &Context<'_>) -> Result
 }
 
 impl FamilySection for CustomSection {
+    /// Each entry's name: its Deployment's (and its Lease's, its pods' stem).
+    fn object_names(&self) -> Vec<ObjectName> {
+        (self.entries.iter().enumerate())
+            .map(|(i, c)| ObjectName::new(format!("[{i}].name"), Deployment::KIND, &c.name))
+            .collect()
+    }
+
     fn validate(&self, context: &Context<'_>) -> Result<(), ParamError> {
         let mut names = BTreeMap::new();
         let mut keys = BTreeSet::new();
