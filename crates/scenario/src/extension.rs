@@ -280,7 +280,7 @@ impl Family for Extensions {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::Scenario;
     use reconsim_check::View;
@@ -392,7 +392,7 @@ mod tests {
         Custom::reconcilers("idle", |_| vec![Box::new(Idle) as Box<dyn Reconciler>])
     }
 
-    fn ext() -> reconsim_family::Families {
+    pub(crate) fn ext() -> reconsim_family::Families {
         reconsim_family::Families::new().with(
             Extensions::new()
                 .controller(idle().convergence(|_| Err("never converges".into())))

@@ -18,6 +18,8 @@
 //! - [`output`]: the files reconsim writes: regular files atomically, character devices
 //!   in place, nothing else.
 //! - [`search`]: a reference run's decision points, each perturbed by an anchored fault.
+//! - [`envelope`]: the faults a scenario declares the world may do, which search keeps
+//!   to unless asked to go beyond.
 //! - [`shrink`]: the smallest fault plan that still fails the same way.
 //! - [`strategies`]: proptest strategies: fault plans and parameter perturbations.
 //! - [`explain`]: the causal timeline of a failure, stale caches marked.
@@ -36,6 +38,7 @@
 pub mod build;
 pub mod chrome;
 pub mod controllers;
+pub mod envelope;
 pub mod explain;
 pub mod extension;
 pub mod failure;
