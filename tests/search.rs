@@ -47,8 +47,10 @@ fn run(scenario: &Scenario, config: &SearchConfig) -> (SearchReport, Vec<Failure
 type Keyed = Vec<((u64, usize), FailureFile)>;
 fn run_keyed(scenario: &Scenario, config: &SearchConfig) -> (SearchReport, Keyed) {
     let files = Mutex::new(Vec::new());
-    let report = search(scenario, config, &|seed, i, _, outcome, plan| {
-        let f = FailureFile::new(scenario, plan, outcome).expect("a violation");
+    let report = search(scenario, config, &|seed, i, c, outcome, plan| {
+        let f = c
+            .failure_file(scenario, plan, outcome)
+            .expect("a violation");
         files.lock().unwrap().push(((seed, i), f));
     });
     let mut files = files.into_inner().unwrap();
@@ -201,11 +203,14 @@ fn search_finds_the_stale_cache_race_of_the_fixed_machine_api_and_the_idempotent
 }
 
 /// Every failure a clean scenario shows over its single-perturbation plans, by its
-/// invariants or by the differential oracle, but the ambiguous creates; and how many
-/// of those there were.
-fn clean_failures(s: &Scenario) -> (Vec<String>, usize) {
+/// invariants or by the differential oracle, but the known races of the modelled code;
+/// and how many ambiguous creates there were. Within the scenario's fault envelope
+/// (`beyond` false) a late own create is a failure like any other (it needs a 30 s
+/// watch delay).
+fn clean_failures(s: &Scenario, beyond: bool) -> (Vec<String>, usize) {
     let config = SearchConfig {
         differential: true,
+        beyond_envelope: beyond,
         ..singles(100_000)
     };
     let (report, files) = run_keyed(s, &config);
@@ -215,9 +220,13 @@ fn clean_failures(s: &Scenario) -> (Vec<String>, usize) {
     let mut ambiguous = 0;
     for f in &report.failures {
         let file = file_of(&files, f);
+        assert_eq!(f.beyond_envelope, file.beyond_envelope, "{}", f.description);
+        if !beyond {
+            assert!(f.beyond_envelope.is_empty(), "{}", f.description);
+        }
         if ambiguous_create(file, &f.description) {
             ambiguous += 1;
-        } else if late_own_create(f) || health_recheck(file) {
+        } else if (beyond && late_own_create(f)) || health_recheck(file) {
             // Known races of the modelled code (the two functions below say which).
         } else {
             other.push(format!(
@@ -294,7 +303,27 @@ fn ambiguous_create(file: &FailureFile, description: &str) -> bool {
 }
 
 #[test]
+fn every_clean_scenario_holds_over_its_single_perturbations_within_its_envelope() {
+    // What a user's `search` runs: no ambiguous create, no late own create (both need
+    // faults these scenarios do not declare: a lost answer of a host no partition
+    // drops, a watch event 30 s late where 5 s is the most), no other failure.
+    let mut failures = Vec::new();
+    for path in library::files().unwrap() {
+        let s = Scenario::load(&path, &builtin()).unwrap();
+        if s.expect != Expect::Clean {
+            continue;
+        }
+        let (other, ambiguous) = clean_failures(&s, false);
+        assert_eq!(ambiguous, 0);
+        failures.extend(other);
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
 fn every_clean_scenario_holds_over_its_single_perturbations() {
+    // Beyond the envelope (Sieve's fixed values), the known races of the modelled
+    // controllers show, and nothing else.
     let mut failures = Vec::new();
     let mut ambiguous = Vec::new();
     for path in library::files().unwrap() {
@@ -302,7 +331,7 @@ fn every_clean_scenario_holds_over_its_single_perturbations() {
         if s.expect != Expect::Clean {
             continue;
         }
-        let (other, n) = clean_failures(&s);
+        let (other, n) = clean_failures(&s, true);
         failures.extend(other);
         if n > 0 {
             ambiguous.push(s.name.clone());
@@ -333,13 +362,22 @@ fn podset(name: &str) -> Scenario {
 fn the_podset_example_is_caught_by_search_and_its_fixes_hold_over_every_single_plan() {
     for fixed in ["podset-fixed", "podset-deposed-leader-fenced"] {
         // Expectations do not survive a create that failed (controller.rs): the
-        // ambiguous create may still count twice, in Kubernetes as here.
-        let (failures, _) = clean_failures(&podset(fixed));
-        assert!(failures.is_empty(), "{failures:#?}");
+        // ambiguous create may still count twice, in Kubernetes as here: within the
+        // envelope too, since podset-fixed declares a partition that drops messages of
+        // master-0, where its controller runs, and a lost answer is one.
+        for beyond in [false, true] {
+            let (failures, _) = clean_failures(&podset(fixed), beyond);
+            assert!(failures.is_empty(), "{failures:#?}");
+        }
     }
-    for buggy in ["podset-buggy", "podset-deposed-leader"] {
+    // podset-deposed-leader's envelope is its own two faults: a 1 s pause at 0 and a
+    // holding partition of master-0 starting in a 20 ms window at 60 s (its random
+    // seeds draw both, and fail). Search's singles within it do not find it in 50
+    // plans; beyond it they do, pausing the leader past its lease.
+    for (buggy, beyond) in [("podset-buggy", false), ("podset-deposed-leader", true)] {
         let config = SearchConfig {
             stop_on_first: true,
+            beyond_envelope: beyond,
             ..singles(50)
         };
         let (report, _) = run(&podset(buggy), &config);
@@ -616,26 +654,56 @@ fn coverage_guided_search_is_the_same_for_any_jobs_and_finds_the_frozen_leader()
 fn group_plans_find_the_narrow_kcp_races_within_a_few_runs_of_every_seed() {
     // Random seeds fail about one in 56 (counts-deleting-3), one in 125
     // (health-recheck-race) and one in 31 (stale-leader-candidate) under the default
-    // watch latency (9, 4 and 16 of 500; docs/seeds/kcp.md). health-recheck-race from
-    // seeds 0 and 2 is found only after 457 and 319 runs: its group plans no longer
-    // line the race up there (issue 32).
-    for (name, seeds) in [
-        ("kcp-upgrade-counts-deleting-3", &[0, 1, 2, 3][..]),
-        ("kcp-upgrade-health-recheck-race", &[1, 3][..]),
-        ("kcp-upgrade-stale-leader-candidate", &[0, 1, 2, 3][..]),
+    // watch latency (9, 4 and 16 of 500; docs/seeds/kcp.md). Within the scenarios' fault
+    // envelope (the default), the group plans find the first two from every seed within
+    // 8 runs (before the envelope, health-recheck-race from seeds 0 and 2 took 457 and
+    // 319); stale-leader-candidate's from seed 0. From seeds 1-3 its group plans hold
+    // only race pauses of at most the declared 5 s, which miss it, and the scenario's
+    // own faults find it in 17-53 runs; `--beyond-envelope` groups, with their longer
+    // pauses, within 8.
+    for (name, seeds, beyond, runs_max) in [
+        ("kcp-upgrade-counts-deleting-3", &[0, 1, 2, 3][..], false, 8),
+        (
+            "kcp-upgrade-health-recheck-race",
+            &[0, 1, 2, 3][..],
+            false,
+            8,
+        ),
+        ("kcp-upgrade-stale-leader-candidate", &[0][..], false, 8),
+        (
+            "kcp-upgrade-stale-leader-candidate",
+            &[1, 2, 3][..],
+            false,
+            60,
+        ),
+        (
+            "kcp-upgrade-stale-leader-candidate",
+            &[1, 2, 3][..],
+            true,
+            8,
+        ),
     ] {
         let s = shipped(name);
         for &seed in seeds {
             let config = SearchConfig {
                 seed,
-                max_plans: 50,
+                max_plans: 100,
                 stop_on_first: true,
                 jobs: jobs(),
+                beyond_envelope: beyond,
                 ..Default::default()
             };
             let (report, files) = run(&s, &config);
             let runs = report.runs_to_first_failure;
-            assert!(runs.is_some_and(|r| r <= 8), "{name} seed {seed}: {runs:?}");
+            assert!(
+                runs.is_some_and(|r| r <= runs_max),
+                "{name} seed {seed} beyond {beyond}: {runs:?}"
+            );
+            // What was found within the envelope says nothing of going beyond it.
+            if let (false, Some(f)) = (beyond, report.failures.first()) {
+                assert!(f.beyond_envelope.is_empty(), "{name} seed {seed}");
+                assert!(files[0].beyond_envelope.is_empty(), "{name} seed {seed}");
+            }
             // Its file shrinks to the few faults that matter, and the shrunk file is
             // what replays.
             let (small, shrunk) = shrink::shrink(&files[0], 300);
@@ -657,13 +725,15 @@ fn group_plans_find_the_health_recheck_race_of_v0_3_4_where_no_invariant_checks_
     // the max surge: their singles hold (every_clean_scenario_holds_over_its_single_
     // perturbations), but a group plan lines a stale read up with the NodeRef, and the
     // differential oracle sees the extra Machine. With kcp_max_surge on, the same
-    // shrunk plan violates it: the same race, not a defect of the simulator. Under the
-    // default watch latency the group plans still find it in scale-races-upgrade (plan
-    // #0); in waits-for-deletion-1 a single does, a node's join delayed after the new
-    // Machine's patch (plan #191, the 193rd run).
-    for (name, max_plans, group) in [
-        ("kcp-upgrade-waits-for-deletion-1", 200, false),
-        ("kcp-upgrade-scale-races-upgrade", 8, true),
+    // shrunk plan violates it: the same race, not a defect of the simulator. In
+    // waits-for-deletion-1 a single finds it within the scenario's fault envelope, a
+    // node's join delayed after the new Machine's patch (plan #145 of seed 0): a real
+    // race of v0.3.4 in the world the scenario declares. In scale-races-upgrade the
+    // group plans find it at plan #0 with `--beyond-envelope` (their race pauses past
+    // the declared 5 s); within the envelope no plan of seed 0's 500 does.
+    for (name, max_plans, group, beyond) in [
+        ("kcp-upgrade-waits-for-deletion-1", 200, false, false),
+        ("kcp-upgrade-scale-races-upgrade", 8, true, true),
     ] {
         let s = shipped(name);
         let config = SearchConfig {
@@ -672,6 +742,7 @@ fn group_plans_find_the_health_recheck_race_of_v0_3_4_where_no_invariant_checks_
             differential: true,
             jobs: jobs(),
             pairs: false,
+            beyond_envelope: beyond,
             ..Default::default()
         };
         let (report, files) = run(&s, &config);
@@ -727,11 +798,15 @@ fn exhaustive_search_covers_a_clean_scenarios_whole_depth_two_tree_the_same_for_
     // whole tree of kcp-upgrade-waits-for-deletion-1's reference run is 682 runs, and
     // every one holds by its invariants and by the differential oracle (a false alarm
     // of the simulator under reordering would show here).
+    // Swaps as Sieve-style windows make them (twice the longest latency): within the
+    // scenario's envelope its 2 s slow link lets requests up to 2 s apart swap, a tree
+    // of more than 5,000 runs.
     let s = shipped("kcp-upgrade-waits-for-deletion-1");
     let config = SearchConfig {
         exhaustive: Some(2),
         max_plans: 5_000,
         differential: true,
+        beyond_envelope: true,
         ..singles(5_000)
     };
     let (report, _) = run(&s, &config);

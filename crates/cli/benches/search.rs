@@ -114,6 +114,8 @@ fn searched_from(s: &Scenario, base: Base, seed: u64) -> (Option<usize>, u128, S
         differential: false,
         coverage: false,
         exhaustive: None,
+        // What a user's search does: within the scenario's fault envelope.
+        beyond_envelope: false,
     };
     let start = Instant::now();
     let report = search(s, &config, &|_, _, _, _, _| {});

@@ -85,6 +85,7 @@ enum Command {
     ))]
     Run {
         /// A scenario file, or the name of a shipped scenario (`reconsim list`).
+        #[arg(value_parser = Utf8Arg)]
         scenario: String,
         /// The seed: it draws which of the scenario's faults strike, when and for how
         /// long (the run's fault plan), and every latency and delay of the run.
@@ -110,7 +111,7 @@ enum Command {
         swarm: bool,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
-        #[arg(long = "set", value_name = "PATH=VALUE")]
+        #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
         sets: Vec<String>,
         /// Print `{"scenario","seed","outcome","invariant","time_ms","events","sim_ms","wall_ms","trace_hash",...}`.
         #[arg(long)]
@@ -124,6 +125,7 @@ enum Command {
     ))]
     Fuzz {
         /// A scenario file, or the name of a shipped scenario (`reconsim list`).
+        #[arg(value_parser = Utf8Arg)]
         scenario: String,
         /// Seeds `A..B` (B excluded); default: the scenario's seed budget `0..N`, N its
         /// `seeds` field (the SEEDS column of `reconsim list`).
@@ -155,7 +157,7 @@ enum Command {
         swarm: bool,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
-        #[arg(long = "set", value_name = "PATH=VALUE")]
+        #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
         sets: Vec<String>,
         /// Print `{"scenario","runs","failures":[{"seed","invariant","time_ms"}],"first_failure_seed","events","sim_ms","wall_ms",...}`, the failures streamed as found.
         #[arg(long)]
@@ -194,6 +196,11 @@ enum Command {
             "                  drop_event (the watch connection breaks), resync_after (a controller\n",
             "                  reconciles right after another process's write), scenario:N (entry N,\n",
             "                  from 0, of the scenario's `faults`, placed at a step in its window).\n",
+            "  fault envelope  what the scenario's `faults` say the world may do: the kinds it\n",
+            "                  lists, for the processes and hosts it names, at most as long or as\n",
+            "                  large; messages as late as its latencies and faults allow together.\n",
+            "                  Plans stay within it (the values above cut to fit, the rest left out\n",
+            "                  and counted) unless --beyond-envelope; a resync is always within.\n",
             "  pruned          plans not run: a crash after which nothing was in flight, a delayed\n",
             "                  event nothing acts on meanwhile (causality), or a plan in the same\n",
             "                  situation as an earlier one (repeats).\n",
@@ -206,6 +213,7 @@ enum Command {
     ))]
     Search {
         /// A scenario file, or the name of a shipped scenario (`reconsim list`).
+        #[arg(value_parser = Utf8Arg)]
         scenario: String,
         /// Reference seeds `A..B` (B excluded): a reference run per seed, and its plans
         /// (each runs with that seed).
@@ -247,6 +255,15 @@ enum Command {
         /// invariant is `differential`.
         #[arg(long)]
         differential: bool,
+        /// Also run plans beyond the fault envelope the scenario declares. By default a
+        /// plan's faults are ones the scenario's `faults` could draw (a kind it lists,
+        /// for a process it names, at most as long or as large), or delays within its
+        /// declared latencies, or resyncs, which may come at any time; Sieve's fixed
+        /// values (a 30 s watch delay, a 10 s restart) are cut to what it allows. With
+        /// this flag they run as Sieve makes them, and each plan, failure, failure file
+        /// and explanation beyond the envelope says what it goes beyond.
+        #[arg(long)]
+        beyond_envelope: bool,
         /// Coverage guidance, instead of pairs: a plan whose run shows something new
         /// (some process makes a kind of step, such as `patch Machine`, after one it
         /// never followed in earlier runs) gets its variations run next: each fault
@@ -264,7 +281,7 @@ enum Command {
         exhaustive: Option<u64>,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
-        #[arg(long = "set", value_name = "PATH=VALUE")]
+        #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
         sets: Vec<String>,
         /// Print `{"scenario","seeds","references":[...],"failures":[{"seed","plan","description","invariant","time_ms","file"}],"first_failure",...}`.
         #[arg(long)]
@@ -280,7 +297,7 @@ enum Command {
     Check {
         /// Scenario files or names of shipped scenarios; none: every scenario `list`
         /// shows.
-        #[arg(value_name = "SCENARIO")]
+        #[arg(value_name = "SCENARIO", value_parser = Utf8Arg)]
         scenarios: Vec<String>,
         /// Threads (default: the number of cores); verdicts are the same for any.
         #[arg(long)]
@@ -290,7 +307,7 @@ enum Command {
         failures_dir: Option<PathBuf>,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
-        #[arg(long = "set", value_name = "PATH=VALUE")]
+        #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
         sets: Vec<String>,
         /// Print `{"scenarios":[{"scenario","expect","holds","seeds","runs","first_failure_seed","invariant","file"}],"holds","checked","failed"}`.
         #[arg(long)]
@@ -440,6 +457,26 @@ impl clap::builder::TypedValueParser for Utf8Path {
     }
 }
 
+/// A scenario argument (a file or a shipped name) that must be UTF-8, refused as
+/// [`Utf8Path`] refuses a path: naming the argument.
+#[derive(Clone)]
+struct Utf8Arg;
+
+impl clap::builder::TypedValueParser for Utf8Arg {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Utf8Path
+            .parse_ref(cmd, arg, value)
+            .map(|p| p.to_string_lossy().into_owned())
+    }
+}
+
 /// A user error: printed on one line, exit code 2.
 struct UsageError(String);
 
@@ -554,6 +591,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             list_plans,
             with_faults,
             differential,
+            beyond_envelope,
             coverage,
             exhaustive,
             json,
@@ -579,7 +617,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     start,
                     max_plans,
                     (!no_pairs, !no_groups),
-                    base,
+                    (base, beyond_envelope),
                     json,
                 );
             }
@@ -598,6 +636,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     differential,
                     coverage,
                     exhaustive: exhaustive.map(|d| d as usize),
+                    beyond_envelope,
                 },
                 failures_dir.as_deref(),
                 json,

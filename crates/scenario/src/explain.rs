@@ -96,12 +96,19 @@ pub fn explain_world(
         names = generated_in(&v.message, &known);
     }
     let at = v.time;
+    // A fault beyond the scenario's declared envelope is said to be (judged anew: the
+    // file's own label is what search said when it found it).
+    let envelope = crate::envelope::Envelope::of_world(&failure.scenario, &world);
     let faults = failure
         .plan
         .faults
         .iter()
         .enumerate()
         .map(|(i, f)| {
+            let beyond = envelope
+                .beyond(f)
+                .map(|why| format!(" [BEYOND THE SCENARIO'S FAULT ENVELOPE: {why}]"))
+                .unwrap_or_default();
             // An anchored fault's time is when its event came (never, if it did not).
             let start = match &f.on {
                 None => Some(SimTime(f.at_ms)),
@@ -112,7 +119,7 @@ pub fn explain_world(
                 Some(anchor) => format!("{} {anchor}", timeline::fault_words(&f.fault)),
             };
             let Some(start) = start else {
-                return format!("{what}: its event never came");
+                return format!("{what}: its event never came{beyond}");
             };
             let end = if f.fault.is_message_fault() {
                 Some(start)
@@ -121,7 +128,7 @@ pub fn explain_world(
             };
             let active = start <= at && end.is_none_or(|e| e > at);
             format!(
-                "{what} {start}-{}{}",
+                "{what} {start}-{}{}{beyond}",
                 end.map_or("end".to_string(), |e| e.to_string()),
                 if active { " (active)" } else { "" }
             )

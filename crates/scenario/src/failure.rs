@@ -27,6 +27,11 @@ pub struct FailureFile {
     pub invariant: String,
     pub time_ms: u64,
     pub message: String,
+    /// What its plan goes beyond of the scenario's fault envelope, as `search
+    /// --beyond-envelope` judged it when it found it ([`crate::envelope`]; empty:
+    /// within it). Written only when not empty; explain judges the plan anew.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beyond_envelope: Vec<String>,
 }
 
 impl FailureFile {
@@ -51,6 +56,7 @@ impl FailureFile {
             invariant: v.invariant.clone(),
             time_ms: v.time.as_ms(),
             message: v.message.clone(),
+            beyond_envelope: Vec::new(),
         })
     }
 
@@ -103,6 +109,16 @@ impl FailureFile {
                 format!("16 hex digits, not `{}`", raw.trace_hash),
             )));
         }
+        if raw.beyond_envelope.len() > raw.plan.faults.len() {
+            return Err(at((
+                ".beyond_envelope".into(),
+                format!(
+                    "at most one entry per fault of the plan ({}), not {}",
+                    raw.plan.faults.len(),
+                    raw.beyond_envelope.len()
+                ),
+            )));
+        }
         let f = FailureFile {
             reconsim_version: raw.reconsim_version,
             scenario,
@@ -112,6 +128,7 @@ impl FailureFile {
             invariant: raw.invariant,
             time_ms: raw.time_ms,
             message: raw.message,
+            beyond_envelope: raw.beyond_envelope,
         };
         let canonical = serde_json::to_value(&f).expect("failure files serialize");
         crate::json::check_objects(&input, &canonical, "").map_err(at)?;
@@ -346,6 +363,8 @@ struct RawFailureFile {
     invariant: String,
     time_ms: u64,
     message: String,
+    #[serde(default)]
+    beyond_envelope: Vec<String>,
 }
 
 /// What a replay found.

@@ -46,7 +46,7 @@ mod plans;
 pub use coverage::signature;
 pub use exhaustive::SWAPS_PER_RUN_MAX;
 pub use exhaustive::interleaving;
-pub use plans::{plans, plans_and_left_out};
+pub use plans::{PlanCounts, plans, plans_and_left_out, plans_counted};
 
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
@@ -91,6 +91,12 @@ pub struct SearchConfig {
     /// a plan whose run holds every invariant but ends differently from its reference
     /// run (masked end state, objects created and deleted) fails as [`DIFFERENTIAL`].
     pub differential: bool,
+    /// Also run the plans beyond the scenario's declared fault envelope
+    /// ([`crate::envelope`]), with Sieve's own magnitudes (a 30 s watch delay, a 10 s
+    /// restart, a pause of twice the lease); each such plan and its failures say what
+    /// they go beyond. Off: perturbations are held to the envelope and the others left
+    /// out (counted in [`SeedReport::beyond_envelope`]).
+    pub beyond_envelope: bool,
 }
 
 /// The invariant name of a plan the differential oracle flagged.
@@ -134,6 +140,7 @@ impl Default for SearchConfig {
             differential: false,
             coverage: false,
             exhaustive: None,
+            beyond_envelope: false,
         }
     }
 }
@@ -160,9 +167,26 @@ pub struct Candidate {
     pub description: String,
     /// The perturbations' faults (without the base plan's).
     pub faults: Plan,
+    /// What its faults go beyond of the scenario's fault envelope, in words (empty:
+    /// within it; only `--beyond-envelope` runs plans that are not).
+    pub beyond_envelope: Vec<String>,
 }
 
 impl Candidate {
+    /// The failure file of this plan's failing run (`plan` its full plan, base
+    /// included), labelled with what the plan goes beyond of the scenario's fault
+    /// envelope, as `search --failures-dir` saves it.
+    pub fn failure_file(
+        &self,
+        scenario: &Scenario,
+        plan: &Plan,
+        outcome: &Outcome,
+    ) -> Option<crate::failure::FailureFile> {
+        let mut f = crate::failure::FailureFile::new(scenario, plan, outcome)?;
+        f.beyond_envelope = self.beyond_envelope.clone();
+        Some(f)
+    }
+
     /// Both plans' faults at once.
     pub fn and(&self, other: &Candidate) -> Candidate {
         let mut faults = self.faults.faults.clone();
@@ -171,6 +195,12 @@ impl Candidate {
             kinds: self.kinds.iter().chain(&other.kinds).cloned().collect(),
             description: format!("{} + {}", self.description, other.description),
             faults: Plan::new(faults),
+            beyond_envelope: self
+                .beyond_envelope
+                .iter()
+                .chain(&other.beyond_envelope)
+                .cloned()
+                .collect(),
         }
     }
 }
@@ -185,6 +215,8 @@ pub struct SearchFailure {
     pub description: String,
     pub invariant: String,
     pub time_ms: u64,
+    /// What its plan goes beyond of the scenario's fault envelope (empty: within it).
+    pub beyond_envelope: Vec<String>,
 }
 
 /// One reference run and the plans made from it.
@@ -220,6 +252,9 @@ pub struct SeedReport {
     /// Exhaustive search: swaps not generated because a run had more than
     /// [`SWAPS_PER_RUN_MAX`] (its earliest are kept), summed over the runs explored.
     pub swaps_over_cap: usize,
+    /// Singles generated beyond the scenario's fault envelope: left out, or run with
+    /// [`SearchConfig::beyond_envelope`].
+    pub beyond_envelope: usize,
 }
 
 /// What a search did (the `search --json` contract's data).
@@ -371,6 +406,7 @@ fn search_seed(
         first_failure_plan: None,
         left_out: 0,
         swaps_over_cap: 0,
+        beyond_envelope: 0,
     };
     let found_already = one.reference.violation.is_some() && config.stop_on_first;
     if let Some(depth) = config.exhaustive {
@@ -390,9 +426,11 @@ fn search_seed(
         }
         return one;
     }
-    let (candidates, [generated, pruned, groups, singles, pairs], left_out) =
-        plans::plans_and_left_out(scenario, &world, config);
-    one.left_out = left_out;
+    let counts = plans::plans_counted(scenario, &world, config);
+    let candidates = counts.plans;
+    let [generated, pruned, groups, singles, pairs] = counts.counts;
+    one.left_out = counts.left_out;
+    one.beyond_envelope = counts.beyond_envelope;
     let reference_signature = signature(world.sim.decisions());
     drop(world);
     (
@@ -441,7 +479,7 @@ fn search_seed(
         &task,
     );
     for (i, o) in results {
-        record(report, &mut one, i, &candidates[i].description, &o);
+        record(report, &mut one, i, &candidates[i], &o);
     }
     one
 }
@@ -451,7 +489,7 @@ fn record(
     report: &mut SearchReport,
     one: &mut SeedReport,
     plan: usize,
-    description: &str,
+    candidate: &Candidate,
     outcome: &Outcome,
 ) -> bool {
     one.runs += 1;
@@ -465,9 +503,10 @@ fn record(
     report.failures.push(SearchFailure {
         seed: one.seed,
         plan,
-        description: description.to_string(),
+        description: candidate.description.clone(),
         invariant: v.invariant.clone(),
         time_ms: v.time.as_ms(),
+        beyond_envelope: candidate.beyond_envelope.clone(),
     });
     true
 }

@@ -178,7 +178,22 @@ pub fn shrink(failure: &FailureFile, max_runs: u64) -> (FailureFile, ShrinkRepor
         TraceMode::Hash,
     );
     let shrunk = FailureFile::new(&failure.scenario, &plan, &outcome)
-        .filter(|f| f.invariant == failure.invariant);
+        .filter(|f| f.invariant == failure.invariant)
+        .map(|mut f| {
+            // A failure found beyond the scenario's fault envelope stays labelled with
+            // what its smaller plan still goes beyond (a shorter fault may be within).
+            if !failure.beyond_envelope.is_empty() {
+                let (_, world) = crate::runner::run_world(
+                    &failure.scenario,
+                    failure.seed,
+                    plan.clone(),
+                    TraceMode::Hash,
+                );
+                f.beyond_envelope = crate::envelope::Envelope::of_world(&failure.scenario, &world)
+                    .beyond_plan(&plan);
+            }
+            f
+        });
     match shrunk {
         Some(shrunk) => (shrunk, report),
         // Only a run that does not replay as its candidates did could get here; the

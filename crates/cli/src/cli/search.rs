@@ -16,7 +16,7 @@ pub(super) fn list_plans_cmd(
     seed: u64,
     max_plans: usize,
     (pairs, groups): (bool, bool),
-    base: crate::scenario::search::Base,
+    (base, beyond_envelope): (crate::scenario::search::Base, bool),
     json: bool,
 ) -> Result<ExitCode, UsageError> {
     use crate::scenario::search;
@@ -27,6 +27,7 @@ pub(super) fn list_plans_cmd(
         pairs,
         groups,
         base,
+        beyond_envelope,
         ..Default::default()
     };
     let (_, world) = runner::run_world_recording(
@@ -36,7 +37,8 @@ pub(super) fn list_plans_cmd(
         crate::sim::TraceMode::Hash,
         true,
     );
-    let (plans, _, left_out) = search::plans_and_left_out(&scenario, &world, &config);
+    let counted = search::plans_counted(&scenario, &world, &config);
+    let (plans, left_out) = (counted.plans, counted.left_out);
     if json {
         println!(
             "{}",
@@ -44,13 +46,16 @@ pub(super) fn list_plans_cmd(
         );
     } else {
         for (i, c) in plans.iter().enumerate() {
-            println!("#{i} {}", c.description);
+            println!("#{i} {}{}", c.description, beyond_words(&c.beyond_envelope));
         }
         if left_out > 0 {
             println!(
                 "(--max-plans {max_plans} left out {left_out} more: the last singles in run order; --max-plans {} lists every single)",
                 max_plans + left_out
             );
+        }
+        if let Some(line) = envelope_line(counted.beyond_envelope, beyond_envelope) {
+            println!("({line})");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -73,9 +78,13 @@ pub(super) fn search_cmd(
     let save = |seed: u64,
                 plan_index: Option<usize>,
                 plan: &crate::scenario::Plan,
-                outcome: &runner::Outcome| {
-        let (Some(dir), Some(f)) = (failures_dir, FailureFile::new(&scenario, plan, outcome))
-        else {
+                outcome: &runner::Outcome,
+                candidate: Option<&search::Candidate>| {
+        let file = match candidate {
+            Some(c) => c.failure_file(&scenario, plan, outcome),
+            None => FailureFile::new(&scenario, plan, outcome),
+        };
+        let (Some(dir), Some(f)) = (failures_dir, file) else {
             return;
         };
         let name = match plan_index {
@@ -98,10 +107,10 @@ pub(super) fn search_cmd(
     };
     let on_failure = |seed: u64,
                       i: usize,
-                      _: &search::Candidate,
+                      c: &search::Candidate,
                       outcome: &runner::Outcome,
                       plan: &crate::scenario::Plan| {
-        save(seed, Some(i), plan, outcome);
+        save(seed, Some(i), plan, outcome, Some(c));
     };
     tracing::info!(scenario = %scenario.name, seed = config.seed, seeds = config.seeds, "search starts");
     let wall = Instant::now();
@@ -113,6 +122,7 @@ pub(super) fn search_cmd(
             None,
             &config.base.plan(&scenario, s.seed),
             &s.reference,
+            None,
         );
     }
     // Threads save in any order; errors print in the order of their files' names.
@@ -150,6 +160,7 @@ pub(super) fn search_cmd(
                     "file": saved.get(&(s.seed, None)),
                     "left_out": s.left_out,
                     "swaps_over_cap": s.swaps_over_cap,
+                    "beyond_envelope": s.beyond_envelope,
                 })
             })
             .collect();
@@ -164,6 +175,7 @@ pub(super) fn search_cmd(
                     "invariant": f.invariant,
                     "time_ms": f.time_ms,
                     "file": saved.get(&(f.seed, Some(f.plan))),
+                    "beyond_envelope": f.beyond_envelope,
                 })
             })
             .collect();
@@ -182,6 +194,7 @@ pub(super) fn search_cmd(
             "max_plans": config.max_plans,
             "left_out": report.seeds.iter().map(|s| s.left_out).sum::<usize>(),
             "swaps_per_run_max": search::SWAPS_PER_RUN_MAX,
+            "beyond_envelope": config.beyond_envelope,
         });
         println!("{doc}");
     } else {
@@ -225,8 +238,11 @@ pub(super) fn search_cmd(
                         .find(|f| f.seed == seed && f.plan == p)
                         .map(|f| {
                             format!(
-                                "plan #{p}: {} -> {} at {} ms",
-                                f.description, f.invariant, f.time_ms
+                                "plan #{p}: {}{} -> {} at {} ms",
+                                f.description,
+                                beyond_words(&f.beyond_envelope),
+                                f.invariant,
+                                f.time_ms
                             )
                         })
                         .unwrap_or_default(),
@@ -300,6 +316,9 @@ fn cut_lines(
             )
         });
     }
+    if let Some(line) = envelope_line(s.beyond_envelope, config.beyond_envelope) {
+        out.push(line);
+    }
     if s.swaps_over_cap > 0 {
         out.push(format!(
             "{} more swaps were not generated: a run yields at most {} (its earliest), a \
@@ -309,4 +328,31 @@ fn cut_lines(
         ));
     }
     out
+}
+
+/// A plan's label when it goes beyond the scenario's fault envelope: what it goes
+/// beyond, in words.
+fn beyond_words(beyond: &[String]) -> String {
+    if beyond.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " [BEYOND THE SCENARIO'S FAULT ENVELOPE: {}]",
+            beyond.join("; ")
+        )
+    }
+}
+
+/// What the fault envelope did to a reference seed's plans, in words.
+fn envelope_line(beyond: usize, run: bool) -> Option<String> {
+    let plans = if beyond == 1 { "plan" } else { "plans" };
+    match (beyond, run) {
+        (0, _) => None,
+        (n, false) => Some(format!(
+            "{n} {plans} beyond the scenario's fault envelope left out (--beyond-envelope runs them)"
+        )),
+        (n, true) => Some(format!(
+            "{n} {plans} beyond the scenario's fault envelope queued (--beyond-envelope), each labelled"
+        )),
+    }
 }

@@ -54,6 +54,8 @@ fn mutations(c: &Candidate, singles: &[Candidate]) -> Vec<Candidate> {
                 kinds: c.kinds.clone(),
                 description: format!("{} [#{} -> #{nth}]", c.description, a.nth),
                 faults: Plan::new(faults),
+                // The same faults, one event over: as far beyond the envelope as its own.
+                beyond_envelope: c.beyond_envelope.clone(),
             });
         }
     }
@@ -126,7 +128,7 @@ pub(super) fn coverage_search(
         let mut front = Vec::new();
         for (i, (o, sig)) in results {
             one.mutations += usize::from(round[i].1);
-            if record(report, one, index + i, &round[i].0.description, &o) && config.stop_on_first {
+            if record(report, one, index + i, &round[i].0, &o) && config.stop_on_first {
                 return;
             }
             if sig.iter().any(|e| !covered.contains(e)) {

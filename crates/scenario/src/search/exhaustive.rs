@@ -17,6 +17,7 @@
 
 use super::plans::{Cast, label_words};
 use super::{Candidate, SearchConfig, SearchReport, SeedReport, full_plan, judged, record};
+use crate::envelope::Envelope;
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
 use crate::runner::{Outcome, run_world_recording};
@@ -46,7 +47,13 @@ fn requests(class: EventClass) -> bool {
 }
 
 /// The swaps of a run whose plan is `parent`: each choice point's first request held
-/// back by the gap plus `window_ms`, added to the parent's faults. Only the choice
+/// back, added to the parent's faults. Within the scenario's fault envelope, as long as
+/// the envelope lets its sender's messages take
+/// ([`Envelope::request_delay_max_ms`]), for requests less than that apart: the orders
+/// the declared latencies allow (a run where the other still lands first repeats an
+/// interleaving already seen, and is not explored again). With `beyond_ms`
+/// (`--beyond-envelope`), by the gap and `beyond_ms` more, so that it surely lands
+/// after the other, past the declared latency; each such swap says so. Only the choice
 /// points from decision `from` on: the parent's own swap was the last before it, so
 /// each set of swaps is reached in one order only (as partial-order reduction keeps
 /// one order of independent steps). With them, how many more there were past
@@ -56,7 +63,8 @@ pub fn swaps(
     decisions: &[DecisionPoint],
     from: usize,
     controllers: &BTreeSet<String>,
-    window_ms: u64,
+    envelope: &Envelope,
+    beyond_ms: Option<u64>,
 ) -> (Vec<Candidate>, usize) {
     let mut out = Vec::new();
     let mut over = 0;
@@ -64,9 +72,20 @@ pub fn swaps(
         if !requests(a.event) {
             continue;
         }
+        // How far apart the other request may be, and how far this one is held back.
+        let (reach_ms, held_ms) = match beyond_ms {
+            Some(w) => (w, None),
+            None => {
+                let max = envelope.request_delay_max_ms(&a.process);
+                if max == 0 {
+                    continue;
+                }
+                (max - 1, Some(max))
+            }
+        };
         for b in decisions[i + 1..]
             .iter()
-            .take_while(|b| b.time_ms <= a.time_ms + window_ms)
+            .take_while(|b| b.time_ms <= a.time_ms + reach_ms)
         {
             let controller = controllers.contains(&a.process) || controllers.contains(&b.process);
             if !requests(b.event) || b.peer != a.peer || b.process == a.process || !controller {
@@ -86,9 +105,11 @@ pub fn swaps(
                 },
                 None,
                 Fault::DelayMessage {
-                    extra_ms: gap_ms + window_ms,
+                    extra_ms: held_ms.unwrap_or(gap_ms + reach_ms),
                 },
             );
+            let mut beyond_envelope = parent.beyond_envelope.clone();
+            beyond_envelope.extend(envelope.beyond(&swap));
             let mut faults = parent.faults.faults.clone();
             faults.push(swap);
             let words = format!(
@@ -108,6 +129,7 @@ pub fn swaps(
                 } else {
                     format!("{} + swap: {words}", parent.description)
                 },
+                beyond_envelope,
                 faults: Plan::new(faults),
             });
         }
@@ -130,22 +152,33 @@ pub(super) fn explore(
     one: &mut SeedReport,
 ) {
     let controllers = Cast::of(reference).controllers;
-    // Two requests sent this close may arrive either way round (each link's latency is
-    // drawn per message); the first held back by the gap and this much more lands
-    // after the second.
-    let window_ms = scenario
-        .net
-        .latency_ms
-        .hi
-        .saturating_mul(2)
-        .saturating_add(1);
+    let envelope = Envelope::of_world(scenario, reference);
+    // Beyond the envelope: two requests sent this close may arrive either way round
+    // (each link's latency is drawn per message); the first held back by the gap and
+    // this much more lands after the second.
+    let beyond_ms = config.beyond_envelope.then(|| {
+        scenario
+            .net
+            .latency_ms
+            .hi
+            .saturating_mul(2)
+            .saturating_add(1)
+    });
     let root = Candidate {
         kinds: Vec::new(),
         description: String::new(),
         faults: Plan::default(),
+        beyond_envelope: Vec::new(),
     };
     let mut seen = BTreeSet::from([interleaving(reference.sim.decisions())]);
-    let (mut level, over) = swaps(&root, reference.sim.decisions(), 0, &controllers, window_ms);
+    let (mut level, over) = swaps(
+        &root,
+        reference.sim.decisions(),
+        0,
+        &controllers,
+        &envelope,
+        beyond_ms,
+    );
     one.generated = level.len();
     one.swaps_over_cap = over;
     let mut index = 0usize;
@@ -185,7 +218,8 @@ pub(super) fn explore(
                     world.sim.decisions(),
                     from,
                     &controllers,
-                    window_ms,
+                    &envelope,
+                    beyond_ms,
                 )
             } else {
                 (Vec::new(), 0)
@@ -207,7 +241,7 @@ pub(super) fn explore(
         );
         let mut next = Vec::new();
         for (i, (o, key, (children, over))) in results {
-            if record(report, one, index + i, &level[i].description, &o) && config.stop_on_first {
+            if record(report, one, index + i, &level[i], &o) && config.stop_on_first {
                 return;
             }
             if seen.insert(key) {
@@ -263,8 +297,11 @@ mod tests {
             kinds: vec![],
             description: String::new(),
             faults: Plan::default(),
+            beyond_envelope: vec![],
         };
-        let (out, over) = swaps(&root, &decisions, 0, &controllers, 21);
+        let scenario = crate::envelope::tests::scenario("[]");
+        let envelope = Envelope::new(&scenario, Default::default());
+        let (out, over) = swaps(&root, &decisions, 0, &controllers, &envelope, Some(21));
         assert_eq!((out.len(), over), (1, 0), "{out:#?}");
         let f = &out[0].faults.faults[0];
         let a = f.on.as_ref().unwrap();
@@ -275,9 +312,13 @@ mod tests {
         // Held back by the gap and the window: it lands after the other.
         assert_eq!(f.fault, Fault::DelayMessage { extra_ms: 3 + 21 });
         // From a later decision on (a child of a swap there), none.
-        assert!(swaps(&root, &decisions, 1, &controllers, 21).0.is_empty());
+        assert!(
+            swaps(&root, &decisions, 1, &controllers, &envelope, Some(21))
+                .0
+                .is_empty()
+        );
         // A child carries its parent's swap first.
-        let (child, _) = swaps(&out[0], &decisions, 0, &controllers, 21);
+        let (child, _) = swaps(&out[0], &decisions, 0, &controllers, &envelope, Some(21));
         assert_eq!(child[0].faults.faults.len(), 2);
         assert_eq!(child[0].kinds, ["swap", "swap"]);
     }
@@ -297,8 +338,11 @@ mod tests {
             kinds: vec![],
             description: String::new(),
             faults: Plan::default(),
+            beyond_envelope: vec![],
         };
-        let (out, over) = swaps(&root, &decisions, 0, &controllers, 21);
+        let scenario = crate::envelope::tests::scenario("[]");
+        let envelope = Envelope::new(&scenario, Default::default());
+        let (out, over) = swaps(&root, &decisions, 0, &controllers, &envelope, Some(21));
         assert_eq!(out.len(), SWAPS_PER_RUN_MAX);
         assert_eq!(over, 75 * 75 - SWAPS_PER_RUN_MAX);
     }

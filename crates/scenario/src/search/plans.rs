@@ -6,6 +6,7 @@ use super::{
     SearchConfig,
 };
 use crate::build::World;
+use crate::envelope::Envelope;
 use crate::faults::{Choose, fault_of, targets};
 use crate::format::{FaultKind, Plan, Range, Scenario};
 use crate::timeline::fault_words;
@@ -284,8 +285,19 @@ fn races(
     }
 }
 
-/// Sieve's perturbations of one controller's decision.
-fn builtin(i: usize, d: &DecisionPoint, followed: bool, cast: &Cast, out: &mut Vec<Single>) {
+/// Sieve's perturbations of one controller's decision. Within the scenario's fault
+/// envelope (`within`: not `--beyond-envelope`), a crash's downtime, a pause and a
+/// watch event's delay are at most what the envelope allows the process (Sieve's own
+/// values otherwise: a 10 s restart, twice the lease, 30 s); one it does not allow at
+/// all is made as Sieve makes it and left out by the envelope's judgement.
+fn builtin(
+    i: usize,
+    d: &DecisionPoint,
+    followed: bool,
+    cast: &Cast,
+    within: Option<&Envelope>,
+    out: &mut Vec<Single>,
+) {
     let mut push = |kind: &str, position, duration_ms, fault| {
         out.push(Single {
             kind: kind.into(),
@@ -297,10 +309,13 @@ fn builtin(i: usize, d: &DecisionPoint, followed: bool, cast: &Cast, out: &mut V
     match d.event {
         EventClass::Write | EventClass::Call => {
             if followed {
+                let restart_ms = within
+                    .and_then(|e| e.crash_max_ms(&d.process))
+                    .map_or(CRASH_RESTART_MS, |max| CRASH_RESTART_MS.min(max));
                 push(
                     "crash_after",
                     Position::After,
-                    Some(CRASH_RESTART_MS),
+                    Some(restart_ms),
                     Fault::Crash {
                         process: d.process.clone(),
                     },
@@ -309,11 +324,17 @@ fn builtin(i: usize, d: &DecisionPoint, followed: bool, cast: &Cast, out: &mut V
             push("lose_answer", Position::After, None, Fault::LoseAnswer);
         }
         EventClass::Renewal => {
-            let pause_ms = if cast.lease_ms > 0 {
+            let mut pause_ms = if cast.lease_ms > 0 {
                 2 * cast.lease_ms
             } else {
                 PAUSE_MS_DEFAULT
             };
+            if let Some(max) = within
+                .map(|e| e.pause_max_ms(&d.process))
+                .filter(|m| *m > 0)
+            {
+                pause_ms = pause_ms.min(max);
+            }
             push(
                 "pause_before",
                 Position::Before,
@@ -324,14 +345,17 @@ fn builtin(i: usize, d: &DecisionPoint, followed: bool, cast: &Cast, out: &mut V
             );
         }
         EventClass::WatchEvent => {
-            push(
-                "delay_event",
-                Position::After,
-                None,
-                Fault::DelayMessage {
-                    extra_ms: EVENT_DELAY_MS,
-                },
-            );
+            let extra_ms = within.map_or(EVENT_DELAY_MS, |e| {
+                EVENT_DELAY_MS.min(e.event_delay_max_ms(&d.process))
+            });
+            if extra_ms > 0 {
+                push(
+                    "delay_event",
+                    Position::After,
+                    None,
+                    Fault::DelayMessage { extra_ms },
+                );
+            }
             push("drop_event", Position::After, None, Fault::DropMessage);
         }
         EventClass::Read => {}
@@ -596,15 +620,17 @@ type Entry = (
     Vec<TimedFault<WorldFault>>,
 );
 
-/// Plans from a reference run: (generated, group plans, candidates in run order: the
-/// group plans first).
+/// Plans from a reference run: (generated, beyond the envelope and left out, group
+/// plans, candidates in run order: the group plans first). Singles beyond `envelope`
+/// are left out unless `beyond` (`--beyond-envelope`).
 fn plan_singles(
     scenario: &Scenario,
     seed: u64,
     decisions: &[DecisionPoint],
     cast: &Cast,
+    (envelope, beyond): (&Envelope, bool),
     groups: bool,
-) -> (usize, usize, Vec<Candidate>) {
+) -> (usize, usize, usize, Vec<Candidate>) {
     let streams = reconsim_sim::Streams::new(seed);
     let mut raw = Vec::new();
     let mut timed = Vec::new();
@@ -618,7 +644,14 @@ fn plan_singles(
     };
     for (i, d) in decisions.iter().enumerate() {
         if cast.controllers.contains(&d.process) {
-            builtin(i, d, followed.contains(&i), cast, &mut raw);
+            builtin(
+                i,
+                d,
+                followed.contains(&i),
+                cast,
+                (!beyond).then_some(envelope),
+                &mut raw,
+            );
         }
         if d.event == EventClass::Write {
             // A controller's periodic resync lands right after someone else's write:
@@ -660,6 +693,20 @@ fn plan_singles(
         );
     }
     let generated = raw.len() + timed.len();
+    // The scenario's fault envelope: a single beyond it runs only when asked.
+    let mut left_beyond = 0;
+    if !beyond {
+        raw.retain(|s| {
+            let within = s.faults.iter().all(|f| envelope.beyond(f).is_none());
+            left_beyond += usize::from(!within);
+            within
+        });
+        timed.retain(|(_, f)| {
+            let within = envelope.beyond(f).is_none();
+            left_beyond += usize::from(!within);
+            within
+        });
+    }
     let own = by_process(decisions);
     // The previous decision of the same process, for repeats.
     let mut previous: Vec<Option<usize>> = vec![None; decisions.len()];
@@ -815,6 +862,7 @@ fn plan_singles(
                 }
             },
             faults: Plan::new(all),
+            beyond_envelope: Vec::new(),
         });
     }
     for (kind, q) in &queues {
@@ -834,6 +882,7 @@ fn plan_singles(
                 format!("{kind}: all {} at once", q.len())
             },
             faults: Plan::new(faults),
+            beyond_envelope: Vec::new(),
         });
     }
     let groups = order.len();
@@ -847,6 +896,7 @@ fn plan_singles(
                     fault.at_ms
                 ),
                 faults: Plan::new(vec![fault]),
+                beyond_envelope: Vec::new(),
             });
         }
     }
@@ -857,11 +907,12 @@ fn plan_singles(
                     kinds: vec![kind.clone()],
                     description: describe(kind, &faults, &decisions[at]),
                     faults: Plan::new(faults),
+                    beyond_envelope: Vec::new(),
                 });
             }
         }
     }
-    (generated, groups, order)
+    (generated, left_beyond, groups, order)
 }
 
 /// Reorder each run of equal keys (already in time order) so that any prefix covers
@@ -1055,16 +1106,49 @@ pub fn plans_and_left_out(
     reference: &World,
     config: &SearchConfig,
 ) -> (Vec<Candidate>, [usize; 5], usize) {
+    let c = plans_counted(scenario, reference, config);
+    (c.plans, c.counts, c.left_out)
+}
+
+/// A reference run's plans, in run order, and what became of the rest.
+#[derive(Clone, Debug)]
+pub struct PlanCounts {
+    pub plans: Vec<Candidate>,
+    /// Generated, pruned (causality, repeats), groups, singles and pairs queued.
+    pub counts: [usize; 5],
+    /// Group plans and singles past `max_plans` (the last in run order).
+    pub left_out: usize,
+    /// Singles generated beyond the scenario's fault envelope ([`crate::envelope`]):
+    /// left out, unless [`SearchConfig::beyond_envelope`] runs them.
+    pub beyond_envelope: usize,
+}
+
+/// [`plans`] with every count: the plans within the scenario's fault envelope (all
+/// of them with [`SearchConfig::beyond_envelope`], each saying what it goes beyond).
+pub fn plans_counted(scenario: &Scenario, reference: &World, config: &SearchConfig) -> PlanCounts {
     let cast = Cast::of(reference);
+    let envelope = Envelope::of_world(scenario, reference);
     let seed = reference.sim.config().seed;
-    let (generated, groups, mut plans) = plan_singles(
+    let (generated, left_beyond, groups, mut plans) = plan_singles(
         scenario,
         seed,
         reference.sim.decisions(),
         &cast,
+        (&envelope, config.beyond_envelope),
         config.groups,
     );
     let kept = plans.len() - groups;
+    for p in &mut plans {
+        p.beyond_envelope = envelope.beyond_plan(&p.faults);
+    }
+    let beyond_envelope = if config.beyond_envelope {
+        plans[groups..]
+            .iter()
+            .filter(|p| !p.beyond_envelope.is_empty())
+            .count()
+    } else {
+        left_beyond
+    };
     let left_out = plans.len().saturating_sub(config.max_plans);
     plans.truncate(config.max_plans);
     let groups = groups.min(plans.len());
@@ -1075,9 +1159,20 @@ pub fn plans_and_left_out(
     } else {
         Vec::new()
     };
-    let counts = [generated, generated - kept, groups, singles, pairs.len()];
+    let counts = [
+        generated,
+        generated - kept - left_beyond,
+        groups,
+        singles,
+        pairs.len(),
+    ];
     plans.extend(pairs);
-    (plans, counts, left_out)
+    PlanCounts {
+        plans,
+        counts,
+        left_out,
+        beyond_envelope,
+    }
 }
 
 #[cfg(test)]
