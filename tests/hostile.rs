@@ -1717,6 +1717,20 @@ fn a_path_that_is_not_utf8_is_refused_before_anything_is_written() {
         assert!(stderr.contains("is not UTF-8"), "{stderr}");
         assert!(stderr.contains(flag), "{stderr}");
     }
+    // A scenario argument too, naming itself (not clap's "invalid UTF-8 was detected
+    // in one or more arguments").
+    for command in ["run", "fuzz", "search", "check"] {
+        let out = Command::new(BIN)
+            .arg(command)
+            .arg(OsStr::from_bytes(b"caf\xe9.json"))
+            .current_dir(sb.work())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("is not UTF-8"), "{command}: {stderr}");
+        assert!(stderr.contains("SCENARIO"), "{command}: {stderr}");
+    }
     // Nothing was written anywhere.
     let names: Vec<_> = std::fs::read_dir(sb.work())
         .unwrap()
