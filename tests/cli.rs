@@ -888,3 +888,95 @@ fn search_keeps_to_the_scenarios_fault_envelope_unless_asked_and_says_so() {
             .contains("beyond_envelope")
     );
 }
+
+/// What `fuzz --json` may write, `merge` reads back (issue 31): a result lists failures
+/// within RESULT_LISTED_BYTES_MAX and counts the rest in `failures_unlisted`, so the
+/// largest result a campaign can write (its list at the budget) fits in what merge
+/// reads; and the merged list is the
+/// smallest failing seeds of all, what is past a shard's cut counted, not lost.
+#[test]
+fn merge_reads_back_the_largest_result_fuzz_writes_and_counts_what_is_unlisted() {
+    use reconsim::scenario::limits::{FILE_BYTES_MAX, RESULT_LISTED_BYTES_MAX};
+    let real = json(&reconsim(&[
+        "fuzz",
+        "machineapi-no-leader-election",
+        "--seeds",
+        "0..2",
+        "--json",
+    ]));
+    assert_eq!(real["failures_unlisted"], 0);
+    let result =
+        |seeds: &str, shard: Option<&str>, failures: Vec<Value>, unlisted: u64, run: u64| {
+            let mut doc = real.clone();
+            doc["seeds"] = seeds.into();
+            doc["shard"] = shard.map_or(Value::Null, Value::from);
+            doc["runs"] = run.into();
+            doc["seeds_run"] = run.into();
+            doc["failures"] = Value::Array(failures);
+            doc["failures_unlisted"] = unlisted.into();
+            doc
+        };
+    let item = |seed: u64| serde_json::json!({"seed": seed, "invariant": "no_duplicate_machines", "time_ms": 604_800_000u64});
+    // The largest list: items of the widest seeds until the budget is full.
+    let start = 10_000_000_000_000_000_000u64;
+    let width = item(start).to_string().len() as u64 + 1;
+    let n = RESULT_LISTED_BYTES_MAX / width;
+    let failures: Vec<Value> = (0..n).map(|i| item(start + i)).collect();
+    let runs = n + 1_000_000;
+    let big = result(
+        &format!("{start}..{}", start + runs),
+        None,
+        failures,
+        1_000_000,
+        runs,
+    );
+    let text = big.to_string();
+    assert!((text.len() as u64) < FILE_BYTES_MAX, "{}", text.len());
+    let file = tmp("largest-result.json");
+    std::fs::write(&file, &text).unwrap();
+    let out = reconsim(&["merge", file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged = json(&out);
+    assert_eq!(merged["failures"].as_array().unwrap().len() as u64, n);
+    assert_eq!(merged["failures_unlisted"], 1_000_000);
+
+    // Shard 0/2 listed 0, 2, 4 and counted 5 more (all past 4); shard 1/2 listed all six.
+    let a = result("0..24", Some("0/2"), vec![item(0), item(2), item(4)], 5, 12);
+    let b = result(
+        "0..24",
+        Some("1/2"),
+        [1, 3, 5, 7, 9, 11].into_iter().map(item).collect(),
+        0,
+        12,
+    );
+    let (fa, fb) = (tmp("cut-a.json"), tmp("cut-b.json"));
+    std::fs::write(&fa, a.to_string()).unwrap();
+    std::fs::write(&fb, b.to_string()).unwrap();
+    let merged = json(&reconsim(&[
+        "merge",
+        fa.to_str().unwrap(),
+        fb.to_str().unwrap(),
+    ]));
+    let seeds: Vec<u64> = merged["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["seed"].as_u64().unwrap())
+        .collect();
+    // Past 4, shard 0's unlisted seeds (6, 8, ...) may come before 5: they are counted.
+    assert_eq!(seeds, [0, 1, 2, 3, 4]);
+    assert_eq!(merged["failures_unlisted"], 3 + 5 + 6 - 5);
+    assert_eq!(merged["first_failure_seed"], 0);
+
+    // A count larger than the seeds that ran could hold is refused.
+    let liar = result("0..24", Some("0/2"), vec![item(0)], 12, 12);
+    std::fs::write(&fa, liar.to_string()).unwrap();
+    let out = reconsim(&["merge", fa.to_str().unwrap(), fb.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at .failures_unlisted"));
+}

@@ -85,6 +85,44 @@ impl Campaign {
     }
 }
 
+/// Which failures a result lists: the first in seed order while their JSON stays within
+/// a byte budget ([`crate::limits::RESULT_LISTED_BYTES_MAX`]); the rest are counted, so
+/// a campaign with a million failing seeds writes a result `merge` reads back.
+#[derive(Clone, Copy, Debug)]
+pub struct Listing {
+    budget_bytes: u64,
+    listed_bytes: u64,
+    /// Failures listed, and counted only.
+    pub listed: u64,
+    pub unlisted: u64,
+}
+
+impl Listing {
+    /// A listing within `budget_bytes` of JSON (each item with its separator).
+    pub fn new(budget_bytes: u64) -> Listing {
+        Listing {
+            budget_bytes,
+            listed_bytes: 0,
+            listed: 0,
+            unlisted: 0,
+        }
+    }
+
+    /// Whether the next failure, `item_bytes` of JSON, is listed; once one is not,
+    /// none after it is (the list stays a prefix in seed order).
+    pub fn admit(&mut self, item_bytes: usize) -> bool {
+        let bytes = item_bytes as u64 + 1;
+        if self.unlisted == 0 && self.listed_bytes + bytes <= self.budget_bytes {
+            self.listed_bytes += bytes;
+            self.listed += 1;
+            true
+        } else {
+            self.unlisted += 1;
+            false
+        }
+    }
+}
+
 /// One failing seed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FailureSummary {
@@ -226,5 +264,20 @@ mod tests {
         assert_eq!(c.seed(0), u64::MAX - 2);
         let c = campaign(u64::MAX - 1, u64::MAX, Some((3, 5)));
         assert!(c.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::Listing;
+
+    #[test]
+    fn a_listing_is_a_prefix_within_its_budget_and_counts_the_rest() {
+        // Items of 9 bytes take 10 with their separator: three fit in 30.
+        let mut l = Listing::new(30);
+        let admitted: Vec<bool> = [9, 9, 9, 9, 1].iter().map(|b| l.admit(*b)).collect();
+        // Once one is left out, none after it is listed, however small.
+        assert_eq!(admitted, [true, true, true, false, false]);
+        assert_eq!((l.listed, l.unlisted), (3, 2));
     }
 }

@@ -50,9 +50,13 @@ pub const SHRINK_RUNS_MAX: u64 = 1_000_000;
 pub const SEARCH_PLANS_MAX: usize = 1_000_000;
 /// `search --seeds`: reference seeds of one search.
 pub const SEARCH_SEEDS_MAX: u64 = 100_000;
+/// Bytes of the failures a `fuzz --json` result (or `merge`'s) lists, the smallest
+/// seeds first; the rest are counted in `failures_unlisted`. Half of
+/// [`FILE_BYTES_MAX`], so a result always fits in what `merge` reads back.
+pub const RESULT_LISTED_BYTES_MAX: u64 = FILE_BYTES_MAX / 2;
 
 /// Every limit by name, for docs/scenario-format.md's table (a test keeps them equal).
-pub const ALL: [(&str, u64); 22] = [
+pub const ALL: [(&str, u64); 23] = [
     ("DURATION_MS_MAX", DURATION_MS_MAX),
     ("TIME_MS_MAX", TIME_MS_MAX),
     ("TIME_SECONDS_MAX", TIME_SECONDS_MAX),
@@ -72,6 +76,7 @@ pub const ALL: [(&str, u64); 22] = [
     ("SHRINK_RUNS_MAX", SHRINK_RUNS_MAX),
     ("SEARCH_PLANS_MAX", SEARCH_PLANS_MAX as u64),
     ("SEARCH_SEEDS_MAX", SEARCH_SEEDS_MAX),
+    ("RESULT_LISTED_BYTES_MAX", RESULT_LISTED_BYTES_MAX),
     ("EVENTS_PER_RUN_MAX", EVENTS_PER_RUN_MAX),
     ("ALTERNATIVE_NAMES_MAX", ALTERNATIVE_NAMES_MAX as u64),
     ("EXTENDS_DEPTH_MAX", EXTENDS_DEPTH_MAX as u64),

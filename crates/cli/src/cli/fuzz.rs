@@ -79,22 +79,24 @@ pub(super) fn fuzz_cmd(
     if json {
         written = write!(out, "{{\"failures\":[");
     }
-    let mut listed = 0u64;
+    // What `merge` reads back bounds what the list holds: the smallest seeds, the rest
+    // counted in `failures_unlisted`.
+    let mut listing =
+        crate::scenario::fuzz::Listing::new(crate::scenario::limits::RESULT_LISTED_BYTES_MAX);
     let mut on_summary = |f: &crate::scenario::fuzz::FailureSummary| {
         saves
             .lock()
             .expect("no thread panics holding it")
             .settle(f.seed);
         if json {
-            if written.is_ok() {
-                let sep = if listed == 0 { "" } else { "," };
-                let item = serde_json::to_string(f).expect("summaries serialize");
+            let sep = if listing.listed == 0 { "" } else { "," };
+            let item = serde_json::to_string(f).expect("summaries serialize");
+            if listing.admit(item.len()) && written.is_ok() {
                 written = write!(out, "{sep}{item}");
             }
         } else if shown.len() < SHOWN {
             shown.push(f.clone());
         }
-        listed += 1;
     };
     tracing::info!(scenario = %scenario.name, start, end, jobs, "fuzz campaign starts");
     let wall = Instant::now();
@@ -135,6 +137,7 @@ pub(super) fn fuzz_cmd(
             "shard": shard.map(|(i, n)| format!("{i}/{n}")),
             "jobs": jobs,
             "swarm": swarm,
+            "failures_unlisted": listing.unlisted,
             "scenario_fingerprint": scenario.fingerprint(),
             "version": env!("CARGO_PKG_VERSION"),
             "failures_saved": saves.saved,

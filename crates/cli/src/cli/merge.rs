@@ -15,6 +15,8 @@ struct ShardResult {
     doc: serde_json::Value,
     campaign: Campaign,
     seeds_run: u64,
+    /// Failures it counted but did not list ([`crate::scenario::limits::RESULT_LISTED_BYTES_MAX`]).
+    unlisted: u64,
 }
 
 /// Read a `fuzz --json` result: the fields merge needs, each checked.
@@ -57,6 +59,19 @@ fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
     };
     let campaign = Campaign::of_seeds(start, end, shard);
     let seeds_run = num("seeds_run").unwrap_or(0);
+    // Failures past what a result lists are counted (0.6.0's results list them all).
+    let unlisted = match doc.get("failures_unlisted") {
+        None => 0,
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n <= seeds_run.saturating_sub(failures.len() as u64))
+            .ok_or_else(|| {
+                bad(
+                    "failures_unlisted",
+                    "a whole number, at most the seeds that ran less the failures listed",
+                )
+            })?,
+    };
     if seeds_run > campaign.len() || num("runs") != Some(seeds_run) {
         return Err(bad(
             "seeds_run",
@@ -97,6 +112,7 @@ fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
         doc,
         campaign,
         seeds_run,
+        unlisted,
     })
 }
 
@@ -227,6 +243,26 @@ pub(super) fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         .flat_map(|r| r.doc["failures"].as_array().into_iter().flatten().cloned())
         .collect();
     failures.sort_by_key(|f| f["seed"].as_u64().unwrap_or(u64::MAX));
+    // Each result lists its smallest failing seeds. A result that counted more lists
+    // every one of its failures up to its largest listed seed and none below it unlisted,
+    // so the merged list is the smallest failing seeds of all up to the least such
+    // seed; past it a smaller seed of that result may be missing, and those are counted
+    // instead. Then it keeps as many as a result may list, and counts the rest.
+    let seed_of = |f: &serde_json::Value| f["seed"].as_u64().unwrap_or(u64::MAX);
+    let exact_to = results
+        .iter()
+        .filter(|r| r.unlisted > 0)
+        .filter_map(|r| r.doc["failures"].as_array()?.iter().map(seed_of).max())
+        .min()
+        .unwrap_or(u64::MAX);
+    let mut listing =
+        crate::scenario::fuzz::Listing::new(crate::scenario::limits::RESULT_LISTED_BYTES_MAX);
+    failures.retain(|f| seed_of(f) <= exact_to && listing.admit(f.to_string().len()));
+    let total = results
+        .iter()
+        .map(|r| r.unlisted + r.doc["failures"].as_array().map_or(0, |a| a.len() as u64))
+        .sum::<u64>();
+    let unlisted = total - failures.len() as u64;
     let first_seed = failures.first().and_then(|f| f["seed"].as_u64());
     // The smallest seed some result did not run (its time budget ran out).
     let unrun_from = results
@@ -260,6 +296,7 @@ pub(super) fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         "scenario": first.doc["scenario"],
         "runs": sum("runs"),
         "failures": failures,
+        "failures_unlisted": unlisted,
         "first_failure_seed": first_seed,
         "events": sum("events"),
         "sim_ms": sum("sim_ms"),
@@ -277,7 +314,7 @@ pub(super) fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         "save_error_count": sum("save_error_count"),
     });
     println!("{doc}");
-    Ok(if first_seed.is_none() {
+    Ok(if first_seed.is_none() && unlisted == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
