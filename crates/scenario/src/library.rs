@@ -80,9 +80,10 @@ impl Library {
             if file.exists() {
                 return Ok(Source::File(file));
             }
+            // Quoted: a blank or odd value shows as what it is (`" "`).
             return Err(missing(format!(
-                "a name in ${ENV} ({}); `reconsim list` shows the names",
-                dir.display()
+                "a name in ${ENV}={}; `reconsim list` shows the names",
+                crate::limits::quoted(&dir.to_string_lossy())
             )));
         }
         match self.builtin.iter().find(|(name, _)| *name == arg) {

@@ -204,6 +204,18 @@ fn steps(path: &str) -> Result<Vec<Step>, String> {
     Ok(out)
 }
 
+/// What a JSON value is, in words.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Apply `set` to `doc`: a missing field is added (and then judged like any field),
 /// an index must exist.
 pub fn apply_set(doc: &mut Value, set: &Set) -> Result<(), String> {
@@ -217,10 +229,17 @@ pub fn apply_set(doc: &mut Value, set: &Set) -> Result<(), String> {
                 at.push('.');
                 at.push_str(name);
                 let Value::Object(map) = here else {
+                    // The error's path is the --set's own: it says where the walk stopped.
+                    let hint = match (&*here, name.parse::<usize>()) {
+                        (Value::Array(_), Ok(i)) => {
+                            format!(" (an index goes in brackets: {}[{i}])", parent(&at))
+                        }
+                        _ => String::new(),
+                    };
                     return Err(format!(
-                        "--set {}: {} is not an object",
-                        set.path,
-                        parent(&at)
+                        "--set: {} is {}, not an object{hint}",
+                        parent(&at),
+                        kind_of(here)
                     ));
                 };
                 if last {
@@ -235,18 +254,14 @@ pub fn apply_set(doc: &mut Value, set: &Set) -> Result<(), String> {
                 at.push_str(&format!("[{i}]"));
                 let Value::Array(items) = here else {
                     return Err(format!(
-                        "--set {}: {} is not an array",
-                        set.path,
-                        parent(&at)
+                        "--set: {} is {}, not an array",
+                        parent(&at),
+                        kind_of(here)
                     ));
                 };
                 let len = items.len();
                 let Some(item) = items.get_mut(*i) else {
-                    return Err(format!(
-                        "--set {}: {} has {len} items, no [{i}]",
-                        set.path,
-                        parent(&at)
-                    ));
+                    return Err(format!("--set: {} has {len} items, no [{i}]", parent(&at)));
                 };
                 if last {
                     *item = set.value.clone();
@@ -310,7 +325,12 @@ mod tests {
         assert!(
             apply_set(&mut doc, &parse_set("net.latency_ms.x=1").unwrap())
                 .unwrap_err()
-                .contains(".net.latency_ms is not an object")
+                .contains(".net.latency_ms is a list, not an object")
+        );
+        // A dotted index into a list says how to write it.
+        assert_eq!(
+            apply_set(&mut doc, &parse_set("faults.0.count=1").unwrap()).unwrap_err(),
+            "--set: .faults is a list, not an object (an index goes in brackets: .faults[0])"
         );
         for bad in ["nothing", "=1", "a[x]=1", "a[1=2"] {
             assert!(parse_set(bad).is_err(), "{bad}");
