@@ -21,9 +21,11 @@
 //!
 //! A message's largest delay adds up everything that can delay it at once, since a
 //! seed's plan may draw every generator together: the latency spread, a slow link and a
-//! holding partition between its process's host and the rest, a watch lag of any kind,
-//! and, for watch events, a stall of its receiver's stream. A lost message (a dropped
-//! watch event, a lost answer) needs a dropping partition of the process's host.
+//! holding partition on its link (for a watch event, between its receiver's host and
+//! the API server's; for a request, whose receiver an anchor does not name, between its
+//! sender's host and any other), and, for watch events, a watch lag of any kind and a
+//! stall of its receiver's stream. A lost message (a dropped watch event, a lost
+//! answer) needs a dropping partition on that link.
 //! Processes are placed on the hosts they ran on at the end of the run the envelope
 //! is read from ([`Envelope::of_world`]).
 
@@ -33,6 +35,17 @@ use reconsim_sim::{EventClass, Fault, PartitionMode, TimedFault};
 use reconsim_world::WorldFault;
 use reconsim_world::fault::FailpointAction;
 use std::collections::BTreeMap;
+
+/// The API server's host (crate::build's layout): where watch events come from.
+const API_HOST: &str = "api";
+
+/// Whether a fault between hosts `a` and `b` lies on the link from `host` to `peer`
+/// (to any host, when `peer` is not known).
+fn links(a: &[String], b: &[String], host: &str, peer: Option<&str>) -> bool {
+    let has = |side: &[String], h: &str| side.iter().any(|x| x == h);
+    let other = |side: &[String]| peer.is_none_or(|p| has(side, p));
+    (has(a, host) && other(b)) || (has(b, host) && other(a))
+}
 
 /// A scenario's declared fault envelope, with where its processes run.
 #[derive(Clone, Debug)]
@@ -86,10 +99,9 @@ impl<'a> Envelope<'a> {
     }
 
     /// The most a slow link and a holding partition may add to a message between
-    /// `host` and another host, together.
-    fn link_delay_ms(&self, host: &str) -> u64 {
-        let covers =
-            |a: &[String], b: &[String]| a.iter().any(|h| h == host) || b.iter().any(|h| h == host);
+    /// `host` and `peer` (any host, when the message's peer is not known), together.
+    fn link_delay_ms(&self, host: &str, peer: Option<&str>) -> u64 {
+        let covers = |a: &[String], b: &[String]| links(a, b, host, peer);
         let mut slow = 0u64;
         let mut held = 0u64;
         for (kind, duration_hi) in self.generators() {
@@ -115,15 +127,16 @@ impl<'a> Envelope<'a> {
         slow.saturating_add(held)
     }
 
-    /// Whether a partition that drops messages may cut `host` off.
-    fn may_drop(&self, host: &str) -> bool {
+    /// Whether a partition that drops messages may cut `host` off from `peer` (from
+    /// any host, when the message's peer is not known).
+    fn may_drop(&self, host: &str, peer: Option<&str>) -> bool {
         self.generators().any(|(kind, _)| {
             matches!(kind, FaultKind::Partition {
                 hosts_a,
                 hosts_b,
                 mode: PartitionChoice::Drop | PartitionChoice::Either,
                 ..
-            } if hosts_a.iter().chain(hosts_b).any(|h| h == host))
+            } if links(hosts_a, hosts_b, host, peer))
         })
     }
 
@@ -155,13 +168,14 @@ impl<'a> Envelope<'a> {
             .saturating_add(watch_spread.1.saturating_sub(watch_spread.0))
             .saturating_add(lag)
             .saturating_add(stall)
-            .saturating_add(self.link_delay_ms(self.host(process)))
+            .saturating_add(self.link_delay_ms(self.host(process), Some(API_HOST)))
     }
 
-    /// The largest delay the envelope allows a request of `process` (or its answer).
+    /// The largest delay the envelope allows a request of `process` (or its answer), to
+    /// whichever receiver.
     pub fn request_delay_max_ms(&self, process: &str) -> u64 {
         self.spread_ms()
-            .saturating_add(self.link_delay_ms(self.host(process)))
+            .saturating_add(self.link_delay_ms(self.host(process), None))
     }
 
     /// The longest pause the envelope allows `process` (0: none).
@@ -262,6 +276,11 @@ impl<'a> Envelope<'a> {
             }
             Fault::DropMessage | Fault::LoseAnswer => {
                 let process = anchored.map_or("", |a| a.process.as_str());
+                // A watch event comes from the API server; a request's receiver is not
+                // in the anchor.
+                let peer = anchored
+                    .filter(|a| a.event == EventClass::WatchEvent)
+                    .map(|_| API_HOST);
                 let what = match (&fault.fault, anchored) {
                     (Fault::LoseAnswer, _) => format!("lose the answer to {process}"),
                     (_, Some(a)) if a.event == EventClass::WatchEvent => {
@@ -269,7 +288,7 @@ impl<'a> Envelope<'a> {
                     }
                     _ => format!("drop a message of {process}"),
                 };
-                if self.may_drop(self.host(process)) {
+                if self.may_drop(self.host(process), peer) {
                     None
                 } else {
                     Some(format!(
@@ -574,6 +593,21 @@ pub(crate) mod tests {
                 .is_some()
         );
         assert_eq!(e.request_delay_max_ms("other"), 9 + 30_000);
+        // A partition of n from the cloud alone neither delays nor drops a watch event.
+        let cloud = scenario(
+            r#"[{"count": [1, 1], "at_ms": [0, 1000], "duration_ms": [1000, 30000],
+                 "fault": {"partition": {"hosts_a": ["n"], "hosts_b": ["cloud"], "mode": "either"}}}]"#,
+        );
+        let c = Envelope::new(&cloud, hosts());
+        assert!(
+            c.beyond(&on("other", EventClass::WatchEvent, Fault::DropMessage))
+                .is_some()
+        );
+        assert_eq!(c.event_delay_max_ms("other"), 9 + 19);
+        assert_eq!(
+            c.beyond(&on("other", EventClass::Call, Fault::LoseAnswer)),
+            None
+        );
         // The generator's own faults, however drawn, are within.
         let mut rng = reconsim_sim::Streams::new(3).stream("t");
         for _ in 0..20 {

@@ -352,7 +352,7 @@ fn envelope_line(beyond: usize, run: bool) -> Option<String> {
             "{n} {plans} beyond the scenario's fault envelope left out (--beyond-envelope runs them)"
         )),
         (n, true) => Some(format!(
-            "{n} {plans} beyond the scenario's fault envelope queued (--beyond-envelope), each labelled"
+            "{n} {plans} beyond the scenario's fault envelope made (--beyond-envelope), each labelled"
         )),
     }
 }

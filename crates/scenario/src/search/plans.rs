@@ -620,9 +620,9 @@ type Entry = (
     Vec<TimedFault<WorldFault>>,
 );
 
-/// Plans from a reference run: (generated, beyond the envelope and left out, group
-/// plans, candidates in run order: the group plans first). Singles beyond `envelope`
-/// are left out unless `beyond` (`--beyond-envelope`).
+/// Plans from a reference run: (generated, generated beyond the envelope, group plans,
+/// candidates in run order: the group plans first). Singles beyond `envelope` are left
+/// out unless `beyond` (`--beyond-envelope`).
 fn plan_singles(
     scenario: &Scenario,
     seed: u64,
@@ -694,19 +694,17 @@ fn plan_singles(
     }
     let generated = raw.len() + timed.len();
     // The scenario's fault envelope: a single beyond it runs only when asked.
-    let mut left_beyond = 0;
-    if !beyond {
-        raw.retain(|s| {
-            let within = s.faults.iter().all(|f| envelope.beyond(f).is_none());
-            left_beyond += usize::from(!within);
-            within
-        });
-        timed.retain(|(_, f)| {
-            let within = envelope.beyond(f).is_none();
-            left_beyond += usize::from(!within);
-            within
-        });
-    }
+    let mut beyond_count = 0;
+    raw.retain(|s| {
+        let within = s.faults.iter().all(|f| envelope.beyond(f).is_none());
+        beyond_count += usize::from(!within);
+        within || beyond
+    });
+    timed.retain(|(_, f)| {
+        let within = envelope.beyond(f).is_none();
+        beyond_count += usize::from(!within);
+        within || beyond
+    });
     let own = by_process(decisions);
     // The previous decision of the same process, for repeats.
     let mut previous: Vec<Option<usize>> = vec![None; decisions.len()];
@@ -912,7 +910,7 @@ fn plan_singles(
             }
         }
     }
-    (generated, left_beyond, groups, order)
+    (generated, beyond_count, groups, order)
 }
 
 /// Reorder each run of equal keys (already in time order) so that any prefix covers
@@ -1129,7 +1127,7 @@ pub fn plans_counted(scenario: &Scenario, reference: &World, config: &SearchConf
     let cast = Cast::of(reference);
     let envelope = Envelope::of_world(scenario, reference);
     let seed = reference.sim.config().seed;
-    let (generated, left_beyond, groups, mut plans) = plan_singles(
+    let (generated, beyond_count, groups, mut plans) = plan_singles(
         scenario,
         seed,
         reference.sim.decisions(),
@@ -1141,13 +1139,10 @@ pub fn plans_counted(scenario: &Scenario, reference: &World, config: &SearchConf
     for p in &mut plans {
         p.beyond_envelope = envelope.beyond_plan(&p.faults);
     }
-    let beyond_envelope = if config.beyond_envelope {
-        plans[groups..]
-            .iter()
-            .filter(|p| !p.beyond_envelope.is_empty())
-            .count()
+    let left_beyond = if config.beyond_envelope {
+        0
     } else {
-        left_beyond
+        beyond_count
     };
     let left_out = plans.len().saturating_sub(config.max_plans);
     plans.truncate(config.max_plans);
@@ -1171,7 +1166,7 @@ pub fn plans_counted(scenario: &Scenario, reference: &World, config: &SearchConf
         plans,
         counts,
         left_out,
-        beyond_envelope,
+        beyond_envelope: beyond_count,
     }
 }
 
