@@ -960,6 +960,7 @@ const FLAGS: [&[&[&str]]; 7] = [
         &["--no-pairs"],
         &["--stop-on-first"],
         &["--differential"],
+        &["--beyond-envelope"],
     ],
     &[],
 ];
