@@ -11,7 +11,6 @@
 mod common;
 
 use common::BIN;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -22,24 +21,6 @@ fn private_dir(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// What a special file is, to compare before and after: its type and device number,
-/// and for a symlink where it points.
-fn identity(path: &Path) -> String {
-    let m = std::fs::symlink_metadata(path).unwrap();
-    let t = m.file_type();
-    if t.is_symlink() {
-        format!("symlink to {}", std::fs::read_link(path).unwrap().display())
-    } else if t.is_fifo() {
-        "fifo".into()
-    } else if t.is_dir() {
-        "dir".into()
-    } else if t.is_char_device() {
-        format!("char device {}", m.rdev())
-    } else {
-        format!("something else: {t:?}")
-    }
 }
 
 fn reconsim(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -100,7 +81,10 @@ fn outputs_onto_special_files_leave_them_as_they_were() {
         targets.push(d.to_string());
         targets.push(format!("to-{d}"));
     }
-    let before: Vec<String> = targets.iter().map(|t| identity(&dir.join(t))).collect();
+    let before: Vec<String> = targets
+        .iter()
+        .map(|t| common::file_identity(&dir.join(t)))
+        .collect();
     let mut cases = 0;
     for (t, was) in targets.iter().zip(&before) {
         let commands: [Vec<&str>; 4] = [
@@ -133,7 +117,7 @@ fn outputs_onto_special_files_leave_them_as_they_were() {
                 );
                 assert!(!stderr.contains("panicked"), "{stderr}");
                 assert_eq!(
-                    &identity(&dir.join(t)),
+                    &common::file_identity(&dir.join(t)),
                     was,
                     "`reconsim {}` changed {t}",
                     args.join(" ")
@@ -205,7 +189,7 @@ fn a_fifo_where_a_campaign_saves_is_never_opened_and_the_failure_goes_beside_it(
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert_eq!(identity(&fifo), "fifo");
+    assert_eq!(common::file_identity(&fifo), "fifo");
     let saved: Vec<String> = std::fs::read_dir(dir.join("fails"))
         .unwrap()
         .filter_map(|e| e.ok())
