@@ -154,10 +154,9 @@ pub fn explain_world(
         .iter()
         .take_while(|r| r.time <= at)
         .filter_map(|r| match &r.kind {
-            RecordKind::Note { proc, text } if *proc == world.apiserver => text
-                .strip_prefix("stored ")
-                .and_then(|t| t.rsplit_once(" rv "))
-                .and_then(|(key, rv)| Some((rv.parse().ok()?, key.to_string()))),
+            RecordKind::Note { proc, text } if *proc == world.apiserver => server_write(text)
+                .filter(|(_, _, stored)| *stored)
+                .map(|(key, rv, _)| (rv, key.to_string())),
             _ => None,
         })
         .collect();
@@ -195,15 +194,11 @@ pub fn explain_world(
         }
         if let RecordKind::Note { proc, text } = &r.kind {
             if *proc == world.apiserver {
-                let stored = text.strip_prefix("stored ");
-                if let Some((key, rv)) = stored
-                    .or_else(|| text.strip_prefix("removed "))
-                    .and_then(|t| t.rsplit_once(" rv "))
-                {
-                    let rv = rv.parse().unwrap_or(0);
-                    let state = match stored {
-                        Some(_) => ServerState::Live(rv),
-                        None => ServerState::Removed(rv),
+                if let Some((key, rv, stored)) = server_write(text) {
+                    let state = if stored {
+                        ServerState::Live(rv)
+                    } else {
+                        ServerState::Removed(rv)
                     };
                     server.insert(key.to_string(), state);
                     writes.push((rv, key.to_string()));
@@ -232,33 +227,21 @@ pub fn explain_world(
                 }
                 continue;
             }
-            if let Some((_, rest)) = text.split_once(" reconcile #")
-                && let Some((_, key_part)) = rest.split_once(" of ")
-                && let Some((key, cache)) = key_part.split_once(" (cache: ")
-            {
+            if let Some(start) = reconcile_start(text) {
+                let key = start.key;
                 if !names.iter().any(|n| mentions(key, n)) && !chain.reconciles.contains(&index) {
                     in_reconcile.remove(proc);
                     continue;
                 }
                 in_reconcile.insert(*proc);
-                let cache = cache.trim_end_matches(')');
-                let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
-                let cached_rv = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
                 // A resourceVersion is the API server's counter of writes: an object's
                 // is the count at its last write, so a smaller one in a cache is older.
-                let mut verdict = cache_verdict(cached_rv, server.get(key).copied());
+                let mut verdict = cache_verdict(start.own_rv, server.get(key).copied());
                 // Writes the server made to watched kinds that the cache has not seen.
                 let mut missed: Vec<&str> = Vec::new();
-                for pair in seen.split(", ").filter(|p| !p.is_empty()) {
-                    let Some((kind, rv)) = pair.split_once('@') else {
-                        continue;
-                    };
-                    let rv: u64 = rv.parse().unwrap_or(0);
-                    let prefix = format!("{kind} ");
-                    for (_, k) in writes.iter().rev().take_while(|(w, _)| *w > rv) {
-                        if k.starts_with(&prefix) && !missed.contains(&k.as_str()) {
-                            missed.push(k);
-                        }
+                for (_, k) in unseen(&writes, &start.seen) {
+                    if !missed.contains(&k.as_str()) {
+                        missed.push(k);
                     }
                 }
                 if !missed.is_empty() {
@@ -272,13 +255,11 @@ pub fn explain_world(
                 }
                 // The reconcile itself, without the cache's raw versions: the verdict
                 // says what they mean.
-                let head = text
-                    .split_once(" (cache: ")
-                    .map_or(text.as_str(), |(h, _)| h);
                 lines.push(format!(
-                    "{:>11}  {}: {head}{verdict}",
+                    "{:>11}  {}: {}{verdict}",
                     r.time.to_string(),
-                    timeline::who(&world, *proc)
+                    timeline::who(&world, *proc),
+                    start.head
                 ));
                 continue;
             }
@@ -288,8 +269,7 @@ pub fn explain_world(
             && in_reconcile.contains(proc)
         {
             // The manager's end-of-reconcile notes close it; one that failed is shown.
-            let ended = text.contains(" reconcile of ") && text.ends_with(" ends");
-            let failed = text.contains(" reconcile of ") && text.contains(" ends in error: ");
+            let (ended, failed) = reconcile_end(text);
             if ended || failed {
                 in_reconcile.remove(proc);
             }
@@ -356,6 +336,73 @@ fn answer_rv(line: &str) -> Option<u64> {
     line.split_once("=> ok, rv ")
         .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|rv| rv.parse().ok())
+}
+
+/// An API server write note (`stored KEY rv N`, `removed KEY rv N`): the object's key,
+/// the write's resourceVersion, and whether it was stored (else removed).
+fn server_write(text: &str) -> Option<(&str, u64, bool)> {
+    let (rest, stored) = match text.strip_prefix("stored ") {
+        Some(rest) => (rest, true),
+        None => (text.strip_prefix("removed ")?, false),
+    };
+    let (key, rv) = rest.rsplit_once(" rv ")?;
+    Some((key, rv.parse().unwrap_or(0), stored))
+}
+
+/// A reconcile's start note as the manager writes it (`... reconcile #N of KEY (cache:
+/// rv R; seen Kind@rv, ...)`).
+struct ReconcileStart<'a> {
+    /// The note without its cache's versions.
+    head: &'a str,
+    /// The reconciled object's key.
+    key: &'a str,
+    /// The version of that object its cache held.
+    own_rv: Option<u64>,
+    /// Each watched kind and the last write of it the cache had seen.
+    seen: Vec<(&'a str, u64)>,
+}
+
+fn reconcile_start(text: &str) -> Option<ReconcileStart<'_>> {
+    let (_, rest) = text.split_once(" reconcile #")?;
+    let (_, key_part) = rest.split_once(" of ")?;
+    let (key, cache) = key_part.split_once(" (cache: ")?;
+    let head = text.split_once(" (cache: ").map_or(text, |(h, _)| h);
+    let cache = cache.trim_end_matches(')');
+    let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
+    Some(ReconcileStart {
+        head,
+        key,
+        own_rv: own.strip_prefix("rv ").and_then(|r| r.parse().ok()),
+        seen: seen
+            .split(", ")
+            .filter_map(|pair| pair.split_once('@'))
+            .map(|(kind, rv)| (kind, rv.parse().unwrap_or(0)))
+            .collect(),
+    })
+}
+
+/// Whether a manager's note ends a reconcile: (it ended, it ended in error).
+fn reconcile_end(text: &str) -> (bool, bool) {
+    let of = text.contains(" reconcile of ");
+    (
+        of && text.ends_with(" ends"),
+        of && text.contains(" ends in error: "),
+    )
+}
+
+/// The writes of `log` (resourceVersion, key; in order) to the kinds of `seen` that
+/// came after what a cache had seen of each: newest first, kind by kind.
+fn unseen<'l>(
+    log: &'l [(u64, String)],
+    seen: &[(&str, u64)],
+) -> impl Iterator<Item = &'l (u64, String)> {
+    let seen: Vec<(String, u64)> = seen.iter().map(|(k, rv)| (format!("{k} "), *rv)).collect();
+    seen.into_iter().flat_map(move |(prefix, rv)| {
+        log.iter()
+            .rev()
+            .take_while(move |(w, _)| *w > rv)
+            .filter(move |(_, k)| k.starts_with(&prefix))
+    })
 }
 
 /// The causal chain one step back from the story's own writes, so that what decided a
@@ -429,12 +476,8 @@ impl Chain {
             }
             match &r.kind {
                 RecordKind::Note { proc, text } if *proc == world.apiserver => {
-                    if let Some((key, rv)) = text
-                        .strip_prefix("stored ")
-                        .or_else(|| text.strip_prefix("removed "))
-                        .and_then(|t| t.rsplit_once(" rv "))
-                    {
-                        log.push((rv.parse().unwrap_or(0), key.to_string()));
+                    if let Some((key, rv, _)) = server_write(text) {
+                        log.push((rv, key.to_string()));
                         if let Some(node) = key.strip_prefix(&lease_prefix) {
                             last_beat.insert(node.to_string(), index);
                         }
@@ -453,32 +496,10 @@ impl Chain {
                     }
                 }
                 RecordKind::Note { proc, text } => {
-                    if let Some((_, rest)) = text.split_once(" reconcile #")
-                        && let Some((_, key_part)) = rest.split_once(" of ")
-                        && let Some((_, cache)) = key_part.split_once(" (cache: ")
-                    {
-                        let cache = cache.trim_end_matches(')');
-                        let (own, seen) = cache.split_once("; seen ").unwrap_or((cache, ""));
-                        let own = own.strip_prefix("rv ").and_then(|r| r.parse::<u64>().ok());
-                        let mut missed = Vec::new();
-                        for pair in seen.split(", ").filter(|p| !p.is_empty()) {
-                            let Some((kind, rv)) = pair.split_once('@') else {
-                                continue;
-                            };
-                            let rv: u64 = rv.parse().unwrap_or(0);
-                            let prefix = format!("{kind} ");
-                            missed.extend(
-                                log.iter()
-                                    .rev()
-                                    .take_while(|(w, _)| *w > rv)
-                                    .filter(|(_, k)| k.starts_with(&prefix))
-                                    .map(|(w, _)| *w),
-                            );
-                        }
-                        current.insert(*proc, (index, own, missed));
-                    } else if text.contains(" reconcile of ")
-                        && (text.ends_with(" ends") || text.contains(" ends in error: "))
-                    {
+                    if let Some(start) = reconcile_start(text) {
+                        let missed = unseen(&log, &start.seen).map(|(w, _)| *w).collect();
+                        current.insert(*proc, (index, start.own_rv, missed));
+                    } else if reconcile_end(text) != (false, false) {
                         current.remove(proc);
                     }
                 }
