@@ -92,8 +92,9 @@ impl Campaign {
 pub struct Listing {
     budget_bytes: u64,
     listed_bytes: u64,
-    /// Failures listed, and counted only.
+    /// Failures listed.
     pub listed: u64,
+    /// Failures counted but not listed (`failures_unlisted`).
     pub unlisted: u64,
 }
 
