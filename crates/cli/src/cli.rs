@@ -471,6 +471,7 @@ impl clap::builder::TypedValueParser for Utf8Arg {
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
     ) -> Result<String, clap::Error> {
+        // Valid UTF-8 by then: the path's refusal is the one message for both.
         Utf8Path
             .parse_ref(cmd, arg, value)
             .map(|p| p.to_string_lossy().into_owned())

@@ -439,14 +439,16 @@ impl<'a> Envelope<'a> {
         if fits {
             None
         } else {
+            // Its kind, its target, its magnitude or its length: any of them may be
+            // what no generator matches.
+            let lasting = if duration == u64::MAX {
+                "for the rest of the run".to_string()
+            } else {
+                format!("for {}", reconsim_sim::SimTime(duration))
+            };
             Some(format!(
-                "{}: no fault of the scenario does that{}",
-                crate::timeline::fault_words(fault),
-                if duration == u64::MAX {
-                    ""
-                } else {
-                    " (or not for that long)"
-                }
+                "{} {lasting}: no fault the scenario declares does that, that much, that long",
+                crate::timeline::fault_words(fault)
             ))
         }
     }
@@ -563,6 +565,15 @@ pub(crate) mod tests {
         assert_eq!(
             e.beyond(&crash).unwrap(),
             "crash idle-0: no fault of the scenario does that"
+        );
+        // A kind no generator draws, or one drawn longer than declared.
+        let freeze = |ms| TimedFault::at(0, Some(ms), Fault::PauseHost { host: "m".into() });
+        let why = e.beyond(&freeze(2000)).unwrap();
+        assert!(
+            why.ends_with(
+                "for 2.000s: no fault the scenario declares does that, that much, that long"
+            ),
+            "{why}"
         );
         // A lost answer needs a partition that drops.
         let lost = on("idle-0", EventClass::Write, Fault::LoseAnswer);
