@@ -1,11 +1,13 @@
-//! Every shipped scenario meets its expectation within its seed budget.
+//! Every shipped scenario meets its expectation within its budget of runs, under the
+//! campaign `reconsim check` runs: random seeds, swarm seeds and search plans
+//! (crates/scenario/src/combined.rs).
 //!
 //! The budget comes from the file; `RECONSIM_SEED_SCALE` multiplies it (CI runs 1, a
 //! quick local loop can use 0.1, a nightly run 10). A `violation` scenario must fail on
-//! some seed of its budget; a `clean` one must hold on every seed of it.
+//! some run of its budget; a `clean` one must hold on every run of it.
 
 use reconsim::families::builtin;
-use reconsim::scenario::fuzz::{Campaign, fuzz};
+use reconsim::scenario::combined::{self, Config};
 use reconsim::scenario::{Expect, Scenario, library};
 
 fn scale() -> f64 {
@@ -21,27 +23,24 @@ fn scale() -> f64 {
 fn check(name: &str) {
     let (_, scenario): (_, Scenario) =
         library::load(name, &builtin()).expect("a shipped scenario loads");
-    let seeds = ((scenario.seeds as f64 * scale()).ceil() as u64).max(1);
-    let campaign = Campaign {
-        start: 0,
-        end: seeds,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        shard: None,
+    let runs = ((scenario.seeds as f64 * scale()).ceil() as u64).max(1);
+    let config = Config {
         stop_on_first: scenario.expect == Expect::Violation,
-        swarm: false,
+        ..Config::new(
+            runs,
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        )
     };
-    let report = fuzz(&scenario, campaign, &|_, _| {}, &|_, _| {});
+    let report = combined::run(&scenario, &config, &mut |_, _, _| {}, &|_, _| {});
     match scenario.expect {
         Expect::Violation => assert!(
-            report.first_failure_seed.is_some(),
-            "{name}: expected a violation within {seeds} seeds, all {} runs were clean",
-            report.runs
+            report.first_failure().is_some(),
+            "{name}: expected a violation within {runs} runs, all were clean"
         ),
         Expect::Clean => assert!(
             report.failures.is_empty(),
-            "{name}: expected clean over {seeds} seeds; failing: {:?}\n  replay: reconsim run {name} --seed {}",
-            report.failures,
-            report.failures[0].seed
+            "{name}: expected clean over {runs} runs; failing: {:?}\n  see: reconsim check {name} --failures-dir failures",
+            report.failures
         ),
     }
 }

@@ -23,6 +23,7 @@ mod check;
 mod explain;
 mod flags;
 mod fuzz;
+mod fuzz_combined;
 mod list;
 mod merge;
 mod outputs;
@@ -38,7 +39,7 @@ use crate::scenario::variants::Set;
 pub(crate) use app::shell_word;
 use app::{App, invocation};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use flags::{jobs_or_cores, parse_seeds};
+use flags::{jobs_or_cores, parse_duration, parse_seeds};
 use fuzz::FuzzArgs;
 use outputs::{Outputs, default_output};
 use std::path::{Path, PathBuf};
@@ -155,11 +156,18 @@ enum Command {
         /// kind of fault cannot hide the bugs another finds alone.
         #[arg(long)]
         swarm: bool,
+        /// How to spend the seeds' budget: `seeds` (each seed of the range, the
+        /// default) or `combined`, as `check` does: as many runs as the range has
+        /// seeds, across random seeds, swarm seeds and search plans (each from the
+        /// range's first seed), one failure file per finding (the first failure of
+        /// each invariant).
+        #[arg(long, value_enum, default_value = "seeds")]
+        campaign: check::CampaignKind,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
         sets: Vec<String>,
-        /// Print `{"scenario","runs","failures":[{"seed","invariant","time_ms"}],"first_failure_seed","events","sim_ms","wall_ms",...}`, the failures streamed as found.
+        /// Print `{"scenario","runs","failures":[{"seed","invariant","time_ms"}],"first_failure_seed","events","sim_ms","wall_ms",...}`, the failures streamed as found (`--campaign combined`: each failure also with "arm","plan","description","index","finding", and "campaign","arms","findings","first_failure").
         #[arg(long)]
         json: bool,
     },
@@ -287,12 +295,30 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Hold each scenario to its expectation over its seed budget (what a CI job calls):
-    /// a scenario that expects a `violation` must fail on some seed of `0..N` (N its
-    /// `seeds` field), a `clean` one on none.
-    #[command(after_help = concat!(
-        "Examples:\n  reconsim check scenarios/machineapi-no-leader-election.json scenarios/machineapi-leader-election-idempotent.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n\n",
-        "Exit codes: 0 every expectation held; 1 some expectation broke (its line says FAIL); 2 bad usage or bad input."
+    /// Hold each scenario to its expectation over its budget of runs (what a CI job
+    /// calls): a scenario that expects a `violation` must fail on some run, a `clean` one
+    /// on none.
+    #[command(
+        long_about = concat!(
+            "Hold each scenario to its expectation over its budget of runs (what a CI job calls): a scenario that expects a `violation` must fail on some run, a `clean` one on none. The budget is the scenario's `seeds` field (the SEEDS column of `reconsim list`).\n",
+            "\n",
+            "The budget is spent three ways at once, so that a clean verdict covers what each finds:\n",
+            "  random seeds   each seed draws when the scenario's faults strike (`run --seed S`):\n",
+            "                 the wide windows.\n",
+            "  swarm seeds    each seed draws from only some of the scenario's faults (`run --seed S\n",
+            "                 --swarm`): a bug one kind of fault hides when all strike at once.\n",
+            "  search plans   a fault-free run of a reference seed, then that run again with faults\n",
+            "                 placed at its steps (`search`, within the scenario's fault envelope,\n",
+            "                 48 plans per reference seed): windows of a few milliseconds.\n",
+            "It goes in rounds of 32 runs: half seeds, a quarter swarm, a quarter search, except that\n",
+            "a quarter of a round more goes to whichever found the most new run signatures per run\n",
+            "in the round before (a signature: which kind of controller made which kind of step\n",
+            "after which). The verdict, the runs and the failure are the same for any --jobs; every\n",
+            "failure line says how to see it again. `--campaign seeds` runs seeds 0..N only.",
+        ),
+        after_help = concat!(
+        "Examples:\n  reconsim check scenarios/machineapi-no-leader-election.json scenarios/machineapi-leader-election-idempotent.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n  reconsim check kcp-upgrade-machine-count --time-budget 2m --failures-dir failures\n\n",
+        "Exit codes: 0 every expectation held; 1 some expectation broke (its line says FAIL); 2 bad usage or bad input, or a failure file that could not be written."
     ))]
     Check {
         /// Scenario files or names of shipped scenarios; none: every scenario `list`
@@ -309,7 +335,15 @@ enum Command {
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
         sets: Vec<String>,
-        /// Print `{"scenarios":[{"scenario","expect","holds","seeds","runs","first_failure_seed","invariant","file"}],"holds","checked","failed"}`.
+        /// How to spend each scenario's budget: `combined` (random seeds, swarm seeds
+        /// and search plans) or `seeds` (seeds 0..N only).
+        #[arg(long, value_enum, default_value = "combined")]
+        campaign: check::CampaignKind,
+        /// Per scenario: start no new run after this much wall time (e.g. 60s, 5m, 1h);
+        /// the runs made are the first of its campaign, and its line says it was cut.
+        #[arg(long, value_name = "DURATION")]
+        time_budget: Option<String>,
+        /// Print `{"scenarios":[{"scenario","expect","holds","seeds","runs","first_failure_seed","invariant","file","campaign","arms","first_failure","out_of_time"}],"holds","checked","failed"}`.
         #[arg(long)]
         json: bool,
     },
@@ -652,6 +686,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             failures_dir,
             time_budget,
             swarm,
+            campaign,
             json,
             sets: _,
         } => fuzz::fuzz_cmd(
@@ -665,6 +700,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                 failures_dir: failures_dir.as_deref(),
                 time_budget: time_budget.as_deref(),
                 swarm,
+                campaign,
             },
             json,
         ),
@@ -672,10 +708,24 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             scenarios,
             jobs,
             failures_dir,
+            campaign,
+            time_budget,
             json,
             sets: _,
-        } => jobs_or_cores(jobs)
-            .and_then(|jobs| check::check(app, &scenarios, jobs, failures_dir.as_deref(), json)),
+        } => jobs_or_cores(jobs).and_then(|jobs| {
+            let time_budget = time_budget.as_deref().map(parse_duration).transpose()?;
+            check::check(
+                app,
+                &scenarios,
+                check::CheckArgs {
+                    jobs,
+                    failures_dir: failures_dir.as_deref(),
+                    campaign,
+                    time_budget,
+                    json,
+                },
+            )
+        }),
         Command::Merge { results, json: _ } => merge::merge(&results),
         Command::Replay {
             failure,

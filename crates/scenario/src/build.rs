@@ -58,9 +58,39 @@ pub fn build_recording(
     trace: TraceMode,
     record: bool,
 ) -> World {
+    build_keeping(
+        scenario,
+        seed,
+        plan,
+        trace,
+        Keep {
+            decisions: record,
+            signature: false,
+        },
+    )
+}
+
+/// What a run keeps of its steps besides its trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// Every decision point (`world.sim.decisions()`): a search's reference run.
+    pub decisions: bool,
+    /// The abstract signature (`world.sim.signature()`): a combined campaign's run.
+    pub signature: bool,
+}
+
+/// [`build`], keeping what `keep` asks of the run's steps.
+pub fn build_keeping(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    keep: Keep,
+) -> World {
     let mut config = SimConfig::new(seed);
     config.trace = trace;
-    config.record_decisions = record;
+    config.record_decisions = keep.decisions;
+    config.record_signature = keep.signature;
     config.net.latency_ms_min = scenario.net.latency_ms.lo;
     config.net.latency_ms_max = scenario.net.latency_ms.hi;
     let mut sim: Sim<Proc> = Sim::new(config, plan);

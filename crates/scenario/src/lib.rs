@@ -14,6 +14,8 @@
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`jobs`]: runs spread over threads, results independent of how many.
 //! - [`fuzz`]: seed ranges, shards and jobs; results independent of `--jobs`.
+//! - [`combined`]: one budget of runs across random seeds, swarm seeds and search
+//!   plans, with one verdict (what `check` runs).
 //! - [`failure`]: self-contained failure files and their replay.
 //! - [`output`]: the files reconsim writes: regular files atomically, character devices
 //!   in place, nothing else.
@@ -37,6 +39,7 @@
 
 pub mod build;
 pub mod chrome;
+pub mod combined;
 pub mod controllers;
 pub mod envelope;
 pub mod explain;

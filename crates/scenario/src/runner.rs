@@ -9,7 +9,7 @@
 //! for checking only when there is something new to check. A check that depends on elapsed time alone (a grace period
 //! running out) is judged at the next change.
 
-use crate::build::{World, build_recording};
+use crate::build::{Keep, World, build_keeping};
 use crate::format::{Plan, Scenario};
 use reconsim_check::{Checker, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
@@ -82,7 +82,7 @@ fn deadline_after(scenario: &Scenario, heal_ms: Option<u64>) -> Option<SimTime> 
 /// Run `scenario` with `seed` and `plan`; the world is returned for inspection
 /// (timelines, Chrome traces).
 pub fn run_world(scenario: &Scenario, seed: u64, plan: Plan, trace: TraceMode) -> (Outcome, World) {
-    run_inner(scenario, seed, plan, trace, false, |_| {})
+    run_inner(scenario, seed, plan, trace, Keep::default(), |_| {})
 }
 
 /// [`run_world`], keeping the run's decision points if `record` (`world.sim.decisions()`).
@@ -93,7 +93,23 @@ pub fn run_world_recording(
     trace: TraceMode,
     record: bool,
 ) -> (Outcome, World) {
-    run_inner(scenario, seed, plan, trace, record, |_| {})
+    let keep = Keep {
+        decisions: record,
+        signature: false,
+    };
+    run_inner(scenario, seed, plan, trace, keep, |_| {})
+}
+
+/// [`run_world`], keeping what `keep` asks of the run's steps (its decision points,
+/// its abstract signature).
+pub fn run_world_keeping(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    trace: TraceMode,
+    keep: Keep,
+) -> (Outcome, World) {
+    run_inner(scenario, seed, plan, trace, keep, |_| {})
 }
 
 /// [`run_world`], calling `observe` with the world after every step the checkers check
@@ -106,7 +122,7 @@ pub fn run_observed(
     trace: TraceMode,
     observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
-    run_inner(scenario, seed, plan, trace, false, observe)
+    run_inner(scenario, seed, plan, trace, Keep::default(), observe)
 }
 
 /// A run as the binary's families host it ([`reconsim_family::host`]): inline, or on a
@@ -116,11 +132,11 @@ fn run_inner(
     seed: u64,
     plan: Plan,
     trace: TraceMode,
-    record: bool,
+    keep: Keep,
     observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
     reconsim_family::hosted(scenario.families().host(), seed, || {
-        run_here(scenario, seed, plan, trace, record, observe)
+        run_here(scenario, seed, plan, trace, keep, observe)
     })
 }
 
@@ -129,12 +145,12 @@ fn run_here(
     seed: u64,
     plan: Plan,
     trace: TraceMode,
-    record: bool,
+    keep: Keep,
     mut observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
     let anchored = plan.has_anchors();
-    let mut world = build_recording(scenario, seed, plan, trace, record);
+    let mut world = build_keeping(scenario, seed, plan, trace, keep);
     let mut checkers: Vec<Checker> = scenario
         .invariants
         .iter()

@@ -161,6 +161,8 @@ pub struct Sim<A: Actor> {
     /// Answers to lose: (callee, caller, request id).
     lost_answers: Vec<(ProcId, ProcId, u64)>,
     recorder: Option<Box<Recorder>>,
+    /// The run's signature so far ([`SimConfig::record_signature`]).
+    signature: Option<Box<recorder::Signature>>,
     /// Processes paused by each active `PauseHost` fault (by plan index).
     host_pauses: Vec<(usize, Vec<ProcId>)>,
     /// Active crash, pause and `Inject` faults whose process had not started when they
@@ -201,6 +203,7 @@ impl<A: Actor> Sim<A> {
         // `duration_ms` after its event, scheduled when that comes.
         actions.retain(|a| a.active || plan.faults[a.index].on.is_none());
         let recorder = config.record_decisions.then(Box::default);
+        let signature = config.record_signature.then(Box::default);
         let fired_at = vec![None; plan.faults.len()];
         Sim {
             now: SimTime::ZERO,
@@ -224,6 +227,7 @@ impl<A: Actor> Sim<A> {
             fired: 0,
             lost_answers: Vec::new(),
             recorder,
+            signature,
             host_pauses: Vec::new(),
             next_timer: 0,
             next_proc: 0,
@@ -364,6 +368,15 @@ impl<A: Actor> Sim<A> {
     /// The decision points recorded so far (empty unless `record_decisions`).
     pub fn decisions(&self) -> &[DecisionPoint] {
         self.recorder.as_ref().map_or(&[], |r| &r.points)
+    }
+
+    /// The run's abstract signature so far, sorted ([`crate::signature`]; empty unless
+    /// `record_signature`).
+    pub fn signature(&mut self) -> &[u64] {
+        match self.signature.as_mut() {
+            Some(s) => s.pairs(),
+            None => &[],
+        }
     }
 
     /// How many anchored faults have taken effect so far.

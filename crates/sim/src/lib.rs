@@ -30,6 +30,7 @@ pub mod kernel;
 pub mod network;
 pub mod queue;
 pub mod rng;
+pub mod signature;
 pub mod time;
 pub mod trace;
 

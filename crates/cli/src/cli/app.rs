@@ -71,6 +71,28 @@ impl App<'_> {
         line
     }
 
+    /// The search that finds plan `plan` of reference seed `seed` again as its first
+    /// failure: the combined campaign's search arm is this search, plan for plan
+    /// ([`crate::scenario::combined::Config::search`]).
+    pub(super) fn search_command(
+        &self,
+        arg: &str,
+        seed: u64,
+        plans_per_reference: usize,
+    ) -> String {
+        let mut line = format!(
+            "{} search {} --seeds {seed}..{} --max-plans {plans_per_reference} --no-pairs --stop-on-first",
+            self.invocation,
+            shell_word(arg),
+            seed.saturating_add(1)
+        );
+        for set in &self.sets {
+            let spec = format!("{}={}", set.path.trim_start_matches('.'), set.value);
+            line.push_str(&format!(" --set {}", shell_word(&spec)));
+        }
+        line
+    }
+
     /// The command that replays a failure file, for people.
     pub(super) fn replay_command(&self, path: &Path) -> String {
         format!(

@@ -21,6 +21,7 @@ pub(super) struct FuzzArgs<'a> {
     pub(super) failures_dir: Option<&'a Path>,
     pub(super) time_budget: Option<&'a str>,
     pub(super) swarm: bool,
+    pub(super) campaign: super::check::CampaignKind,
 }
 
 pub(super) fn fuzz_cmd(
@@ -38,6 +39,7 @@ pub(super) fn fuzz_cmd(
         failures_dir,
         time_budget,
         swarm,
+        campaign,
     } = a;
     let budget = time_budget.map(parse_duration).transpose()?;
     let (_, scenario) = app.load(arg)?;
@@ -48,6 +50,32 @@ pub(super) fn fuzz_cmd(
     let shard = shard.map(parse_shard).transpose()?;
     let jobs = jobs_or_cores(jobs)?;
     create_failures_dir(failures_dir)?;
+    if campaign == super::check::CampaignKind::Combined {
+        if shard.is_some() {
+            return Err(UsageError(
+                "--shard: a combined campaign is not split into shards (each round follows from the one before); use --campaign seeds to shard".into(),
+            ));
+        }
+        if swarm {
+            return Err(UsageError(
+                "--swarm: a combined campaign runs swarm seeds already, as one of its three ways; use --campaign seeds --swarm for swarm seeds only".into(),
+            ));
+        }
+        return super::fuzz_combined::fuzz_combined(
+            app,
+            arg,
+            &scenario,
+            super::fuzz_combined::CombinedArgs {
+                start,
+                end,
+                jobs,
+                stop_on_first,
+                failures_dir,
+                time_budget: budget,
+                json,
+            },
+        );
+    }
     let campaign = Campaign {
         start,
         end,
@@ -137,6 +165,7 @@ pub(super) fn fuzz_cmd(
             "shard": shard.map(|(i, n)| format!("{i}/{n}")),
             "jobs": jobs,
             "swarm": swarm,
+            "campaign": "seeds",
             "failures_unlisted": listing.unlisted,
             "scenario_fingerprint": scenario.fingerprint(),
             "version": env!("CARGO_PKG_VERSION"),

@@ -33,6 +33,19 @@ fn read_result(path: &Path) -> Result<ShardResult, UsageError> {
             path.display()
         ))
     };
+    // A combined campaign's rounds follow from one another: it is one result, never a
+    // shard (`fuzz --campaign combined` refuses --shard).
+    match doc.get("campaign") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(v) if v.as_str() == Some("seeds") => {}
+        Some(v) if v.as_str() == Some("combined") => {
+            return Err(UsageError(format!(
+                "{}: at .campaign: a combined campaign's result (`fuzz --campaign combined`) is whole, not a shard; merge takes the shards of a seeds campaign",
+                path.display()
+            )));
+        }
+        Some(_) => return Err(bad("campaign", "\"seeds\" or absent")),
+    }
     let num = |field: &str| doc.get(field).and_then(|v| v.as_u64());
     for field in ["runs", "events", "sim_ms", "wall_ms", "seeds_run"] {
         num(field).ok_or_else(|| bad(field, "a whole number"))?;
@@ -304,6 +317,7 @@ pub(super) fn merge(paths: &[PathBuf]) -> Result<ExitCode, UsageError> {
         "seeds": format!("{lo}..{hi}"),
         "merged": results.len(),
         "swarm": first.doc.get("swarm").cloned().unwrap_or(json!(false)),
+        "campaign": "seeds",
         "scenario_fingerprint": first.doc.get("scenario_fingerprint").cloned().unwrap_or(json!(null)),
         "version": first.doc.get("version").cloned().unwrap_or(json!(null)),
         "complete": unrun_from.is_none(),

@@ -6,30 +6,13 @@ use crate::format::{Plan, Scenario};
 use crate::jobs::run_ordered;
 use crate::runner::{Outcome, run_world_recording};
 use reconsim_sim::{DecisionPoint, TraceMode};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-/// A run's abstract signature: for each process, the pairs (its previous step, this
-/// step), each step as its process's role (the name without its trailing index) and the
-/// first two words of its message (`patch Machine`, `call RunInstances`, `Modified
-/// Node`): which controller did what kind of thing after what, names and times aside.
+/// A run's abstract signature ([`reconsim_sim::signature`]): for each process, the pairs
+/// (its previous step, this step), each step as its process's role and the first two
+/// words of its message: which controller did what kind of thing after what.
 pub fn signature(decisions: &[DecisionPoint]) -> BTreeSet<u64> {
-    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut out = BTreeSet::new();
-    for d in decisions {
-        let role = d
-            .process
-            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-' || c == '.');
-        let shape: String = d
-            .label
-            .split_whitespace()
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ");
-        let step = reconsim_sim::StableHasher::hash_one(&(role, d.event, shape));
-        let prev = last.insert(d.process.as_str(), step).unwrap_or(0);
-        out.insert(reconsim_sim::StableHasher::hash_one(&(prev, step)));
-    }
-    out
+    reconsim_sim::signature::of_decisions(decisions)
 }
 
 /// Pairs tried with each plan that reached new coverage.

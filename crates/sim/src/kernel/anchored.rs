@@ -17,7 +17,7 @@ impl<A: Actor> Sim<A> {
         if !self.lost_answers.is_empty() && self.lose_answer(from, to, &msg) {
             return;
         }
-        if self.armed.is_empty() && self.recorder.is_none() {
+        if self.armed.is_empty() && self.recorder.is_none() && self.signature.is_none() {
             return self.transmit(from, to, msg, 0);
         }
         let Some(class) = A::classify(&msg) else {
@@ -30,6 +30,9 @@ impl<A: Actor> Sim<A> {
         };
         if self.recorder.is_some() {
             self.record(from, to, anchor_proc, class, &msg);
+        }
+        if self.signature.is_some() {
+            self.sign(anchor_proc, class, &msg);
         }
         let mut fired: Vec<usize> = Vec::new();
         let (plan, procs) = (&self.plan, &self.procs);

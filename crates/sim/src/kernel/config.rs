@@ -16,6 +16,10 @@ pub struct SimConfig {
     /// Keep every decision point ([`Sim::decisions`](super::Sim::decisions)): a search's
     /// reference run.
     pub record_decisions: bool,
+    /// Fold every classified message into the run's abstract signature
+    /// ([`Sim::signature`](super::Sim::signature), [`crate::signature`]), keeping no
+    /// decision point: what a campaign that adapts to coverage reads of each run.
+    pub record_signature: bool,
 }
 
 impl SimConfig {
@@ -26,6 +30,7 @@ impl SimConfig {
             trace: TraceMode::Hash,
             max_events: 50_000_000,
             record_decisions: false,
+            record_signature: false,
         }
     }
 }

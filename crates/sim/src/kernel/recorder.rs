@@ -21,7 +21,56 @@ pub(super) struct Recorder {
     pub(super) timer_cause: BTreeMap<TimerId, usize>,
 }
 
+/// A run's abstract signature, folded in as messages are sent ([`crate::signature`]).
+#[derive(Debug, Default)]
+pub(super) struct Signature {
+    /// Each process's previous step, by process index (0: none yet).
+    last: Vec<u64>,
+    /// The pairs reached; sorted and deduplicated from `sorted` on.
+    pairs: Vec<u64>,
+    sorted: usize,
+}
+
+impl Signature {
+    /// Sorted and deduplicated once the unsorted tail is as long as the sorted part, so
+    /// the vector stays within twice the distinct pairs.
+    fn push(&mut self, pair: u64) {
+        self.pairs.push(pair);
+        if self.pairs.len() >= 2 * self.sorted.max(512) {
+            self.settle();
+        }
+    }
+
+    fn settle(&mut self) {
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        self.sorted = self.pairs.len();
+    }
+
+    pub(super) fn pairs(&mut self) -> &[u64] {
+        self.settle();
+        &self.pairs
+    }
+}
+
 impl<A: Actor> Sim<A> {
+    /// Fold a classified message into the run's signature.
+    pub(super) fn sign(&mut self, anchor_proc: ProcId, class: EventClass, msg: &A::Msg) {
+        let label = A::describe(msg);
+        let step = crate::signature::step(
+            crate::signature::role(&self.procs[anchor_proc.index()].name),
+            class,
+            &label,
+        );
+        let sig = self.signature.as_mut().expect("signing");
+        let i = anchor_proc.index();
+        if sig.last.len() <= i {
+            sig.last.resize(i + 1, 0);
+        }
+        let previous = std::mem::replace(&mut sig.last[i], step);
+        sig.push(crate::signature::pair(previous, step));
+    }
+
     pub(super) fn record(
         &mut self,
         from: ProcId,
