@@ -239,3 +239,50 @@ fn a_combined_campaign_is_never_a_shard() {
     let out = reconsim(&["fuzz", name, "--seeds", "0..8", "--json"]);
     assert_eq!(json(&out)["campaign"], "seeds");
 }
+
+#[test]
+fn an_oracle_finding_breaks_check_differential_and_says_it_is_not_a_violation() {
+    // kcp-upgrade-waits-for-deletion-1 holds every invariant under check's campaign; its
+    // v0.3.4 KCP creates (and deletes) one Machine more than its reference run under a
+    // group plan of race pauses: the health-check re-list race.
+    let name = "kcp-upgrade-waits-for-deletion-1";
+    let out = reconsim(&["check", name, "--differential", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let line = text(&out);
+    assert!(
+        line.contains("expect clean: DIFFERS: search plan #")
+            && line.contains("(Sieve's differential oracle)")
+            && !line.contains("violates"),
+        "{line}"
+    );
+    // Its replay line is the differential search that fails first at that plan.
+    let replay = line
+        .split("replay: ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap();
+    let w = words(replay);
+    assert!(w.contains(&"--differential".to_string()), "{replay}");
+    let mut args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
+    args.push("--json");
+    let found = json(&reconsim(&args));
+    assert_eq!(
+        found["failures"][0]["invariant"], "differential",
+        "{replay}"
+    );
+    let out = reconsim(&["check", name, "--differential", "--json", "--jobs", "2"]);
+    let row = &json(&out)["scenarios"][0];
+    assert_eq!(row["invariant"], "differential");
+    assert_eq!(row["first_failure"]["plan"], found["first_failure"]["plan"]);
+    // The oracles judge search plans and reference runs: a seeds campaign has none.
+    for args in [
+        vec!["check", name, "--differential", "--campaign", "seeds"],
+        vec!["fuzz", name, "--differential", "--seeds", "0..4"],
+    ] {
+        let out = reconsim(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--differential"));
+    }
+}

@@ -2,6 +2,8 @@
 //! seeds, swarm seeds and search plans, the same for any `--jobs`, each failure a run
 //! that replays as it says, a time budget honoured as a prefix.
 
+mod common;
+
 use reconsim::families::builtin;
 use reconsim::scenario::combined::{self, Arm, Config, Report};
 use reconsim::scenario::runner::run_generated;
@@ -147,4 +149,116 @@ fn the_split_is_the_stated_one_without_adaptation() {
     assert_eq!(runs, [64, 32, 32]);
     // Without adaptation no signature is kept.
     assert_eq!(r.signatures, 0);
+}
+
+#[test]
+fn oracle_findings_are_reported_as_such_and_replay_from_their_files() {
+    use reconsim::scenario::failure::{FailureFile, Judge};
+    use reconsim::scenario::search::{DIFFERENTIAL, DIVERGENCE};
+    // Sieve's: the v0.3.4 KCP's health-check re-list race on a clean scenario, a
+    // group plan that creates (and deletes) one Machine more than its reference run.
+    let s = load("kcp-upgrade-waits-for-deletion-1");
+    let config = Config {
+        differential: true,
+        stop_on_first: true,
+        ..Config::new(200, 2)
+    };
+    let r = campaign(&s, &config);
+    let f = r.first_failure().expect("the re-list race").clone();
+    assert_eq!(
+        (f.invariant.as_str(), f.trial.arm),
+        (DIFFERENTIAL, Arm::Search),
+        "{f:?}"
+    );
+    // Without the oracles the same runs hold every invariant.
+    let plain = campaign(&s, &Config::new(f.index + 1, 2));
+    assert!(plain.failures.is_empty(), "{:?}", plain.failures);
+    let again = combined::rerun(&s, &config, &f.trial).unwrap();
+    assert_eq!(again.trace_hash_hex(), f.trace_hash);
+
+    // Kamera's: kcp-init-watch-latency's fault-free runs initialize twice on some seeds
+    // and not on others; with an invariant that never fails there, only the divergence
+    // of reference runs tells them apart. Reference runs only: no plans.
+    let mut s = load("kcp-init-watch-latency");
+    s.invariants = vec!["etcd_leader_candidate_has_node_ref".into()];
+    let config = Config {
+        differential: true,
+        stop_on_first: true,
+        split: combined::Split {
+            seeds: 0,
+            swarm: 0,
+            search: 1,
+        },
+        plans_per_reference: 0,
+        ..Config::new(40, 2)
+    };
+    let mut saved = None;
+    let r = combined::run(
+        &s,
+        &config,
+        &mut |f, outcome, plan| {
+            let mut file = FailureFile::new(&s, plan, outcome).unwrap();
+            file.diverges_from = f.diverges_from;
+            saved = Some(file);
+        },
+        &|_, _| {},
+    );
+    let f = r.first_failure().expect("two schedules end apart").clone();
+    assert_eq!(f.invariant, DIVERGENCE, "{f:?}");
+    assert_eq!(f.diverges_from, Some(0));
+    assert!(f.trial.seed > 0 && f.trial.plan.is_none(), "{f:?}");
+    let file = saved.unwrap();
+    assert_eq!(file.judge(), Judge::Divergence { from: 0 });
+    let dir = common::scratch("combined-divergence");
+    let path = dir.join("divergence.json");
+    file.save(&path).unwrap();
+    let loaded = FailureFile::load(&path, &builtin()).unwrap();
+    let replay = loaded.replay(reconsim::sim::TraceMode::Hash);
+    assert!(replay.reproduced, "{:?}", replay.invariant);
+    // A divergence names its other seed and has no faults; nothing else names one.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let tampered = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut d = doc.clone();
+        edit(&mut d);
+        FailureFile::parse("t.json", &d.to_string(), &builtin()).unwrap_err()
+    };
+    let e = tampered(&|d| {
+        d.as_object_mut().unwrap().remove("diverges_from");
+    });
+    assert_eq!(e.path, ".diverges_from", "{e}");
+    let e = tampered(&|d| d["invariant"] = "etcd_leader_candidate_has_node_ref".into());
+    assert_eq!(e.path, ".diverges_from", "{e}");
+    let e = tampered(
+        &|d| d["plan"] = serde_json::json!([{"at_ms": 5, "duration_ms": 5, "fault": {"kind": "pause", "process": "kcp-controller"}}]),
+    );
+    assert!(e.path == ".plan" && e.message.contains("fault-free"), "{e}");
+}
+
+#[test]
+fn the_signature_the_kernel_folds_in_is_the_one_of_its_decision_points() {
+    use reconsim::scenario::build::Keep;
+    use reconsim::scenario::runner::run_world_keeping;
+    let keep = Keep {
+        decisions: true,
+        signature: true,
+    };
+    for name in [
+        "kcp-upgrade-counts-deleting-3",
+        "machineapi-lease-expiry-pause",
+        "mco-gc-in-use",
+    ] {
+        let s = load(name);
+        for seed in 0..3 {
+            let plan = reconsim::scenario::faults::generate(&s, seed);
+            let (_, mut world) =
+                run_world_keeping(&s, seed, plan, reconsim::sim::TraceMode::Hash, keep);
+            let from_decisions: Vec<u64> =
+                reconsim::sim::signature::of_decisions(world.sim.decisions())
+                    .into_iter()
+                    .collect();
+            assert!(!from_decisions.is_empty());
+            assert_eq!(world.sim.signature(), from_decisions, "{name} seed {seed}");
+        }
+    }
 }

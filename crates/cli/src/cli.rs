@@ -163,6 +163,11 @@ enum Command {
         /// each invariant).
         #[arg(long, value_enum, default_value = "seeds")]
         campaign: check::CampaignKind,
+        /// With `--campaign combined`: judge its search plans and reference runs by
+        /// Sieve's differential and Kamera's divergence oracles too (as `check
+        /// --differential`).
+        #[arg(long)]
+        differential: bool,
         /// Change one field of the scenario for this command: `PATH=VALUE`, VALUE as
         /// JSON or a bare string (e.g. `--set net.latency_ms=[1,50]`); repeatable.
         #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Utf8Arg)]
@@ -343,6 +348,14 @@ enum Command {
         /// the runs made are the first of its campaign, and its line says it was cut.
         #[arg(long, value_name = "DURATION")]
         time_budget: Option<String>,
+        /// Judge a clean scenario's search plans and reference runs by two oracles
+        /// too, findings without an invariant: a plan that ends unlike its fault-free
+        /// reference run (Sieve's differential oracle: `differential`), and a reference
+        /// run that ends unlike reference seed 0's (Kamera's divergence oracle, two
+        /// fault-free schedules of one workload: `divergence`). Such a finding breaks
+        /// the scenario, and its line says DIFFERS or DIVERGES, never "violates".
+        #[arg(long)]
+        differential: bool,
         /// Print `{"scenarios":[{"scenario","expect","holds","seeds","runs","first_failure_seed","invariant","file","campaign","arms","first_failure","out_of_time"}],"holds","checked","failed"}`.
         #[arg(long)]
         json: bool,
@@ -687,6 +700,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             time_budget,
             swarm,
             campaign,
+            differential,
             json,
             sets: _,
         } => fuzz::fuzz_cmd(
@@ -701,6 +715,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                 time_budget: time_budget.as_deref(),
                 swarm,
                 campaign,
+                differential,
             },
             json,
         ),
@@ -710,9 +725,15 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             failures_dir,
             campaign,
             time_budget,
+            differential,
             json,
             sets: _,
         } => jobs_or_cores(jobs).and_then(|jobs| {
+            if differential && campaign == check::CampaignKind::Seeds {
+                return Err(UsageError(
+                    "--differential: the oracles judge search plans and reference runs, which --campaign seeds has none of".into(),
+                ));
+            }
             let time_budget = time_budget.as_deref().map(parse_duration).transpose()?;
             check::check(
                 app,
@@ -722,6 +743,7 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
                     failures_dir: failures_dir.as_deref(),
                     campaign,
                     time_budget,
+                    differential,
                     json,
                 },
             )

@@ -25,11 +25,15 @@
 use crate::build::Keep;
 use crate::format::{Plan, Scenario};
 use crate::jobs::run_streamed;
+use crate::oracle::EndState;
 use crate::runner::{Outcome, run_world_keeping};
-use crate::search::{Candidate, SearchConfig, full_plan, plans_counted};
+use crate::search::{
+    Candidate, DIFFERENTIAL, DIVERGENCE, SearchConfig, differ, full_plan, plans_counted,
+};
 use reconsim_sim::TraceMode;
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs per round: the arms' shares are fixed for a round, and read again after it.
@@ -117,6 +121,11 @@ pub struct Config {
     /// run in the round before (off: the stated split throughout).
     pub adaptive: bool,
     pub plans_per_reference: usize,
+    /// Judge by two oracles too, findings without an invariant: each search plan's end
+    /// against its reference run's (Sieve's differential oracle, [`DIFFERENTIAL`]),
+    /// and each reference run's end against the first reference's (Kamera's
+    /// divergence oracle, [`DIVERGENCE`]: the same workload, two fault-free schedules).
+    pub differential: bool,
 }
 
 impl Config {
@@ -131,6 +140,7 @@ impl Config {
             split: Split::DEFAULT,
             adaptive: true,
             plans_per_reference: PLANS_PER_REFERENCE,
+            differential: false,
         }
     }
 
@@ -190,6 +200,9 @@ pub struct CombinedFailure {
     pub trace_hash: String,
     /// Whether it is the first failure of its invariant (a finding, saved once).
     pub finding: bool,
+    /// A [`DIVERGENCE`]: the reference seed whose fault-free run it ends unlike.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diverges_from: Option<u64>,
 }
 
 /// What one arm ran.
@@ -252,7 +265,7 @@ enum Job {
     Swarm(u64),
     /// A reference run already made (its world was needed for its plans).
     Reference(Box<Ran>),
-    Plan(u64, Box<Candidate>),
+    Plan(u64, Box<Candidate>, Option<Arc<EndState>>),
 }
 
 /// The search arm's state: the reference seed being searched and its plans left.
@@ -260,6 +273,11 @@ struct SearchArm {
     next_reference: u64,
     plans: std::collections::VecDeque<(usize, Candidate)>,
     seed: u64,
+    /// The reference's end state, its plans' differential reference.
+    state: Option<Arc<EndState>>,
+    /// The first reference's seed and end state, every later reference's divergence
+    /// reference.
+    first: Option<(u64, Arc<EndState>)>,
 }
 
 /// The campaign between rounds: each arm's next seed, the search queue, the signatures
@@ -296,6 +314,8 @@ pub fn run(
             next_reference: config.first_seed,
             plans: Default::default(),
             seed: config.first_seed,
+            state: None,
+            first: None,
         },
         seen: BTreeSet::new(),
         found: BTreeSet::new(),
@@ -383,6 +403,9 @@ pub fn run(
                         time_ms: v.time.as_ms(),
                         trace_hash: ran.outcome.trace_hash_hex(),
                         finding,
+                        diverges_from: (v.invariant == DIVERGENCE)
+                            .then(|| state.search.first.as_ref().map(|(s, _)| *s))
+                            .flatten(),
                     };
                     if finding {
                         report.findings += 1;
@@ -436,6 +459,24 @@ pub fn rerun(scenario: &Scenario, config: &Config, trial: &Trial) -> Option<Outc
             full_plan(&Plan::default(), plans.get(k)?)
         }
     };
+    // Judged as the campaign judged it: a plan against its reference, a later
+    // reference against the first.
+    if config.differential && trial.arm == Arm::Search {
+        let judge = match trial.plan {
+            Some(_) => crate::failure::Judge::Differential,
+            None if trial.seed != config.first_seed => crate::failure::Judge::Divergence {
+                from: config.first_seed,
+            },
+            None => crate::failure::Judge::Invariants,
+        };
+        return Some(crate::failure::rerun(
+            scenario,
+            trial.seed,
+            &plan,
+            judge,
+            TraceMode::Hash,
+        ));
+    }
     Some(crate::runner::run_world(scenario, trial.seed, plan, TraceMode::Hash).0)
 }
 
@@ -489,7 +530,7 @@ impl State<'_> {
                     let description = Some(c.description.clone());
                     return (
                         trial(arm, seed, Some(k), description),
-                        Job::Plan(seed, Box::new(c)),
+                        Job::Plan(seed, Box::new(c), self.search.state.clone()),
                     );
                 }
                 // The next reference: run now (its world makes its plans), counted as
@@ -497,16 +538,34 @@ impl State<'_> {
                 let seed = self.search.next_reference;
                 self.search.next_reference = seed.saturating_add(1);
                 self.search.seed = seed;
-                let (outcome, mut world) = run_world_keeping(
-                    self.scenario,
-                    seed,
-                    Plan::default(),
-                    TraceMode::Hash,
-                    Keep {
-                        decisions: true,
-                        signature: self.config.adaptive,
-                    },
-                );
+                let keep = Keep {
+                    decisions: true,
+                    signature: self.config.adaptive,
+                };
+                let (outcome, mut world) = if self.config.differential {
+                    let (outcome, state, world) =
+                        crate::oracle::run_kept(self.scenario, seed, Plan::default(), keep);
+                    let state = Arc::new(state);
+                    self.search.state = Some(state.clone());
+                    // Kamera's divergence: a later reference's fault-free run against
+                    // the first's (the same workload, other timings).
+                    let outcome = match &self.search.first {
+                        None => {
+                            self.search.first = Some((seed, state));
+                            outcome
+                        }
+                        Some((from, first)) => differ(
+                            outcome,
+                            &state,
+                            first,
+                            DIVERGENCE,
+                            &format!("seed {from}'s fault-free run"),
+                        ),
+                    };
+                    (outcome, world)
+                } else {
+                    run_world_keeping(self.scenario, seed, Plan::default(), TraceMode::Hash, keep)
+                };
                 let sig = world.sim.signature().to_vec();
                 let counts = plans_counted(self.scenario, &world, &self.config.search());
                 drop(world);
@@ -546,7 +605,32 @@ impl State<'_> {
                 recorded(*seed, crate::faults::generate_swarm(self.scenario, *seed))
             }
             Job::Reference(ran) => ran.as_ref().clone(),
-            Job::Plan(seed, c) => recorded(*seed, full_plan(&Plan::default(), c)),
+            Job::Plan(seed, c, None) => recorded(*seed, full_plan(&Plan::default(), c)),
+            // Sieve's differential oracle: the plan's end against its reference's.
+            Job::Plan(seed, c, Some(reference)) => {
+                let plan = full_plan(&Plan::default(), c);
+                let keep = Keep {
+                    decisions: false,
+                    signature: self.config.adaptive,
+                };
+                let (outcome, state, mut world) =
+                    crate::oracle::run_kept(self.scenario, *seed, plan.clone(), keep);
+                let signature = world.sim.signature().to_vec();
+                drop(world);
+                let outcome = differ(
+                    outcome,
+                    &state,
+                    reference,
+                    DIFFERENTIAL,
+                    "its reference run",
+                );
+                let plan = outcome.violation.is_some().then_some(plan);
+                Ran {
+                    outcome,
+                    plan,
+                    signature,
+                }
+            }
         }
     }
 

@@ -60,18 +60,18 @@ pub fn explain_world(
     );
     // A differential finding breaks no invariant: its verdict is the comparison with
     // the reference run, as `replay` makes it; the full trace above tells the story.
-    let outcome = if failure.invariant == crate::search::DIFFERENTIAL && outcome.violation.is_none()
-    {
-        crate::failure::rerun(
-            &failure.scenario,
-            failure.seed,
-            &failure.plan,
-            &failure.invariant,
-            TraceMode::Hash,
-        )
-    } else {
-        outcome
-    };
+    let outcome =
+        if failure.judge() != crate::failure::Judge::Invariants && outcome.violation.is_none() {
+            crate::failure::rerun(
+                &failure.scenario,
+                failure.seed,
+                &failure.plan,
+                failure.judge(),
+                TraceMode::Hash,
+            )
+        } else {
+            outcome
+        };
     let judged = Replay::judge(failure, outcome);
     if !judged.reproduced {
         return Err(Box::new(judged));

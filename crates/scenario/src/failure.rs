@@ -32,9 +32,34 @@ pub struct FailureFile {
     /// within it). Written only when not empty; explain judges the plan anew.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beyond_envelope: Vec<String>,
+    /// A [`crate::search::DIVERGENCE`] failure: the seed whose fault-free run this
+    /// (fault-free) run ends unlike. Written only then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverges_from: Option<u64>,
+}
+
+/// How a failure's run is judged again: by the scenario's invariants, and for a
+/// differential or divergence finding also against its reference run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judge {
+    /// The scenario's invariants (with its convergence bound and event budget).
+    Invariants,
+    /// Sieve's differential oracle: against the same plan without its anchored faults.
+    Differential,
+    /// Kamera's divergence oracle: against the fault-free run of seed `from`.
+    Divergence { from: u64 },
 }
 
 impl FailureFile {
+    /// How this failure is judged again.
+    pub fn judge(&self) -> Judge {
+        match (self.invariant.as_str(), self.diverges_from) {
+            (crate::search::DIFFERENTIAL, _) => Judge::Differential,
+            (crate::search::DIVERGENCE, Some(from)) => Judge::Divergence { from },
+            _ => Judge::Invariants,
+        }
+    }
+
     /// The failure of a run that violated an invariant.
     pub fn new(scenario: &Scenario, plan: &Plan, outcome: &Outcome) -> Option<FailureFile> {
         let v = outcome.violation.as_ref()?;
@@ -57,6 +82,7 @@ impl FailureFile {
             time_ms: v.time.as_ms(),
             message: v.message.clone(),
             beyond_envelope: Vec::new(),
+            diverges_from: None,
         })
     }
 
@@ -89,6 +115,7 @@ impl FailureFile {
             crate::runner::CONVERGENCE,
             crate::runner::EVENT_BUDGET,
             crate::search::DIFFERENTIAL,
+            crate::search::DIVERGENCE,
         ];
         if !scenario.invariants.contains(&raw.invariant)
             && !judged.contains(&raw.invariant.as_str())
@@ -119,6 +146,25 @@ impl FailureFile {
                 ),
             )));
         }
+        // A divergence compares two fault-free runs: it names the other seed, and has
+        // no faults of its own.
+        if (raw.invariant == crate::search::DIVERGENCE) != raw.diverges_from.is_some() {
+            return Err(at((
+                ".diverges_from".into(),
+                if raw.diverges_from.is_some() {
+                    format!("only with the invariant `{}`", crate::search::DIVERGENCE)
+                } else {
+                    "the seed whose fault-free run this one ends unlike (a divergence names it)"
+                        .to_string()
+                },
+            )));
+        }
+        if raw.invariant == crate::search::DIVERGENCE && !raw.plan.faults.is_empty() {
+            return Err(at((
+                ".plan".into(),
+                "no faults: a divergence is between two fault-free runs".to_string(),
+            )));
+        }
         let f = FailureFile {
             reconsim_version: raw.reconsim_version,
             scenario,
@@ -129,6 +175,7 @@ impl FailureFile {
             time_ms: raw.time_ms,
             message: raw.message,
             beyond_envelope: raw.beyond_envelope,
+            diverges_from: raw.diverges_from,
         };
         let canonical = serde_json::to_value(&f).expect("failure files serialize");
         crate::json::check_objects(&input, &canonical, "").map_err(at)?;
@@ -279,13 +326,7 @@ impl FailureFile {
 
     /// Re-run the failure.
     pub fn replay(&self, trace: TraceMode) -> Replay {
-        let outcome = rerun(
-            &self.scenario,
-            self.seed,
-            &self.plan,
-            &self.invariant,
-            trace,
-        );
+        let outcome = rerun(&self.scenario, self.seed, &self.plan, self.judge(), trace);
         Replay::judge(self, outcome)
     }
 
@@ -327,28 +368,42 @@ fn create_new(path: &Path, text: &str) -> std::io::Result<bool> {
     }
 }
 
-/// Run `plan` and judge it as a failure of `invariant` was judged: by the scenario's
-/// invariants, and for a [`crate::search::DIFFERENTIAL`] failure also against its
-/// reference, the same plan without its anchored faults (what search perturbed).
+/// Run `plan` and judge it as its failure was judged ([`Judge`]): by the scenario's
+/// invariants; a differential failure also against its reference, the same plan without
+/// its anchored faults (what search perturbed); a divergence against the fault-free run
+/// of the seed it diverges from.
 pub fn rerun(
     scenario: &Scenario,
     seed: u64,
     plan: &Plan,
-    invariant: &str,
+    judge: Judge,
     trace: TraceMode,
 ) -> Outcome {
-    if invariant != crate::search::DIFFERENTIAL {
-        return run_world(scenario, seed, plan.clone(), trace).0;
+    match judge {
+        Judge::Invariants => run_world(scenario, seed, plan.clone(), trace).0,
+        Judge::Differential => {
+            let reference = Plan::new(
+                plan.faults
+                    .iter()
+                    .filter(|f| f.on.is_none())
+                    .cloned()
+                    .collect(),
+            );
+            let (_, state) = crate::oracle::run(scenario, seed, reference);
+            crate::search::judge_differential(scenario, seed, plan, &state)
+        }
+        Judge::Divergence { from } => {
+            let (_, reference) = crate::oracle::run(scenario, from, Plan::default());
+            let (outcome, state) = crate::oracle::run(scenario, seed, plan.clone());
+            crate::search::differ(
+                outcome,
+                &state,
+                &reference,
+                crate::search::DIVERGENCE,
+                &format!("seed {from}'s fault-free run"),
+            )
+        }
     }
-    let reference = Plan::new(
-        plan.faults
-            .iter()
-            .filter(|f| f.on.is_none())
-            .cloned()
-            .collect(),
-    );
-    let (_, state) = crate::oracle::run(scenario, seed, reference);
-    crate::search::judge_differential(scenario, seed, plan, &state)
 }
 
 /// A failure file as serde reads it, before its scenario's families parse it.
@@ -365,6 +420,8 @@ struct RawFailureFile {
     message: String,
     #[serde(default)]
     beyond_envelope: Vec<String>,
+    #[serde(default)]
+    diverges_from: Option<u64>,
 }
 
 /// What a replay found.

@@ -219,6 +219,21 @@ pub fn run(scenario: &Scenario, seed: u64, plan: Plan) -> (Outcome, EndState) {
     (outcome, state)
 }
 
+/// [`run`], keeping what `keep` asks of the run's steps, and the world: a combined
+/// campaign's reference run is judged, searched from and signed at once.
+pub fn run_kept(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    keep: crate::build::Keep,
+) -> (Outcome, EndState, World) {
+    let mut recorder = Recorder::default();
+    let (outcome, world) =
+        crate::runner::run_observed_keeping(scenario, seed, plan, keep, |v| recorder.observe(v));
+    let state = EndState::from_recorder(&world, recorder);
+    (outcome, state, world)
+}
+
 /// Sieve's differential oracle: the run of `seed` under `plan` against the reference
 /// run of the same seed with no faults. A difference means the faults, although they
 /// healed, changed what the controllers did or where they ended.

@@ -112,6 +112,18 @@ pub fn run_world_keeping(
     run_inner(scenario, seed, plan, trace, keep, |_| {})
 }
 
+/// [`run_observed`], keeping what `keep` asks of the run's steps: an oracle's run
+/// that a campaign also reads the signature or decision points of.
+pub fn run_observed_keeping(
+    scenario: &Scenario,
+    seed: u64,
+    plan: Plan,
+    keep: Keep,
+    observe: impl FnMut(&View<'_>),
+) -> (Outcome, World) {
+    run_inner(scenario, seed, plan, TraceMode::Hash, keep, observe)
+}
+
 /// [`run_world`], calling `observe` with the world after every step the checkers check
 /// (before them): what an oracle records over a run (objects created and deleted) without
 /// a second run loop.

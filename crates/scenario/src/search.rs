@@ -101,6 +101,9 @@ pub struct SearchConfig {
 
 /// The invariant name of a plan the differential oracle flagged.
 pub const DIFFERENTIAL: &str = "differential";
+/// The invariant name of a fault-free run that ends unlike another seed's fault-free
+/// run (Kamera's divergence oracle, [`crate::oracle::divergence`]).
+pub const DIVERGENCE: &str = "divergence";
 
 /// What a reference run (and every plan made from it) carries besides the perturbation.
 #[derive(Clone, Debug, Default)]
@@ -338,15 +341,33 @@ pub fn judge_differential(
     plan: &Plan,
     reference: &crate::oracle::EndState,
 ) -> Outcome {
-    let (mut outcome, state) = crate::oracle::run(scenario, seed, plan.clone());
+    let (outcome, state) = crate::oracle::run(scenario, seed, plan.clone());
+    differ(
+        outcome,
+        &state,
+        reference,
+        DIFFERENTIAL,
+        "its reference run",
+    )
+}
+
+/// `outcome`, a violation of `invariant` at its end if it held every invariant but its
+/// end `state` differs from `reference`'s (`what` names the reference in the message).
+pub fn differ(
+    mut outcome: Outcome,
+    state: &crate::oracle::EndState,
+    reference: &crate::oracle::EndState,
+    invariant: &str,
+    what: &str,
+) -> Outcome {
     if outcome.violation.is_none() {
-        let diff = reference.diff(&state);
+        let diff = reference.diff(state);
         if !diff.is_empty() {
             outcome.violation = Some(reconsim_check::Violation {
-                invariant: DIFFERENTIAL.into(),
+                invariant: invariant.into(),
                 time: reconsim_sim::SimTime(outcome.sim_ms),
                 message: format!(
-                    "ends differently from its reference run ({} differences): {}",
+                    "ends differently from {what} ({} differences): {}",
                     diff.total(),
                     diff.to_string().trim_end().replace('\n', "; ")
                 ),

@@ -46,7 +46,7 @@ impl Shrinker<'_> {
             &self.failure.scenario,
             self.failure.seed,
             &plan,
-            &self.failure.invariant,
+            self.failure.judge(),
             TraceMode::Hash,
         );
         outcome
@@ -174,12 +174,14 @@ pub fn shrink(failure: &FailureFile, max_runs: u64) -> (FailureFile, ShrinkRepor
         &failure.scenario,
         failure.seed,
         &plan,
-        &failure.invariant,
+        failure.judge(),
         TraceMode::Hash,
     );
     let shrunk = FailureFile::new(&failure.scenario, &plan, &outcome)
         .filter(|f| f.invariant == failure.invariant)
         .map(|mut f| {
+            // A divergence is judged against the same other seed.
+            f.diverges_from = failure.diverges_from;
             // A failure found beyond the scenario's fault envelope stays labelled with
             // what its smaller plan still goes beyond (a shorter fault may be within).
             if !failure.beyond_envelope.is_empty() {

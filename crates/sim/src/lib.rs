@@ -19,6 +19,8 @@
 //! - [`network`]: seeded latency, FIFO links, partitions and slow links.
 //! - [`fault`]: fault plans as serde data.
 //! - [`anchor`]: faults anchored to events, and decision records.
+//! - [`signature`]: a run's abstract signature (which role did what after what), for
+//!   coverage guidance.
 //! - [`trace`]: trace records and the trace hash.
 //! - [`kernel`]: the [`Sim`] itself, the [`Actor`] trait and its [`Ctx`].
 

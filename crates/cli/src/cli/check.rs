@@ -11,6 +11,7 @@ use crate::scenario::Scenario;
 use crate::scenario::combined::{self, Arm, Trial};
 use crate::scenario::failure::FailureFile;
 use crate::scenario::fuzz::Campaign;
+use crate::scenario::search::{DIFFERENTIAL, DIVERGENCE};
 use crate::scenario::{Expect, runner};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,9 @@ pub(super) struct CheckArgs<'a> {
     pub(super) failures_dir: Option<&'a Path>,
     pub(super) campaign: CampaignKind,
     pub(super) time_budget: Option<std::time::Duration>,
+    /// Judge a clean scenario's search arm by Sieve's differential and Kamera's
+    /// divergence oracles too.
+    pub(super) differential: bool,
     pub(super) json: bool,
 }
 
@@ -148,13 +152,15 @@ fn save(
     name: String,
     plan: &crate::scenario::Plan,
     outcome: &runner::Outcome,
+    diverges_from: Option<u64>,
 ) -> (Option<PathBuf>, Option<String>) {
     let (Some(dir), Expect::Clean) = (dir, scenario.expect) else {
         return (None, None);
     };
-    let Some(f) = FailureFile::new(scenario, plan, outcome) else {
+    let Some(mut f) = FailureFile::new(scenario, plan, outcome) else {
         return (None, None);
     };
+    f.diverges_from = diverges_from;
     let path = dir.join(name);
     match f.save_new(&path) {
         Ok(p) => (Some(p), None),
@@ -207,6 +213,7 @@ fn check_seeds(scenario: Scenario, opts: &CheckArgs<'_>) -> (Verdict, Option<Str
                 format!("{}-seed-{seed}.json", scenario.name),
                 plan,
                 outcome,
+                None,
             );
         }
     }
@@ -237,6 +244,8 @@ fn check_combined(scenario: Scenario, opts: &CheckArgs<'_>) -> (Verdict, Option<
     let config = combined::Config {
         stop_on_first: true,
         time_budget: opts.time_budget,
+        // A differential finding says nothing of a buggy scenario's expected violation.
+        differential: opts.differential && scenario.expect == Expect::Clean,
         ..combined::Config::new(scenario.seeds, opts.jobs)
     };
     let mut file = None;
@@ -251,6 +260,7 @@ fn check_combined(scenario: Scenario, opts: &CheckArgs<'_>) -> (Verdict, Option<
                 failure_file_name(&scenario.name, &failure.trial),
                 plan,
                 outcome,
+                failure.diverges_from,
             );
         },
         &|_, _| {},
@@ -282,14 +292,27 @@ pub(super) fn failure_file_name(scenario: &str, trial: &Trial) -> String {
 
 /// The command that shows the failing run of `trial` again: its failure file's replay,
 /// else the run of its seed, or the search that finds its plan first.
-pub(super) fn replay_of(app: &App<'_>, arg: &str, trial: &Trial, file: Option<&Path>) -> String {
+pub(super) fn replay_of(
+    app: &App<'_>,
+    arg: &str,
+    trial: &Trial,
+    invariant: &str,
+    file: Option<&Path>,
+) -> String {
     if let Some(p) = file {
         return app.replay_command(p);
     }
-    match trial.arm {
-        Arm::Seeds => app.run_command(arg, trial.seed, false),
-        Arm::Swarm => app.run_command(arg, trial.seed, true),
-        Arm::Search => app.search_command(arg, trial.seed, combined::PLANS_PER_REFERENCE),
+    match (trial.arm, invariant) {
+        (_, DIVERGENCE) => {
+            "none without a file (a divergence compares two runs): add --failures-dir DIR, then `replay` its file".to_string()
+        }
+        (Arm::Seeds, _) => app.run_command(arg, trial.seed, false),
+        (Arm::Swarm, _) => app.run_command(arg, trial.seed, true),
+        (Arm::Search, DIFFERENTIAL) => format!(
+            "{} --differential",
+            app.search_command(arg, trial.seed, combined::PLANS_PER_REFERENCE)
+        ),
+        (Arm::Search, _) => app.search_command(arg, trial.seed, combined::PLANS_PER_REFERENCE),
     }
 }
 
@@ -351,8 +374,19 @@ fn verdict_line(app: &App<'_>, arg: &str, v: &Verdict) -> String {
         }
         (Expect::Clean, None) => format!("held over {}", what_ran(v)),
         (Expect::Clean, Some((trial, inv))) => {
-            let replay = replay_of(app, arg, trial, v.file.as_deref());
-            format!("BROKEN: {} violates {inv}; replay: {replay}", trial.label())
+            let replay = replay_of(app, arg, trial, inv, v.file.as_deref());
+            // A finding of an oracle is no invariant's violation, and says so.
+            match inv.as_str() {
+                DIFFERENTIAL => format!(
+                    "DIFFERS: {} ends unlike its fault-free reference run (Sieve's differential oracle); replay: {replay}",
+                    trial.label()
+                ),
+                DIVERGENCE => format!(
+                    "DIVERGES: {} ends unlike reference seed 0's (Kamera's divergence oracle: two fault-free schedules of one workload); replay: {replay}",
+                    trial.label()
+                ),
+                _ => format!("BROKEN: {} violates {inv}; replay: {replay}", trial.label()),
+            }
         }
     };
     format!(
@@ -402,7 +436,7 @@ fn verdict_json(
             "seed": t.seed,
             "plan": t.plan,
             "description": t.description,
-            "replay": replay_of(app, arg, t, v.file.as_deref()),
+            "replay": replay_of(app, arg, t, v.failure.as_ref().map_or("", |(_, i)| i.as_str()), v.file.as_deref()),
         })),
         "out_of_time": v.out_of_time,
     })

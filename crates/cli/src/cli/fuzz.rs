@@ -22,6 +22,7 @@ pub(super) struct FuzzArgs<'a> {
     pub(super) time_budget: Option<&'a str>,
     pub(super) swarm: bool,
     pub(super) campaign: super::check::CampaignKind,
+    pub(super) differential: bool,
 }
 
 pub(super) fn fuzz_cmd(
@@ -40,6 +41,7 @@ pub(super) fn fuzz_cmd(
         time_budget,
         swarm,
         campaign,
+        differential,
     } = a;
     let budget = time_budget.map(parse_duration).transpose()?;
     let (_, scenario) = app.load(arg)?;
@@ -49,18 +51,25 @@ pub(super) fn fuzz_cmd(
     };
     let shard = shard.map(parse_shard).transpose()?;
     let jobs = jobs_or_cores(jobs)?;
+    let combined = campaign == super::check::CampaignKind::Combined;
+    // Refused before anything is made (the failures directory included).
+    if combined && shard.is_some() {
+        return Err(UsageError(
+            "--shard: a combined campaign is not split into shards (each round follows from the one before); use --campaign seeds to shard".into(),
+        ));
+    }
+    if combined && swarm {
+        return Err(UsageError(
+            "--swarm: a combined campaign runs swarm seeds already, as one of its three ways; use --campaign seeds --swarm for swarm seeds only".into(),
+        ));
+    }
+    if differential && !combined {
+        return Err(UsageError(
+            "--differential: with --campaign combined (its oracles judge search plans and reference runs)".into(),
+        ));
+    }
     create_failures_dir(failures_dir)?;
-    if campaign == super::check::CampaignKind::Combined {
-        if shard.is_some() {
-            return Err(UsageError(
-                "--shard: a combined campaign is not split into shards (each round follows from the one before); use --campaign seeds to shard".into(),
-            ));
-        }
-        if swarm {
-            return Err(UsageError(
-                "--swarm: a combined campaign runs swarm seeds already, as one of its three ways; use --campaign seeds --swarm for swarm seeds only".into(),
-            ));
-        }
+    if combined {
         return super::fuzz_combined::fuzz_combined(
             app,
             arg,
@@ -72,6 +81,7 @@ pub(super) fn fuzz_cmd(
                 stop_on_first,
                 failures_dir,
                 time_budget: budget,
+                differential,
                 json,
             },
         );

@@ -20,6 +20,7 @@ pub(super) struct CombinedArgs<'a> {
     pub(super) stop_on_first: bool,
     pub(super) failures_dir: Option<&'a Path>,
     pub(super) time_budget: Option<std::time::Duration>,
+    pub(super) differential: bool,
     pub(super) json: bool,
 }
 
@@ -33,6 +34,7 @@ pub(super) fn fuzz_combined(
         first_seed: a.start,
         stop_on_first: a.stop_on_first,
         time_budget: a.time_budget,
+        differential: a.differential,
         ..combined::Config::new(a.end - a.start, a.jobs)
     };
     let mut saved: Vec<(u64, PathBuf)> = Vec::new();
@@ -42,10 +44,12 @@ pub(super) fn fuzz_combined(
         scenario,
         &config,
         &mut |failure, outcome, plan| {
-            let (Some(dir), Some(f)) = (a.failures_dir, FailureFile::new(scenario, plan, outcome))
+            let (Some(dir), Some(mut f)) =
+                (a.failures_dir, FailureFile::new(scenario, plan, outcome))
             else {
                 return;
             };
+            f.diverges_from = failure.diverges_from;
             let path = dir.join(failure_file_name(&scenario.name, &failure.trial));
             match f.save_new(&path) {
                 Ok(p) => saved.push((failure.index, p)),
@@ -86,6 +90,7 @@ pub(super) fn fuzz_combined(
                     "description": f.trial.description,
                     "index": f.index,
                     "finding": f.finding,
+                    "diverges_from": f.diverges_from,
                 })
             })
             .collect();
@@ -127,12 +132,13 @@ pub(super) fn fuzz_combined(
             "findings": report.findings,
             "signatures": report.signatures,
             "out_of_time": report.out_of_time,
+            "differential": a.differential,
             "first_failure": first.map(|f| json!({
                 "arm": f.trial.arm.name(),
                 "seed": f.trial.seed,
                 "plan": f.trial.plan,
                 "description": f.trial.description,
-                "replay": replay_of(app, arg, &f.trial, first_file.as_deref()),
+                "replay": replay_of(app, arg, &f.trial, &f.invariant, first_file.as_deref()),
             })),
         });
         println!("{doc}");
@@ -187,7 +193,7 @@ pub(super) fn fuzz_combined(
         if let Some(f) = first {
             println!(
                 "  replay: {}",
-                replay_of(app, arg, &f.trial, first_file.as_deref())
+                replay_of(app, arg, &f.trial, &f.invariant, first_file.as_deref())
             );
         }
     }
