@@ -71,9 +71,20 @@ fn a_narrow_race_breaks_check_by_a_search_plan_whose_replay_line_finds_it() {
     let first = &row["first_failure"];
     assert_eq!(first["arm"], "search", "{row}");
     assert!(row["runs"].as_u64().unwrap() <= 16, "{row}");
+    let mut runs = 0;
     for arm in ["seeds", "swarm", "search"] {
-        assert!(row["arms"][arm]["runs"].as_u64().unwrap() > 0, "{row}");
+        let a = &row["arms"][arm];
+        assert!(a["runs"].as_u64().unwrap() > 0, "{row}");
+        runs += a["runs"].as_u64().unwrap();
     }
+    // What ran, not what the stopped round drew: seeds and swarm seeds from 0, one
+    // run each.
+    assert_eq!(runs, row["runs"].as_u64().unwrap(), "{row}");
+    for arm in ["seeds", "swarm"] {
+        let a = &row["arms"][arm];
+        assert_eq!(a["seeds"], format!("0..{}", a["runs"]), "{row}");
+    }
+    assert_eq!(row["arms"]["search"]["references"], 1, "{row}");
     // The replay line is the search that fails first at that very plan.
     let replay = first["replay"].as_str().unwrap();
     let w = words(replay);

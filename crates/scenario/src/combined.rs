@@ -209,8 +209,10 @@ pub struct CombinedFailure {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ArmReport {
     pub runs: u64,
-    /// Seeds `first_seed..next_seed` drawn (for search: reference seeds begun).
+    /// Seeds `first_seed..next_seed` run (for search: the reference seeds of its runs).
     pub next_seed: u64,
+    /// Search: the reference runs among `runs` (the rest are plans).
+    pub references: u64,
     pub failures: u64,
     /// Run signatures its runs reached first.
     pub new_signatures: u64,
@@ -375,6 +377,12 @@ pub fn run(
                 let index = report.runs;
                 report.runs += 1;
                 report.arms[a].runs += 1;
+                // What ran, not what the round drew: a campaign that stops mid-round
+                // reports only the seeds it reached.
+                report.arms[a].next_seed = report.arms[a].next_seed.max(trial.seed + 1);
+                if trial.arm == Arm::Search && trial.plan.is_none() {
+                    report.arms[a].references += 1;
+                }
                 report.events += ran.outcome.events;
                 report.trace_hash = reconsim_sim::StableHasher::hash_one(&(
                     report.trace_hash,
@@ -433,10 +441,6 @@ pub fn run(
         }
         state.adapt(&new_per_arm, &runs_per_arm);
     }
-    for (a, seed) in state.next_seed.iter().enumerate() {
-        report.arms[a].next_seed = *seed;
-    }
-    report.arms[Arm::Search.index()].next_seed = state.search.next_reference;
     report
 }
 

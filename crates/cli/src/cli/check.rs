@@ -345,7 +345,7 @@ fn what_ran(v: &Verdict) -> String {
     }
     let search = r.arm(Arm::Search);
     if search.runs > 0 {
-        let plans = search.runs - search.next_seed;
+        let plans = search.runs - search.references;
         let references = match search.next_seed {
             1 => "reference seed 0".to_string(),
             n => format!("reference seeds 0..{n}"),
@@ -415,6 +415,7 @@ fn verdict_json(
                     "seeds": format!("0..{}", a.next_seed),
                     "failures": a.failures,
                     "new_signatures": a.new_signatures,
+                    "references": a.references,
                 }),
             );
         }

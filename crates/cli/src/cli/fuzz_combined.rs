@@ -104,6 +104,7 @@ pub(super) fn fuzz_combined(
                     "seeds": format!("{}..{}", a.start, r.next_seed),
                     "failures": r.failures,
                     "new_signatures": r.new_signatures,
+                    "references": r.references,
                 }),
             );
         }
@@ -154,7 +155,7 @@ pub(super) fn fuzz_combined(
             arm(Arm::Seeds).next_seed,
             a.start,
             arm(Arm::Swarm).next_seed,
-            search.runs - (search.next_seed - a.start),
+            search.runs - search.references,
             a.start,
             search.next_seed,
             report.runs as f64 / secs,
