@@ -4,24 +4,8 @@
 
 mod common;
 
-use serde_json::Value;
-use std::process::{Command, Output};
-
-fn reconsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reconsim"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
+use common::{json, reconsim};
+use std::process::Output;
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

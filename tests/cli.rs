@@ -5,23 +5,9 @@ mod common;
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn reconsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reconsim"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
+use common::{json, reconsim};
 
 /// A path in this process's scratch directory (target/tmp/cli-<pid>).
 fn tmp(name: &str) -> PathBuf {

@@ -64,11 +64,12 @@ enum Command {
     #[command(long_about = concat!(
         "List the scenarios this binary finds by name: the shipped ones, or those of $RECONSIM_SCENARIOS.\n",
         "\n",
-        "  EXPECT       what the scenario's seeds should show: `clean` (no seed breaks an\n",
-        "               invariant: a fixed controller) or `violation` (some seed does: a\n",
+        "  EXPECT       what the scenario's runs should show: `clean` (no run breaks an\n",
+        "               invariant: a fixed controller) or `violation` (some run does: a\n",
         "               known bug, kept so that the search for it stays tested).\n",
-        "  SEEDS        its seed budget N: seeds 0..N are what `fuzz` runs by default and\n",
-        "               what `check` holds to EXPECT.\n",
+        "  SEEDS        its budget N: seeds 0..N are what `fuzz` runs by default, and N runs\n",
+        "               of random seeds, swarm seeds and search plans what `check` holds\n",
+        "               to EXPECT.\n",
         "  DESCRIPTION  what it models, whole, under its name (wrapped for 100 columns).",
     ), after_help = concat!(
         "Examples:\n  reconsim list\n  RECONSIM_SCENARIOS=scenarios reconsim list --json   # a directory of scenario files\n\n",
