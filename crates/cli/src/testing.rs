@@ -110,7 +110,8 @@ pub fn holds(path: impl AsRef<Path>, families: &Families, runner: &str) -> Resul
         )
     };
     let report = combined::run(&scenario, &config, &mut |_, _, _| {}, &|_, _| {});
-    // Two runs of `trial`, one trace hash: the second run's outcome.
+    // Two runs of `trial`, one trace hash (the campaign's, when given): the first
+    // run's outcome.
     let deterministic = |trial: &Trial, hash: Option<&str>| {
         let outcome = combined::rerun(&scenario, &config, trial);
         let again = combined::rerun(&scenario, &config, trial);
