@@ -397,6 +397,26 @@ fn verdict_line(app: &App<'_>, arg: &str, v: &Verdict) -> String {
     )
 }
 
+/// Each arm's runs of a combined campaign whose arms start at `first_seed`, as `check
+/// --json` and `fuzz --json` give them.
+pub(super) fn arms_json(r: &combined::Report, first_seed: u64) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for arm in Arm::ALL {
+        let a = r.arm(arm);
+        m.insert(
+            arm.name().to_string(),
+            json!({
+                "runs": a.runs,
+                "seeds": format!("{first_seed}..{}", a.next_seed),
+                "failures": a.failures,
+                "new_signatures": a.new_signatures,
+                "references": a.references,
+            }),
+        );
+    }
+    serde_json::Value::Object(m)
+}
+
 /// One scenario's row of `check --json`.
 fn verdict_json(
     app: &App<'_>,
@@ -404,23 +424,7 @@ fn verdict_json(
     v: &Verdict,
     campaign: CampaignKind,
 ) -> serde_json::Value {
-    let arms = v.combined.as_ref().map(|r| {
-        let mut m = serde_json::Map::new();
-        for arm in Arm::ALL {
-            let a = r.arm(arm);
-            m.insert(
-                arm.name().to_string(),
-                json!({
-                    "runs": a.runs,
-                    "seeds": format!("0..{}", a.next_seed),
-                    "failures": a.failures,
-                    "new_signatures": a.new_signatures,
-                    "references": a.references,
-                }),
-            );
-        }
-        serde_json::Value::Object(m)
-    });
+    let arms = v.combined.as_ref().map(|r| arms_json(r, 0));
     json!({
         "scenario": v.scenario.name,
         "expect": v.scenario.expect.to_string(),

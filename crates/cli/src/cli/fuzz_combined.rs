@@ -1,7 +1,7 @@
 //! `fuzz --campaign combined`: a budget of runs spent across random seeds, swarm seeds
 //! and search plans (crates/scenario/src/combined.rs), one failure file per finding.
 
-use super::check::{failure_file_name, replay_of};
+use super::check::{arms_json, failure_file_name, replay_of};
 use super::{App, UsageError};
 use crate::scenario::Scenario;
 use crate::scenario::combined::{self, Arm};
@@ -94,20 +94,7 @@ pub(super) fn fuzz_combined(
                 })
             })
             .collect();
-        let mut arms = serde_json::Map::new();
-        for arm in Arm::ALL {
-            let r = report.arm(arm);
-            arms.insert(
-                arm.name().into(),
-                json!({
-                    "runs": r.runs,
-                    "seeds": format!("{}..{}", a.start, r.next_seed),
-                    "failures": r.failures,
-                    "new_signatures": r.new_signatures,
-                    "references": r.references,
-                }),
-            );
-        }
+        let arms = arms_json(&report, a.start);
         let doc = json!({
             "failures": failures,
             "scenario": scenario.name,
