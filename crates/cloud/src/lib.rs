@@ -531,7 +531,8 @@ impl Cloud {
             | WorldFault::WatchLag { .. }
             | WorldFault::WatchStall { .. }
             | WorldFault::Resync
-            | WorldFault::Failpoint { .. } => {
+            | WorldFault::Failpoint { .. }
+            | WorldFault::Operation(_) => {
                 return;
             }
         };

@@ -38,6 +38,84 @@ pub enum WorldFault {
         hit: u32,
         action: FailpointAction,
     },
+    /// A user's operation on an object (target: the user's client, `user`): sent when
+    /// the fault starts, and its undo (a rollback, a re-create, a label removed) when it
+    /// ends. Generated from the object's schema (Acto's operations, SOSP'23).
+    Operation(Operation),
+}
+
+/// One user operation on one object, as plain data: saved in failure files, shrunk
+/// and replayed as is. Values are JSON text, so the operation stays hashable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Operation {
+    /// The object, as `kubectl` names it with its namespace: `ConfigSet default/web`.
+    pub object: String,
+    pub action: OperationAction,
+}
+
+/// What an [`Operation`] does at its start and at its end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum OperationAction {
+    /// Merge-patch `field` (a dotted path, `spec.replicas`) to `value`; with `back_to`,
+    /// patch it back to that (its declared value; `null`: unset) when the fault ends.
+    Set {
+        field: String,
+        value: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        back_to: Option<String>,
+    },
+    /// Two clients set `field` at the same moment, to `first` and to `second`.
+    Concurrent {
+        field: String,
+        first: String,
+        second: String,
+    },
+    /// Delete the object; with `recreate`, create it again from its declared manifest,
+    /// same name, when the fault ends.
+    Delete {
+        #[serde(default)]
+        recreate: bool,
+    },
+    /// Add label `key` = `value`; remove it when the fault ends.
+    Label { key: String, value: String },
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let o = &self.object;
+        match &self.action {
+            OperationAction::Set {
+                field,
+                value,
+                back_to: None,
+            } => write!(f, "set {field} of {o} to {value}"),
+            OperationAction::Set {
+                field,
+                value,
+                back_to: Some(back),
+            } => write!(
+                f,
+                "set {field} of {o} to {value}, back to {back} at the end"
+            ),
+            OperationAction::Concurrent {
+                field,
+                first,
+                second,
+            } => write!(
+                f,
+                "two clients set {field} of {o} at once, to {first} and to {second}"
+            ),
+            OperationAction::Delete { recreate: false } => write!(f, "delete {o}"),
+            OperationAction::Delete { recreate: true } => {
+                write!(f, "delete {o}, create it again at the end")
+            }
+            OperationAction::Label { key, value } => {
+                write!(f, "label {o} {key}={value}, removed at the end")
+            }
+        }
+    }
 }
 
 /// What an armed failpoint does when its hit comes (FoundationDB's BUGGIFY, the fail

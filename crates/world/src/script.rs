@@ -5,9 +5,14 @@
 //! [`Script::retrying`] one stands for an operator that writes what it must until the
 //! server has it (the machine-config-operator's templates): a step whose request failed
 //! with its connection is sent again.
+//!
+//! The user's client also plays the plan's [`WorldFault::Operation`]s: each one's
+//! requests, made before the run ([`Script::operations`]), go when the fault starts and
+//! its undo's when it ends, as steps of their own.
 
 use crate::api::{ApiOp, ApiRequest, ApiResponse, WatchEvent};
 use crate::component::{Component, UNREAD, WorldCtx};
+use crate::fault::{Operation, WorldFault};
 use crate::manager::REQUEST_TIMEOUT_MS;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use reconsim_sim::{ProcId, SimTime, TimerId};
@@ -20,6 +25,15 @@ pub use crate::timer::ScriptTimer as Timer;
 pub struct Step {
     pub at_ms: u64,
     pub op: ApiOp,
+}
+
+/// A plan's user operation with its requests: `start`'s go when the fault starts,
+/// `end`'s when it ends (none for an operation with nothing to undo).
+#[derive(Clone, Debug)]
+pub struct Played {
+    pub operation: Operation,
+    pub start: Vec<ApiOp>,
+    pub end: Vec<ApiOp>,
 }
 
 #[derive(Debug)]
@@ -36,6 +50,10 @@ pub struct Script {
     /// For a retrying script, each step's failures so far (its backoff); `None` for one
     /// that sends each step once.
     failures: Option<Vec<u32>>,
+    /// The plan's operations it plays ([`Script::operations`]).
+    operations: Vec<Played>,
+    /// Requests on a connection other than the first: the second of two clients.
+    lanes: BTreeMap<u64, u32>,
 }
 
 /// A retrying script's backoff: client-go's `DefaultControllerRateLimiter` per item,
@@ -54,7 +72,33 @@ impl Script {
             events: Vec::new(),
             sent: BTreeMap::new(),
             failures: None,
+            operations: Vec::new(),
+            lanes: BTreeMap::new(),
         }
+    }
+
+    /// This script also plays `operations` when the plan's faults name them.
+    pub fn operations(mut self, operations: Vec<Played>) -> Self {
+        self.operations = operations;
+        self
+    }
+
+    /// Send step `i`'s request now (with a retrying script's timeout), on connection
+    /// `lane`.
+    fn send_step(&mut self, i: usize, lane: u32, ctx: &mut WorldCtx<'_>) {
+        let id = self.ids.issue();
+        if lane != 0 {
+            self.lanes.insert(id, lane);
+        }
+        let op = self.steps[i].op.clone();
+        ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
+        let timeout = self.failures.is_some().then(|| {
+            ctx.set_timer(
+                REQUEST_TIMEOUT_MS,
+                Msg::Timer(AnyTimer::Script(Timer::Timeout { step: i, req: id })),
+            )
+        });
+        self.sent.insert(id, (i, timeout));
     }
 
     /// A script that sends a step again, after a backoff, when its request failed
@@ -106,6 +150,7 @@ impl Component for Script {
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         match msg {
             Msg::ApiResp(resp) => {
+                self.lanes.remove(&resp.id);
                 if let Some((step, timeout)) = self.sent.remove(&resp.id) {
                     if let Some(t) = timeout {
                         ctx.cancel_timer(t);
@@ -129,24 +174,40 @@ impl Component for Script {
 
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
         match t {
-            AnyTimer::Script(Timer::Step(i)) => {
-                let id = self.ids.issue();
-                let op = self.steps[i].op.clone();
-                ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
-                let timeout = self.failures.is_some().then(|| {
-                    ctx.set_timer(
-                        REQUEST_TIMEOUT_MS,
-                        Msg::Timer(AnyTimer::Script(Timer::Timeout { step: i, req: id })),
-                    )
-                });
-                self.sent.insert(id, (i, timeout));
-            }
+            AnyTimer::Script(Timer::Step(i)) => self.send_step(i, 0, ctx),
             AnyTimer::Script(Timer::Timeout { step, req }) => {
                 if self.sent.remove(&req).is_some() {
                     self.again(step, ctx);
                 }
             }
             t => panic!("timer {t:?} reached the wrong component: a script"),
+        }
+    }
+
+    /// A plan's operation: its requests go now, as steps of their own, each on a
+    /// connection of its own (two concurrent clients' edits land in either order).
+    fn on_fault(&mut self, fault: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
+        let WorldFault::Operation(operation) = fault else {
+            return;
+        };
+        let Some(played) = self.operations.iter().find(|p| p.operation == *operation) else {
+            return;
+        };
+        let ops = if active { &played.start } else { &played.end }.clone();
+        let now = ctx.now().as_ms();
+        for (lane, op) in (0u32..).zip(ops) {
+            self.steps.push(Step { at_ms: now, op });
+            if let Some(f) = &mut self.failures {
+                f.push(0);
+            }
+            self.send_step(self.steps.len() - 1, lane, ctx);
+        }
+    }
+
+    fn lane(&self, msg: &Msg) -> u32 {
+        match msg {
+            Msg::Api(req) => self.lanes.get(&req.id).copied().unwrap_or(0),
+            _ => 0,
         }
     }
 
