@@ -102,6 +102,10 @@ impl Manifests for Kinds {
         Ok(parsed.object)
     }
 
+    fn schema(&self, kind: Kind) -> Option<std::sync::Arc<Value>> {
+        crate::schema::of(kind)
+    }
+
     fn merge_patch(&self, key: ObjectKey, patch: &Value) -> ApiOp {
         let served = self
             .served(key.kind)

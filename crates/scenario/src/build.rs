@@ -93,6 +93,7 @@ pub fn build_keeping(
     config.record_signature = keep.signature;
     config.net.latency_ms_min = scenario.net.latency_ms.lo;
     config.net.latency_ms_max = scenario.net.latency_ms.hi;
+    let operations = scenario.operations_played(&plan);
     let mut sim: Sim<Proc> = Sim::new(config, plan);
     for h in scenario.hosts() {
         sim.add_host(&h);
@@ -237,7 +238,7 @@ pub fn build_keeping(
     sim.spawn(
         host(&sim, "user"),
         "user",
-        Proc::new(Script::new(apiserver, steps)),
+        Proc::new(Script::new(apiserver, steps).operations(operations)),
     );
     World {
         sim,

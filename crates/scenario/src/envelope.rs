@@ -366,6 +366,15 @@ impl<'a> Envelope<'a> {
                         && within(0, 0)
                 }
                 (
+                    FaultKind::Operation {
+                        operations, space, ..
+                    },
+                    Fault::Inject {
+                        process,
+                        fault: WorldFault::Operation(op),
+                    },
+                ) => process == crate::faults::USER && space.admits(operations, op) && within(0, 0),
+                (
                     FaultKind::CloudDescribeLag { lag_ms },
                     Fault::Inject {
                         fault: WorldFault::CloudDescribeLag { lag_ms: l },

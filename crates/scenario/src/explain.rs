@@ -702,8 +702,13 @@ fn names_in<'m>(message: &'m str, known: &std::collections::BTreeSet<String>) ->
     let mut names: Vec<&str> = words
         .windows(2)
         .map(|w| (w[0], w[1].trim_end_matches([':', ',', '.', ';', ')'])))
-        // Object names carry a dash or a digit; plain words ("Node was left") do not.
-        .filter(|(_, n)| n.contains(|c: char| c == '-' || c.is_ascii_digit()))
+        // Object names carry a dash or a digit, or follow their kind ("StepSet web");
+        // plain words ("Node was left") do neither.
+        .filter(|(word, n)| {
+            n.contains(|c: char| c == '-' || c.is_ascii_digit())
+                || (word.starts_with(|c: char| c.is_ascii_uppercase())
+                    && word.chars().all(|c| c.is_ascii_alphanumeric()))
+        })
         .filter(|(word, n)| *word == "instance" || known.contains(*n))
         .map(|(_, n)| n)
         .collect();

@@ -40,7 +40,7 @@
 //! docs/guide/writing-a-reconciler.md walks through all of it.
 
 mod custom;
-mod manifests;
+pub(crate) mod manifests;
 mod section;
 
 pub use custom::{ConvergenceFn, Custom, Params};

@@ -60,6 +60,7 @@ pub fn ranges(kind: &FaultKind) -> Vec<Range> {
         FaultKind::NodeJoinDelay { extra_ms } => vec![*extra_ms],
         FaultKind::Failpoint { hit, for_ms, .. } => vec![*hit, *for_ms],
         FaultKind::KubeletStop { .. }
+        | FaultKind::Operation { .. }
         | FaultKind::Partition { .. }
         | FaultKind::Pause { .. }
         | FaultKind::PauseHost { .. }
@@ -79,6 +80,10 @@ pub fn targets(kind: &FaultKind) -> usize {
         FaultKind::PauseHost { hosts } => hosts.len(),
         FaultKind::WatchLag { kinds, .. } => kinds.len().max(1),
         FaultKind::CloudDescribeLag { .. } | FaultKind::NodeJoinDelay { .. } => 1,
+        // Each operation before its values (a target, a choice, a field).
+        FaultKind::Operation {
+            operations, space, ..
+        } => space.count(operations),
     }
 }
 
@@ -130,10 +135,19 @@ fn generate_with(scenario: &Scenario, seed: u64, mask: Option<&[bool]>) -> Plan 
     Plan::new(faults)
 }
 
+/// The process that plays users' operations: the scripted client of the workload.
+pub const USER: &str = "user";
+
 /// One fault of a generator, its choices made by `c` in the generator's fixed order
 /// (target first, then parameters).
 pub fn fault_of(kind: &FaultKind, c: &mut impl Choose) -> Fault<WorldFault> {
     match kind {
+        FaultKind::Operation {
+            operations, space, ..
+        } => Fault::Inject {
+            process: USER.into(),
+            fault: WorldFault::Operation(space.draw(operations, c)),
+        },
         FaultKind::KubeletStop { nodes } => Fault::Inject {
             process: format!("kubelet/{}", pick(c, nodes)),
             fault: WorldFault::KubeletStop,

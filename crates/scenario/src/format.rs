@@ -13,6 +13,7 @@
 //! parts (topology, network, cloud, faults) are this file's.
 
 use crate::controllers::Controllers;
+use crate::extension::CustomSection;
 use indexmap::IndexMap;
 use reconsim_family::{Context, Families, FamilySection, ParamError, WorkloadAction};
 use reconsim_world::WorldFault;
@@ -121,6 +122,22 @@ impl ScenarioFile {
             sections.push((position, name.clone(), section));
         }
         sections.sort_by_key(|(position, _, _)| *position);
+        let custom = sections
+            .iter()
+            .find_map(|(_, _, s)| s.as_any().downcast_ref::<CustomSection>());
+        let mut faults = self.faults;
+        for (i, g) in faults.iter_mut().enumerate() {
+            if let FaultKind::Operation {
+                controller,
+                objects,
+                space,
+                ..
+            } = &mut g.fault
+            {
+                *space = crate::operations::resolve(custom, controller, objects)
+                    .map_err(|e| e.under(&format!(".faults[{i}].fault.operation")))?;
+            }
+        }
         Ok(Scenario {
             name: self.name,
             description: self.description,
@@ -138,7 +155,7 @@ impl ScenarioFile {
                     .collect(),
             ),
             workload: self.workload,
-            faults: self.faults,
+            faults,
             invariants: self.invariants,
             convergence: self.convergence,
             families: families.clone(),
@@ -360,6 +377,21 @@ pub enum FaultKind {
         #[serde(default = "default_failpoint_ms")]
         for_ms: Range,
     },
+    /// A user's operation on an object `controller`'s entry seeds (those `objects`
+    /// names, or every one whose kind has a schema): one of `operations` (absent: all),
+    /// its field and values drawn from the kind's schema ([`crate::operations`]). It
+    /// starts at the fault's start; a rollback, a re-create or a label's removal comes
+    /// at its end.
+    Operation {
+        controller: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        objects: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        operations: Vec<crate::operations::OperationChoice>,
+        /// Read from the controller's kinds at load.
+        #[serde(skip)]
+        space: crate::operations::Space,
+    },
 }
 
 /// What an armed failpoint does at its hit.
@@ -404,6 +436,7 @@ impl FaultKind {
             FaultKind::WatchLag { .. } => "watch_lag",
             FaultKind::WatchStall { .. } => "watch_stall",
             FaultKind::Failpoint { .. } => "failpoint",
+            FaultKind::Operation { .. } => "operation",
         }
     }
 }
@@ -652,6 +685,32 @@ impl Scenario {
             .iter()
             .map(|f| f.at_ms.hi.saturating_add(f.duration_ms.hi));
         actions.chain(faults).max().unwrap_or(0)
+    }
+
+    /// The requests of every user operation `plan` holds ([`crate::operations`]), as
+    /// its generators' spaces make them; an operation none of them knows has none
+    /// ([`crate::plan::check`] refuses it in a failure file).
+    pub fn operations_played(&self, plan: &Plan) -> Vec<reconsim_world::script::Played> {
+        let mut played: Vec<reconsim_world::script::Played> = Vec::new();
+        for f in &plan.faults {
+            let reconsim_sim::Fault::Inject {
+                fault: WorldFault::Operation(op),
+                ..
+            } = &f.fault
+            else {
+                continue;
+            };
+            if played.iter().any(|p| p.operation == *op) {
+                continue;
+            }
+            if let Some(p) = self.faults.iter().find_map(|g| match &g.fault {
+                FaultKind::Operation { space, .. } => space.played(op),
+                _ => None,
+            }) {
+                played.push(p);
+            }
+        }
+        played
     }
 
     /// The workload as API calls from the user's host, in file order: each family
@@ -1027,6 +1086,8 @@ impl Scenario {
                     }
                     check_range(&kat("for_ms"), *for_ms)?;
                 }
+                // Its controller and objects were resolved at load.
+                FaultKind::Operation { .. } => {}
             }
         }
         if self.invariants.is_empty() {

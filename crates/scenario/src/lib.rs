@@ -10,6 +10,8 @@
 //! - [`extension`]: users' controllers and invariants as closures, a family built by
 //!   registration (`controllers.custom`).
 //! - [`faults`]: fault plans drawn from a scenario's generators and a seed.
+//! - [`operations`]: user operations (spec changes, rollbacks, deletes, re-creates,
+//!   labels, two clients at once) drawn from a custom resource's schema, as faults.
 //! - [`plan`]: a failure file's fault plan checked against its scenario.
 //! - [`runner`]: one (scenario, fault plan, seed) run and its outcome.
 //! - [`jobs`]: runs spread over threads, results independent of how many.
@@ -53,6 +55,7 @@ pub mod json;
 pub mod library;
 pub mod limits;
 pub mod names;
+pub mod operations;
 pub mod oracle;
 pub mod output;
 pub mod page;

@@ -108,8 +108,23 @@ pub fn check(scenario: &Scenario, plan: &Plan, at: &str) -> Result<(), (String, 
                     WorldFault::WatchLag { .. } => {
                         Some(("the API server", vec!["apiserver".to_string()]))
                     }
+                    WorldFault::Operation(_) => {
+                        Some(("the user's client", vec![crate::faults::USER.to_string()]))
+                    }
                     _ => None,
                 };
+                if let WorldFault::Operation(op) = fault
+                    && scenario
+                        .operations_played(&Plan::new(vec![f.clone()]))
+                        .is_empty()
+                {
+                    return err(
+                        here("fault"),
+                        format!(
+                            "an operation on an object the scenario's `operation` generators                              act on, with JSON values, not `{op}`"
+                        ),
+                    );
+                }
                 if let Some((what, names)) = target
                     && !names.iter().any(|n| n == p)
                 {

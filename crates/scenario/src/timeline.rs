@@ -198,6 +198,7 @@ pub fn fault_words(f: &Fault<WorldFault>) -> String {
             WorldFault::Failpoint { name, hit, action } => {
                 format!("failpoint {name} in {process}: hit #{hit} does {action}")
             }
+            WorldFault::Operation(op) => format!("the user's operation: {op}"),
         },
         Fault::DropMessage => "drop the message".into(),
         Fault::DelayMessage { extra_ms } => format!("delay the message {}", SimTime(*extra_ms)),

@@ -184,7 +184,7 @@ pub(crate) trait Registration: Send + Sync {
     fn action(&self, params: &Parsed, action: &Value) -> Option<Result<ApiOp, ParamError>>;
     fn converged(&self, view: &View<'_>) -> Result<(), String>;
     /// `None` unless [`Custom::manifests`] registered them.
-    fn manifests(&self) -> Option<&dyn Manifests>;
+    fn manifests(&self) -> Option<&Arc<dyn Manifests>>;
 }
 
 impl<P: Params> Custom<P> {
@@ -251,7 +251,7 @@ impl<P: Params> Registration for Custom<P> {
         }
     }
 
-    fn manifests(&self) -> Option<&dyn Manifests> {
-        self.manifests.as_deref()
+    fn manifests(&self) -> Option<&Arc<dyn Manifests>> {
+        self.manifests.as_ref()
     }
 }

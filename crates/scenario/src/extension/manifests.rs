@@ -21,6 +21,11 @@ pub trait Manifests: Send + Sync {
     fn object(&self, manifest: &Value) -> Result<Object, String>;
     /// A JSON merge patch (RFC 7386) of the object at `key`, as a client sends it.
     fn merge_patch(&self, key: ObjectKey, patch: &Value) -> ApiOp;
+    /// `kind`'s structural schema (a CRD's `openAPIV3Schema`), if it has one: what
+    /// generated operations draw their values from. Default: none.
+    fn schema(&self, _kind: Kind) -> Option<std::sync::Arc<Value>> {
+        None
+    }
 }
 
 /// What a workload action does with the object its manifest names.
@@ -51,7 +56,7 @@ fn text<'a>(manifest: &'a Value, pointer: &str, path: &str) -> Result<&'a str, P
 
 /// The served kind and key `manifest` names (errors at `.apiVersion`, `.kind`,
 /// `.metadata.name`, `.metadata.namespace`).
-fn target(m: &dyn Manifests, manifest: &Value) -> Result<ObjectKey, ParamError> {
+pub(crate) fn target(m: &dyn Manifests, manifest: &Value) -> Result<ObjectKey, ParamError> {
     if !manifest.is_object() {
         return Err(ParamError::at(
             "",

@@ -4,7 +4,7 @@
 
 use super::Extensions;
 use super::custom::{Parsed, Registration};
-use super::manifests::{self, Verb};
+use super::manifests::{self, Manifests, Verb};
 use crate::build::PAUSE_IMAGE;
 use crate::format::known;
 use crate::limits;
@@ -186,6 +186,17 @@ impl CustomSection {
         })
     }
 
+    /// How the controller named `controller` reads manifests, and the manifests its
+    /// entry seeds: what generated operations act on (`None`: no such entry, or one
+    /// that reads no manifests).
+    pub(crate) fn operation_source(
+        &self,
+        controller: &str,
+    ) -> Option<(Arc<dyn Manifests>, &[Value])> {
+        let (c, _, registered) = self.each().find(|(c, _, _)| c.name == controller)?;
+        Some((registered.manifests()?.clone(), &c.objects))
+    }
+
     /// Each entry with its params and its controller.
     fn each(&self) -> impl Iterator<Item = (&CustomSpec, &Parsed, &dyn Registration)> {
         self.entries.iter().zip(&self.parsed).map(|(c, p)| {
@@ -221,7 +232,7 @@ fn seed_manifests(
         .iter()
         .enumerate()
         .map(|(j, m)| {
-            manifests::object(kinds, m).map_err(|e| e.under(&format!("[{i}].objects[{j}]")))
+            manifests::object(&**kinds, m).map_err(|e| e.under(&format!("[{i}].objects[{j}]")))
         })
         .collect()
 }
@@ -433,7 +444,7 @@ impl FamilySection for CustomSection {
                             ),
                         ));
                     };
-                    return manifests::action(kinds, verb, manifest)
+                    return manifests::action(&**kinds, verb, manifest)
                         .map_err(|e| e.under(&a.path(verb.field())));
                 }
                 let Some(made) = registered.action(entry, &action.params) else {
