@@ -4,16 +4,22 @@
 //! Judged when a child is first seen in the API server (right after the write that made
 //! it): the owner's live children, the new one included, must not exceed its replicas.
 //! A scale-down leaves an owner briefly with more live children than replicas; that is
-//! not a violation, only a create on top of it is (so a scenario scales down only when
-//! no create can be in flight). Children are those whose controller reference names the
+//! not a violation, only a create on top of it is (so a hand-written workload scales
+//! down only when no create can be in flight). Generated user operations
+//! (`reconsim_scenario::operations`) scale down at any moment, even before the
+//! controller has seen the last scale-up, and a create decided on a larger count lands
+//! after: in a run whose plan has them, the bound is the most the owner has ever asked
+//! for (the controller acts on one of its specs, never on more than it asked). Children are those whose controller reference names the
 //! owner's uid, in its namespace, as the garbage collector and `ownerReferences` see it.
 //!
 //! The same count gives the controller's desired state ([`AtMostReplicas::converged`]):
 //! exactly `replicas` live children per owner, each ready, none outliving its owner.
 
 use crate::{Check, View, Violation};
+use reconsim_sim::Fault;
+use reconsim_world::WorldFault;
 use reconsim_world::object::{Kind, Object, Uid};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -45,6 +51,10 @@ pub struct AtMostReplicas {
     counted: Arc<str>,
     /// Children already judged, by uid.
     seen: BTreeSet<Uid>,
+    /// In a run with user operations, the most each owner has asked for, by uid.
+    most: BTreeMap<Uid, u32>,
+    /// Whether the run's plan has user operations (read at the first check).
+    operations: Option<bool>,
 }
 
 impl AtMostReplicas {
@@ -65,6 +75,8 @@ impl AtMostReplicas {
             ready: |_| true,
             counted: format!("{child}s").into(),
             seen: BTreeSet::new(),
+            most: BTreeMap::new(),
+            operations: None,
         }
     }
 
@@ -154,6 +166,17 @@ pub fn controlled<'a>(
 
 impl Check for AtMostReplicas {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        let operations = *self.operations.get_or_insert_with(|| {
+            view.sim.plan().faults.iter().any(|f| {
+                matches!(
+                    f.fault,
+                    Fault::Inject {
+                        fault: WorldFault::Operation(_),
+                        ..
+                    }
+                )
+            })
+        });
         for owner in view.api.list(self.owner) {
             let live: Vec<&Arc<Object>> = controlled(view.api.list(self.child), owner)
                 .filter(|c| (self.live)(c))
@@ -163,7 +186,14 @@ impl Check for AtMostReplicas {
                 fresh |= self.seen.insert(c.meta.uid);
             }
             let want = (self.replicas)(owner);
-            if fresh && live.len() > want as usize {
+            let bound = if operations {
+                let most = self.most.entry(owner.meta.uid).or_insert(want);
+                *most = (*most).max(want);
+                *most
+            } else {
+                want
+            };
+            if fresh && live.len() > bound as usize {
                 let mut objects = vec![format!("{} {}", self.owner, owner.meta.name)];
                 objects.extend(
                     live.iter()
@@ -173,11 +203,16 @@ impl Check for AtMostReplicas {
                     invariant: self.invariant.to_string(),
                     time: view.now,
                     message: format!(
-                        "{} {} has {} {}, replicas is {want}",
+                        "{} {} has {} {}, replicas is {want}{}",
                         self.owner,
                         owner.meta.name,
                         live.len(),
-                        self.counted
+                        self.counted,
+                        if bound > want {
+                            format!(", the most it has asked for is {bound}")
+                        } else {
+                            String::new()
+                        }
                     ),
                     objects,
                 });
