@@ -198,7 +198,7 @@ fn outside_mark(doc: &str, text: &str) -> Option<Mark> {
 // ----- finding the commands ---------------------------------------------------------------
 
 const SHELLS: &[&str] = &["", "sh", "bash", "console", "shell"];
-const EXAMPLES: &[&str] = &["podset", "configset", "allocator", "launcher"];
+const EXAMPLES: &[&str] = &["podset", "configset", "allocator", "launcher", "stepset"];
 
 fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| c.is_whitespace() || c == ';')
