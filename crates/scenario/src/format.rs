@@ -130,12 +130,30 @@ impl ScenarioFile {
             if let FaultKind::Operation {
                 controller,
                 objects,
+                operations,
+                action,
                 space,
-                ..
             } = &mut g.fault
             {
-                *space = crate::operations::resolve(custom, controller, objects)
-                    .map_err(|e| e.under(&format!(".faults[{i}].fault.operation")))?;
+                let at = format!(".faults[{i}].fault.operation");
+                *space = match action {
+                    None => crate::operations::resolve(custom, controller, objects),
+                    Some(action) => {
+                        let of_section = |family: &str| {
+                            sections
+                                .iter()
+                                .find(|(_, name, _)| name == family)
+                                .map(|(_, _, s)| &**s)
+                        };
+                        crate::operations::of_action(
+                            action,
+                            controller.is_empty() && objects.is_empty() && operations.is_empty(),
+                            families,
+                            of_section,
+                        )
+                    }
+                }
+                .map_err(|e| e.under(&at))?;
             }
         }
         Ok(Scenario {
@@ -381,14 +399,19 @@ pub enum FaultKind {
     /// names, or every one whose kind has a schema): one of `operations` (absent: all),
     /// its field and values drawn from the kind's schema ([`crate::operations`]). It
     /// starts at the fault's start; a rollback, a re-create or a label's removal comes
-    /// at its end.
+    /// at its end. Or, with `action` instead of `controller`, a workload action of the
+    /// scenario's families, made at the fault's start (a time drawn, or an event search
+    /// places it at).
     Operation {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         controller: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         objects: Vec<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         operations: Vec<crate::operations::OperationChoice>,
-        /// Read from the controller's kinds at load.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        action: Option<Action>,
+        /// Read from the controller's kinds (or made from the action) at load.
         #[serde(skip)]
         space: crate::operations::Space,
     },

@@ -88,19 +88,22 @@ impl OperationChoice {
 #[derive(Clone, Default)]
 pub struct Space {
     targets: Arc<Vec<Target>>,
+    /// A generator of a family's workload action instead: its JSON and its request.
+    action: Option<Arc<(String, ApiOp)>>,
 }
 
 /// Two spaces are equal when their targets are: the same objects, fields and values
 /// (the manifests reader is the controller's, which the generator names).
 impl PartialEq for Space {
     fn eq(&self, other: &Space) -> bool {
-        Arc::ptr_eq(&self.targets, &other.targets)
-            || (self.targets.len() == other.targets.len()
-                && self
-                    .targets
-                    .iter()
-                    .zip(other.targets.iter())
-                    .all(|(a, b)| a.object == b.object && a.fields == b.fields))
+        self.action.as_ref().map(|a| &a.0) == other.action.as_ref().map(|a| &a.0)
+            && (Arc::ptr_eq(&self.targets, &other.targets)
+                || (self.targets.len() == other.targets.len()
+                    && self
+                        .targets
+                        .iter()
+                        .zip(other.targets.iter())
+                        .all(|(a, b)| a.object == b.object && a.fields == b.fields)))
     }
 }
 
@@ -108,9 +111,13 @@ impl Eq for Space {}
 
 impl fmt::Debug for Space {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list()
-            .entries(self.targets.iter().map(|t| &t.object))
-            .finish()
+        match &self.action {
+            Some(a) => f.write_str(&a.0),
+            None => f
+                .debug_list()
+                .entries(self.targets.iter().map(|t| &t.object))
+                .finish(),
+        }
     }
 }
 
@@ -245,6 +252,60 @@ pub fn resolve(
     }
     Ok(Space {
         targets: Arc::new(targets),
+        action: None,
+    })
+}
+
+/// The [`Space`] of a generator of `action`, a workload action of a family the scenario
+/// runs (`section(family)`), made as the workload makes it; `alone`: the generator names
+/// nothing else. Errors at `.action...` and `.controller`.
+pub fn of_action<'s>(
+    action: &crate::format::Action,
+    alone: bool,
+    families: &reconsim_family::Families,
+    section: impl Fn(&str) -> Option<&'s dyn reconsim_family::FamilySection>,
+) -> Result<Space, ParamError> {
+    if !alone {
+        return Err(ParamError::at(
+            ".action",
+            "either `action` or `controller` (with its `objects` and `operations`), not both",
+        ));
+    }
+    let name = &action.name;
+    let Some(family) = families.by_action(name) else {
+        return Err(ParamError::at(
+            ".action",
+            format!("an action of a registered family, not `{name}`"),
+        ));
+    };
+    let Some(section) = section(family.name()) else {
+        return Err(ParamError::at(
+            format!(".action.{name}"),
+            format!(
+                "a scenario with controllers.{}: `{name}` is that family's action",
+                family.name()
+            ),
+        ));
+    };
+    let one = reconsim_family::WorkloadAction {
+        index: 0,
+        at_ms: 0,
+        name,
+        params: &action.params,
+    };
+    let mut made = section.workload(&[one]).map_err(|e| {
+        // The family names the field as a workload entry's: say it of this one.
+        let prefix = ".workload[0].action";
+        match e.path.strip_prefix(prefix) {
+            Some(rest) => ParamError::at(format!(".action{rest}"), e.message),
+            None => e,
+        }
+    })?;
+    let op = made.pop().expect("a family makes one API call per action");
+    let json = serde_json::to_string(action).expect("actions serialize");
+    Ok(Space {
+        targets: Arc::default(),
+        action: Some(Arc::new((json, op))),
     })
 }
 
@@ -343,11 +404,22 @@ impl Space {
     /// How many different operations (before values) the generator chooses among: a
     /// search places each of them.
     pub fn count(&self, choices: &[OperationChoice]) -> usize {
+        if self.action.is_some() {
+            return 1;
+        }
         self.templates(choices).count()
     }
 
     /// One operation: its template picked first, then its values drawn, in that order.
     pub fn draw(&self, choices: &[OperationChoice], c: &mut impl Choose) -> Operation {
+        if let Some(a) = &self.action {
+            return Operation {
+                object: String::new(),
+                action: OperationAction::Workload {
+                    action: a.0.clone(),
+                },
+            };
+        }
         let n = self.count(choices);
         let pick = c.pick(n.max(1));
         let t = self
@@ -387,6 +459,9 @@ impl Space {
     /// Whether the generator could have drawn `op` (a plan's fault within the
     /// scenario's envelope).
     pub fn admits(&self, choices: &[OperationChoice], op: &Operation) -> bool {
+        if let OperationAction::Workload { action } = &op.action {
+            return self.action.as_ref().is_some_and(|a| a.0 == *action);
+        }
         let Some(target) = self.target(op) else {
             return false;
         };
@@ -427,6 +502,7 @@ impl Space {
             OperationAction::Label { key, .. } => {
                 choices.contains(&OperationChoice::Label) && key == LABEL_KEY
             }
+            OperationAction::Workload { .. } => false,
         }
     }
 
@@ -437,6 +513,14 @@ impl Space {
     /// `op`'s requests at its start and at its end, as the user's client sends them;
     /// `None` if `op` names no target of this space or a value that is not JSON.
     pub fn played(&self, op: &Operation) -> Option<Played> {
+        if let OperationAction::Workload { action } = &op.action {
+            let a = self.action.as_ref().filter(|a| a.0 == *action)?;
+            return Some(Played {
+                operation: op.clone(),
+                start: vec![a.1.clone()],
+                end: vec![],
+            });
+        }
         let t = self.target(op)?;
         let set = |field: &str, value: &str| -> Option<ApiOp> {
             let value: Value = serde_json::from_str(value).ok()?;
@@ -484,6 +568,7 @@ impl Space {
                 vec![label(Value::String(value.clone()))],
                 vec![label(Value::Null)],
             ),
+            OperationAction::Workload { .. } => return None,
         };
         Some(Played {
             operation: op.clone(),
@@ -582,6 +667,7 @@ mod tests {
                 fields: fields(),
                 reader: Arc::new(Stub),
             }]),
+            action: None,
         }
     }
 

@@ -121,7 +121,8 @@ pub fn check(scenario: &Scenario, plan: &Plan, at: &str) -> Result<(), (String, 
                     return err(
                         here("fault"),
                         format!(
-                            "an operation on an object the scenario's `operation` generators                              act on, with JSON values, not `{op}`"
+                            "an operation the scenario's `operation` generators can make (on their \
+                             objects, or their workload action; values in JSON), not `{op}`"
                         ),
                     );
                 }

@@ -49,7 +49,9 @@ pub enum WorldFault {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Operation {
-    /// The object, as `kubectl` names it with its namespace: `ConfigSet default/web`.
+    /// The object, as `kubectl` names it with its namespace: `ConfigSet default/web`
+    /// (empty for a family's workload action, which names its own).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub object: String,
     pub action: OperationAction,
 }
@@ -80,6 +82,9 @@ pub enum OperationAction {
     },
     /// Add label `key` = `value`; remove it when the fault ends.
     Label { key: String, value: String },
+    /// A workload action of the scenario's families (`{"create_machine_config": {..}}`,
+    /// JSON text), made as the workload makes it, at the fault's time.
+    Workload { action: String },
 }
 
 impl std::fmt::Display for Operation {
@@ -114,6 +119,7 @@ impl std::fmt::Display for Operation {
             OperationAction::Label { key, value } => {
                 write!(f, "label {o} {key}={value}, removed at the end")
             }
+            OperationAction::Workload { action } => write!(f, "the workload action {action}"),
         }
     }
 }
