@@ -302,3 +302,107 @@ fn mco_scenario_errors_name_the_field() {
         "{err}"
     );
 }
+
+#[test]
+fn a_config_change_seconds_before_another_beats_the_in_flight_gc() {
+    // Issue 32: the rule docs/seeds/mco.md proposed is not enough. Seed 247 draws the
+    // user's extra change at 1493.4 s, 6.6 s before the workload's change c, under a
+    // slow link. The render controller targets X (the extra change), then Y (change
+    // c); the node controller, from a pool cache that still shows X, points worker-0 at
+    // X at the instant the GC, having written Y, deletes X: its Node cache does not show
+    // that patch yet, and no hand-out record names X.
+    let s = scenario("mco-gc-churn-operations-in-use-and-in-flight");
+    let plan = faults::generate(&s, 247);
+    assert!(plan.faults.iter().any(|f| matches!(
+        &f.fault,
+        reconsim::sim::Fault::Inject {
+            fault: reconsim::world::WorldFault::Operation(_),
+            ..
+        }
+    )));
+    let (outcome, _) = run_world(&s, 247, plan, TraceMode::Hash);
+    let v = outcome
+        .violation
+        .expect("the GC deletes a config a Node names");
+    assert_eq!(v.invariant, "no_missing_referenced_config");
+    assert_eq!(
+        v.message,
+        "MachineConfig rendered-worker-3a6f38aa8242d05c is gone but Node worker-0 desiredConfig names it"
+    );
+    // Without the extra change the same seed holds (its other faults are drawn alike).
+    let mut without = s.clone();
+    without.faults.retain(|g| {
+        !matches!(
+            g.fault,
+            reconsim::scenario::format::FaultKind::Operation { .. }
+        )
+    });
+    let plan = faults::generate(&without, 247);
+    let (outcome, _) = run_world(&without, 247, plan, TraceMode::Hash);
+    assert_eq!(outcome.violation, None);
+}
+
+#[test]
+fn an_operation_generators_errors_name_its_field() {
+    let text = std::fs::read_to_string(
+        library::dir().join("mco-gc-churn-operations-in-use-and-in-flight.json"),
+    )
+    .unwrap();
+    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let error = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut doc = base.clone();
+        edit(&mut doc["faults"][2]["fault"]["operation"]);
+        let e = Scenario::parse("x.json", &doc.to_string(), &builtin()).unwrap_err();
+        (e.path, e.message)
+    };
+    let (path, message) = error(&|op| op["action"]["create_machine_config"]["pool"] = "db".into());
+    assert_eq!(
+        path, ".faults[2].fault.operation.action.create_machine_config.pool",
+        "{message}"
+    );
+    let (path, message) = error(&|op| op["controller"] = "x".into());
+    assert_eq!(path, ".faults[2].fault.operation.action", "{message}");
+    assert!(
+        message.contains("either `action` or `controller`"),
+        "{message}"
+    );
+    let (path, message) = error(&|op| op["action"] = serde_json::json!({"scale_up": {}}));
+    assert_eq!(path, ".faults[2].fault.operation.action", "{message}");
+    let (path, message) = error(&|op| *op = serde_json::json!({"controller": "nobody"}));
+    assert_eq!(path, ".faults[2].fault.operation.controller", "{message}");
+    assert!(message.contains("controllers.custom entry"), "{message}");
+}
+
+#[test]
+fn a_failure_files_operation_must_be_one_its_generators_draw() {
+    let s = scenario("mco-gc-churn-operations-in-use-and-in-flight");
+    let plan = faults::generate(&s, 247);
+    let (outcome, _) = run_world(&s, 247, plan.clone(), TraceMode::Hash);
+    let file = reconsim::scenario::failure::FailureFile::new(&s, &plan, &outcome).unwrap();
+    let mut doc = serde_json::to_value(&file).unwrap();
+    let i = plan
+        .faults
+        .iter()
+        .position(|f| {
+            matches!(
+                &f.fault,
+                reconsim::sim::Fault::Inject {
+                    fault: reconsim::world::WorldFault::Operation(_),
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    let text = doc.to_string();
+    assert!(reconsim::scenario::failure::FailureFile::parse("f.json", &text, &builtin()).is_ok());
+    doc["plan"][i]["fault"]["fault"]["action"]["workload"]["action"] =
+        r#"{"create_machine_config":{"name":"other","pool":"worker","content":{}}}"#.into();
+    let e = reconsim::scenario::failure::FailureFile::parse("f.json", &doc.to_string(), &builtin())
+        .unwrap_err();
+    assert_eq!(e.path, format!(".plan[{i}].fault"), "{}", e.message);
+    assert!(
+        e.message.contains("an operation the scenario"),
+        "{}",
+        e.message
+    );
+}
