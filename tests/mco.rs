@@ -4,7 +4,9 @@
 use reconsim::families::builtin;
 use reconsim::families::mco::McoSpec;
 use reconsim::families::mco::controllers::{GcPolicy, RenderController};
-use reconsim::families::mco::model::{ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase};
+use reconsim::families::mco::model::{
+    ANNOTATION_POINTED_AT_PREFIX, ANNOTATION_SERVED_TO_PREFIX, McoMachine, Phase,
+};
 use reconsim::families::mco::section::CONTROLLER;
 use reconsim::scenario::build::{World, build};
 use reconsim::scenario::{Scenario, faults, library, run_world};
@@ -405,4 +407,37 @@ fn a_failure_files_operation_must_be_one_its_generators_draw() {
         "{}",
         e.message
     );
+}
+
+#[test]
+fn the_recorded_gc_keeps_what_the_node_controller_points_at_and_still_collects() {
+    // The corrected rule: seed 247's extra change, which beats in-use-and-in-flight,
+    // holds; the GC still deletes churned renders, and every record (the server's and
+    // the node controller's) is cleared once its Node shows it.
+    let s = scenario("mco-gc-churn-operations-in-use-and-recorded");
+    assert_eq!(
+        s.controllers
+            .section("mco")
+            .and_then(|m| m.as_any().downcast_ref::<McoSpec>())
+            .map(|m| m.gc),
+        Some(GcPolicy::InUseAndRecorded)
+    );
+    for seed in [247, 0, 1] {
+        let (outcome, _) = reconsim::scenario::runner::run(&s, seed);
+        assert_eq!(outcome.violation, None, "seed {seed}");
+        let world = run_to_end(&s, seed);
+        let deleted = &render_controller(&world).deleted;
+        assert!(deleted.len() >= 6, "seed {seed}: deleted only {deleted:?}");
+        for p in world.api().list(MachineConfigPool::KIND) {
+            assert!(
+                !p.meta.annotations.keys().any(|k| {
+                    k.starts_with(ANNOTATION_SERVED_TO_PREFIX)
+                        || k.starts_with(ANNOTATION_POINTED_AT_PREFIX)
+                }),
+                "seed {seed}: records left on {}: {:?}",
+                p.meta.name,
+                p.meta.annotations
+            );
+        }
+    }
 }

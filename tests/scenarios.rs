@@ -83,6 +83,7 @@ fn every_shipped_scenario_is_tested() {
         "mco-gc-churn-after-join-in-use",
         "mco-gc-churn-after-join-in-use-and-in-flight",
         "mco-gc-churn-operations-in-use-and-in-flight",
+        "mco-gc-churn-operations-in-use-and-recorded",
     ];
     for n in &names {
         assert!(
@@ -243,4 +244,9 @@ fn mco_gc_churn_after_join_in_use_and_in_flight_holds() {
 #[test]
 fn mco_gc_churn_operations_in_use_and_in_flight_deletes_a_config_a_node_was_just_pointed_at() {
     check("mco-gc-churn-operations-in-use-and-in-flight");
+}
+
+#[test]
+fn mco_gc_churn_operations_in_use_and_recorded_holds() {
+    check("mco-gc-churn-operations-in-use-and-recorded");
 }

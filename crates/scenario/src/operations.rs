@@ -17,6 +17,7 @@
 //! convergence check once the last operation and fault are over, which is Acto's
 //! consistency oracle (the controller's desired state for the spec the object ends with)
 //! and, after a rollback, its rollback oracle (the state of the declared spec again).
+//! The differential oracle does not judge a plan with an operation ([`in_plan`]).
 
 use crate::extension::{CustomSection, Manifests};
 use crate::faults::Choose;
@@ -29,6 +30,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::fmt;
 use std::sync::Arc;
+
+/// Whether `plan` holds a user operation. Such a plan's end state differs from an
+/// operation-free run's by design (the user changed what is desired), so the
+/// differential oracle does not judge it; its invariants and convergence do.
+pub fn in_plan(plan: &crate::format::Plan) -> bool {
+    plan.faults.iter().any(|f| {
+        matches!(
+            f.fault,
+            reconsim_sim::Fault::Inject {
+                fault: reconsim_world::WorldFault::Operation(_),
+                ..
+            }
+        )
+    })
+}
 
 /// The label a `label` operation adds and then removes.
 pub const LABEL_KEY: &str = "operations.reconsim.dev/edited";

@@ -41,6 +41,18 @@
 //! - `in-use-and-in-flight`: `in-use`, plus every config the server recorded as handed to
 //!   a machine whose Node does not yet carry a currentConfig annotation; records of
 //!   machines whose Node does are removed (a patch conditional on the pool's version).
+//!   Not enough when configs change seconds apart: the node controller can point a Node
+//!   at a config the GC, its Node cache not showing that patch yet, deletes
+//!   (docs/seeds/mco.md, "Operations at the wrong moment");
+//! - `in-use-and-recorded`: `in-use-and-in-flight`, plus every config the node
+//!   controller recorded on the pool as the one it is pointing a Node at. It writes the
+//!   record before the Node, in its pool write conditional on the version it read the
+//!   target from, so the record and the render controller's write of a new target are
+//!   ordered, as the server's hand-out records are. A Node's record lists every config
+//!   it was pointed at since it was last Done, oldest first (its daemon may still be
+//!   updating to an older one when the node controller, from a cache that does not
+//!   show it Working yet, moves it again); the GC trims it once its cache shows the
+//!   Node Done at one of them.
 //!
 //! The GC's writes are made one after another; a failed one does not stop the rest, and
 //! the reconcile ends with the first failure.
@@ -52,8 +64,9 @@
 //! Done with current == desired (a node with no annotations yet counts as unavailable).
 
 use crate::model::{
-    ANNOTATION_DESIRED, ANNOTATION_SERVED_TO_PREFIX, LABEL_ROLE, STATE_DEGRADED, STATE_DONE, merge,
-    node_config, rendered_name, rendered_object, served_records,
+    ANNOTATION_DESIRED, ANNOTATION_POINTED_AT_PREFIX, ANNOTATION_SERVED_TO_PREFIX, LABEL_ROLE,
+    STATE_DEGRADED, STATE_DONE, merge, node_config, pointed_records, rendered_name,
+    rendered_object, served_records,
 };
 use crate::model::{MachineConfig, MachineConfigPool};
 use reconsim_world::api::PatchOp;
@@ -87,17 +100,29 @@ pub enum GcPolicy {
     OlderThan1h,
     InUse,
     InUseAndInFlight,
+    InUseAndRecorded,
 }
 
 impl GcPolicy {
     /// Whether the Machine Config Server must record its hand-outs for this policy.
     pub fn records_hand_outs(self) -> bool {
-        self == GcPolicy::InUseAndInFlight
+        matches!(
+            self,
+            GcPolicy::InUseAndInFlight | GcPolicy::InUseAndRecorded
+        )
+    }
+
+    /// Whether the node controller must record the config it points a Node at.
+    pub fn records_pointing(self) -> bool {
+        self == GcPolicy::InUseAndRecorded
     }
 
     /// Whether the policy reads Nodes.
     fn reads_nodes(self) -> bool {
-        matches!(self, GcPolicy::InUse | GcPolicy::InUseAndInFlight)
+        matches!(
+            self,
+            GcPolicy::InUse | GcPolicy::InUseAndInFlight | GcPolicy::InUseAndRecorded
+        )
     }
 }
 
@@ -185,8 +210,8 @@ fn pool_of_config(mc: &Object, keys: &mut Vec<ObjectKey>) {
 enum GcOp {
     Delete(ObjectKey, Uid),
     Orphan(ObjectKey, Uid),
-    /// Remove the in-flight records of these machines from the pool.
-    ClearRecords(Vec<String>),
+    /// Set (or, `None`, remove) these record annotations of the pool, in one write.
+    Records(Vec<(String, Option<String>)>),
 }
 
 /// One reconcile of a pool (the module's doc lists the steps).
@@ -276,12 +301,10 @@ async fn collect(ctx: &RenderCtx, pool: &Object, name: &str) -> Result<Action, U
                     .await
                     .map(drop)
             }
-            GcOp::ClearRecords(machines) => {
-                let ops = machines
+            GcOp::Records(records) => {
+                let ops = records
                     .iter()
-                    .map(|m| {
-                        PatchOp::SetAnnotation(format!("{ANNOTATION_SERVED_TO_PREFIX}{m}"), None)
-                    })
+                    .map(|(k, v)| PatchOp::SetAnnotation(k.clone(), v.clone()))
                     .collect();
                 let pools: Api<MachineConfigPool> = Api::all(client.clone());
                 let rv = pool.meta.resource_version;
@@ -329,8 +352,11 @@ fn gc_ops(ctx: &RenderCtx, pool: &Object, name: &str) -> Vec<GcOp> {
             let mcp = p.typed::<MachineConfigPool>().expect("a pool");
             keep.extend(mcp.spec.configuration.as_deref());
             keep.extend(mcp.status.configuration.as_deref());
-            if policy == GcPolicy::InUseAndInFlight {
+            if policy.records_hand_outs() {
                 keep.extend(served_records(p).map(|(_, c)| c));
+            }
+            if policy.records_pointing() {
+                keep.extend(pointed_records(p).flat_map(|(_, list)| list.split(' ')));
             }
         }
         keep.insert(name);
@@ -356,7 +382,7 @@ fn gc_ops(ctx: &RenderCtx, pool: &Object, name: &str) -> Vec<GcOp> {
                         || keep_by_target(pool, &mc.meta.name)
                         || now < mc.meta.creation_timestamp.plus_ms(ONE_HOUR_MS)
                 }
-                GcPolicy::InUse | GcPolicy::InUseAndInFlight => {
+                GcPolicy::InUse | GcPolicy::InUseAndInFlight | GcPolicy::InUseAndRecorded => {
                     keep.contains(mc.meta.name.as_str())
                 }
             };
@@ -370,18 +396,38 @@ fn gc_ops(ctx: &RenderCtx, pool: &Object, name: &str) -> Vec<GcOp> {
             });
         }
     }
-    if policy == GcPolicy::InUseAndInFlight {
+    if policy.records_hand_outs() {
         let nodes = client.store::<Node>();
-        let landed: Vec<String> = served_records(pool)
+        let mut landed: Vec<(String, Option<String>)> = served_records(pool)
             .filter(|(machine, _)| {
                 nodes
                     .get("", machine)
                     .is_some_and(|n| node_config(&n).0.is_some())
             })
-            .map(|(m, _)| m.to_string())
+            .map(|(m, _)| (format!("{ANNOTATION_SERVED_TO_PREFIX}{m}"), None))
             .collect();
+        // The configs a Node was pointed at, oldest first: its daemon may still be
+        // updating to any of them (the node controller can move a Node again before it
+        // is done, from a cache that does not show it Working). Once the Node is Done at
+        // one of them, it needs none before it, nor that one (the Node keeps it).
+        for (node, list) in pointed_records(pool) {
+            let Some(n) = nodes.get("", node) else {
+                continue;
+            };
+            let (current, desired, state) = node_config(&n);
+            if state != Some(STATE_DONE) || current != desired {
+                continue;
+            }
+            let configs: Vec<&str> = list.split(' ').collect();
+            let Some(i) = configs.iter().position(|c| Some(*c) == current) else {
+                continue;
+            };
+            let rest = configs[i + 1..].join(" ");
+            let key = format!("{ANNOTATION_POINTED_AT_PREFIX}{node}");
+            landed.push((key, (!rest.is_empty()).then_some(rest)));
+        }
         if !landed.is_empty() {
-            ops.push(GcOp::ClearRecords(landed));
+            ops.push(GcOp::Records(landed));
         }
     }
     ops
@@ -430,16 +476,32 @@ impl Reconciler for RenderController {
 // ----- the node controller ---------------------------------------------------------------
 
 /// The node controller: pool counts and the rollout of the target. It keeps nothing
-/// between reconciles: its context is its client.
+/// between reconciles: its context is its client, and whether it records the config it
+/// points a Node at (`in-use-and-recorded`).
 #[derive(Debug)]
 pub struct NodeController(Box<dyn Reconciler>);
 
+/// The node controller's context.
+struct NodeCtx {
+    client: Client,
+    record: bool,
+}
+
 impl NodeController {
     pub fn new() -> Self {
+        Self::recording(false)
+    }
+
+    /// A node controller that, if `record`, writes on the pool which config it is about
+    /// to point each Node at, before it does ([`GcPolicy::records_pointing`]).
+    pub fn recording(record: bool) -> Self {
         NodeController(
             Controller::new::<MachineConfigPool>("node-controller")
                 .watches::<Node>(pools_of_node)
-                .run(rollout, rate_limited, |client| client),
+                .run(rollout, rate_limited, move |client| NodeCtx {
+                    client,
+                    record,
+                }),
         )
     }
 }
@@ -451,7 +513,8 @@ impl Default for NodeController {
 }
 
 /// One reconcile of a pool: its counts, then at most maxUnavailable moves.
-async fn rollout(pool: Arc<Object>, client: Arc<Client>) -> Result<Action, Unexpected> {
+async fn rollout(pool: Arc<Object>, ctx: Arc<NodeCtx>) -> Result<Action, Unexpected> {
+    let client = &ctx.client;
     let mcp = pool.typed::<MachineConfigPool>().expect("a pool key");
     let Some(target) = mcp.status.configuration.as_deref() else {
         return Ok(Action::await_change());
@@ -483,13 +546,42 @@ async fn rollout(pool: Arc<Object>, client: Arc<Client>) -> Result<Action, Unexp
         .map(|n| n.meta.name.as_str())
         .collect();
     let s = &mcp.status;
+    // Recorded before any Node is pointed, in the same write as the counts: conditional
+    // on the version the target was read from, so a new target written meanwhile makes
+    // it 409 and no Node is pointed at the old one.
+    // The record is the list of configs the Node was pointed at and has not yet been
+    // Done at, oldest first (the GC trims it).
+    let records: Vec<(String, String)> = if ctx.record {
+        moves
+            .iter()
+            .filter_map(|n| {
+                let key = format!("{ANNOTATION_POINTED_AT_PREFIX}{n}");
+                let list = pool.meta.annotations.get(&key).map_or("", String::as_str);
+                if list.split(' ').any(|c| c == target) {
+                    return None;
+                }
+                let list = if list.is_empty() {
+                    target.to_string()
+                } else {
+                    format!("{list} {target}")
+                };
+                Some((key, list))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     if (
         s.machine_count,
         s.updated_machine_count,
         s.degraded_machine_count,
     ) != (machine_count, updated, degraded)
+        || !records.is_empty()
     {
         let mut next = (*pool).clone();
+        for (k, list) in records {
+            next.meta.annotations.insert(k, list);
+        }
         let st = &mut next
             .typed_mut::<MachineConfigPool>()
             .expect("a pool")
@@ -497,14 +589,14 @@ async fn rollout(pool: Arc<Object>, client: Arc<Client>) -> Result<Action, Unexp
         st.machine_count = machine_count;
         st.updated_machine_count = updated;
         st.degraded_machine_count = degraded;
-        let pools: Api<MachineConfigPool> = Api::all((*client).clone());
+        let pools: Api<MachineConfigPool> = Api::all(client.clone());
         // A stale pool (the render controller wrote it): start over.
         pools
             .replace(&PostParams::default(), next)
             .await
             .map_err(|e| Unexpected::new("updating pool status", &e))?;
     }
-    let api: Api<Node> = Api::all((*client).clone());
+    let api: Api<Node> = Api::all(client.clone());
     let mut error = None;
     for node in moves {
         let ops = vec![PatchOp::SetAnnotation(

@@ -28,10 +28,10 @@ pub use messages::{
     MachineTimer, McoMsg, Timer,
 };
 pub use objects::{
-    ANNOTATION_CURRENT, ANNOTATION_DESIRED, ANNOTATION_GENERATED_BY, ANNOTATION_REASON,
-    ANNOTATION_SERVED_TO_PREFIX, ANNOTATION_STATE, LABEL_OS_ID, LABEL_ROLE, MachineConfig,
-    MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus, STATE_DEGRADED, STATE_DONE,
-    STATE_WORKING, merge, node_config, node_labels, pool_object, rendered_name, rendered_object,
-    role_selector, served_records, source_object,
+    ANNOTATION_CURRENT, ANNOTATION_DESIRED, ANNOTATION_GENERATED_BY, ANNOTATION_POINTED_AT_PREFIX,
+    ANNOTATION_REASON, ANNOTATION_SERVED_TO_PREFIX, ANNOTATION_STATE, LABEL_OS_ID, LABEL_ROLE,
+    MachineConfig, MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus,
+    STATE_DEGRADED, STATE_DONE, STATE_WORKING, merge, node_config, node_labels, pointed_records,
+    pool_object, rendered_name, rendered_object, role_selector, served_records, source_object,
 };
 pub use server::{MachineConfigServer, ServerMode};

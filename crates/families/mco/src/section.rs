@@ -382,7 +382,7 @@ impl McoSpec {
                 endpoints,
                 vec![
                     Box::new(RenderController::new(self.gc, self.render_delay_ms)),
-                    Box::new(NodeController::new()),
+                    Box::new(NodeController::recording(self.gc.records_pointing())),
                 ],
             )),
         );

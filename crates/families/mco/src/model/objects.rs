@@ -33,6 +33,10 @@ pub const LABEL_ROLE: &str = "machineconfiguration.openshift.io/role";
 /// The in-flight record of a hand-out on the pool: `<prefix><machine>` = config name
 /// (this project's proposal; nothing upstream records hand-outs).
 pub const ANNOTATION_SERVED_TO_PREFIX: &str = "machineconfiguration.openshift.io/served-to.";
+/// The node controller's record, on the pool, of the configs it pointed a Node at
+/// (`in-use-and-recorded`): `<prefix><node>` = the configs since the Node was last Done,
+/// oldest first, space-separated; each written before the Node.
+pub const ANNOTATION_POINTED_AT_PREFIX: &str = "machineconfiguration.openshift.io/pointing-at.";
 /// Nodes managed by the MCO carry this label (RHCOS); the pools select on it besides
 /// the role, so the scenario's infra node (which runs the controllers) is in no pool.
 pub const LABEL_OS_ID: &str = "node.openshift.io/os_id";
@@ -155,6 +159,14 @@ pub fn served_records(pool: &Object) -> impl Iterator<Item = (&str, &str)> {
         .annotations
         .iter()
         .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_SERVED_TO_PREFIX)?, v.as_str())))
+}
+
+/// The node controller's records on a pool: (node, its configs, space-separated).
+pub fn pointed_records(pool: &Object) -> impl Iterator<Item = (&str, &str)> {
+    pool.meta
+        .annotations
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_POINTED_AT_PREFIX)?, v.as_str())))
 }
 
 /// A rendered config object for `pool` with `content`, owned by the pool (uid) as its
