@@ -186,3 +186,49 @@ fn the_controller_file_has_no_reconsim_import() {
         );
     }
 }
+
+#[test]
+fn each_desired_state_is_judged_not_only_the_last() {
+    use reconsim::scenario::runner::quiet_points;
+    use reconsim::sim::{SimTime, TimedFault};
+    use reconsim::world::fault::{Operation, OperationAction};
+    let s = scenario("stepset-buggy");
+    // One operation at 100 s, lasting 1 s: the changes are the workload's (60, 240 and
+    // 300 s) and its start and end. Only its end is followed by 120 s (within_ms) of
+    // nothing; 300 s is the final deadline's.
+    let op = Operation {
+        object: "StepSet default/web".into(),
+        action: OperationAction::Set {
+            field: "spec.replicas".into(),
+            value: "3".into(),
+            back_to: None,
+        },
+    };
+    let plan = reconsim::scenario::format::Plan::new(vec![TimedFault::at(
+        100_000,
+        Some(1_000),
+        Fault::Inject {
+            process: "user".into(),
+            fault: WorldFault::Operation(op),
+        },
+    )]);
+    assert_eq!(
+        quiet_points(&s, &plan),
+        vec![(SimTime(101_000), SimTime(221_000))]
+    );
+    // Without an operation, convergence is judged once, as before.
+    assert!(quiet_points(&s, &reconsim::scenario::format::Plan::default()).is_empty());
+    // Seed 240: the StepSet is stuck at 5 ConfigMaps 120 s after the plan's last change,
+    // judged there, before the workload's next scale (240 s) changes what is desired.
+    let (outcome, plan) = run(&s, 240);
+    let v = outcome.violation.expect("caught");
+    assert_eq!(v.invariant, CONVERGENCE);
+    assert_eq!(v.time, SimTime(223_584));
+    assert!(
+        v.message
+            .contains("after 103.584s, the plan's last change before it, with no fault in force"),
+        "{}",
+        v.message
+    );
+    assert!(has_operation(&plan.faults));
+}

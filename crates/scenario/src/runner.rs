@@ -1,5 +1,6 @@
 //! One run: build the world, step it, check every invariant after every event that can
-//! change what they read, and check convergence once faults have healed.
+//! change what they read, and check convergence once faults have healed (and, in a run
+//! with user operations, after each quiet spell: [`quiet_points`]).
 //!
 //! Checkers read the API server's store, the cloud's ground truth and a few components'
 //! own state, which only those processes change, so a step none of them handled (and no
@@ -77,6 +78,50 @@ fn deadline_after(scenario: &Scenario, heal_ms: Option<u64>) -> Option<SimTime> 
             .saturating_add(c.within_ms)
             .min(scenario.duration_ms),
     ))
+}
+
+/// For a plan with user operations, the instants besides the final deadline at which
+/// the controllers owe the desired state of what they were last given (Acto's
+/// consistency oracle, judged after each operation and not only the last): `within_ms`
+/// after a change (a fault's or an operation's start or end, a user action) that no
+/// other change follows within `within_ms` and no fault overlaps, before the final
+/// deadline. Each as (the change, the instant). None for a plan without operations (its
+/// convergence is judged once, as before), or with anchored faults (their times are the
+/// run's).
+pub fn quiet_points(scenario: &Scenario, plan: &Plan) -> Vec<(SimTime, SimTime)> {
+    let Some(c) = scenario.convergence else {
+        return Vec::new();
+    };
+    if plan.has_anchors() || !crate::operations::in_plan(plan) {
+        return Vec::new();
+    }
+    let mut changes: Vec<u64> = scenario.workload.iter().map(|a| a.at_ms).collect();
+    let mut spans = Vec::with_capacity(plan.faults.len());
+    for f in &plan.faults {
+        changes.push(f.at_ms);
+        let end = f
+            .duration_ms
+            .map_or(u64::MAX, |d| f.at_ms.saturating_add(d));
+        if end != u64::MAX {
+            changes.push(end);
+        }
+        spans.push((f.at_ms, end));
+    }
+    changes.sort_unstable();
+    changes.dedup();
+    let last = convergence_deadline(scenario, plan).map_or(0, SimTime::as_ms);
+    let mut points = Vec::new();
+    for (i, &t) in changes.iter().enumerate() {
+        let at = t.saturating_add(c.within_ms);
+        let quiet = changes.get(i + 1).is_none_or(|&next| next > at)
+            && at < last
+            && at < scenario.duration_ms
+            && !spans.iter().any(|&(start, end)| start <= at && at < end);
+        if quiet {
+            points.push((SimTime(t), SimTime(at)));
+        }
+    }
+    points
 }
 
 /// Run `scenario` with `seed` and `plan`; the world is returned for inspection
@@ -161,6 +206,7 @@ fn run_here(
     mut observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
+    let mut quiet = quiet_points(scenario, &plan).into_iter().peekable();
     let anchored = plan.has_anchors();
     let mut world = build_keeping(scenario, seed, plan, trace, keep);
     let mut checkers: Vec<Checker> = scenario
@@ -182,7 +228,11 @@ fn run_here(
     let mut pending_convergence = deadline;
     let mut fired = 0;
     'run: loop {
-        let horizon = pending_convergence.unwrap_or(end).min(end);
+        let next_quiet = quiet.peek().map(|&(_, at)| at);
+        let horizon = pending_convergence
+            .unwrap_or(end)
+            .min(end)
+            .min(next_quiet.unwrap_or(end));
         while let Some(step) = world.sim.step_until(horizon) {
             // An anchored fault's event came: judge convergence after it heals, even if
             // an earlier deadline was judged already.
@@ -238,6 +288,31 @@ fn run_here(
                 objects: vec![],
             });
             break;
+        }
+        if let Some((change, at)) = quiet.peek().copied()
+            && at == horizon
+        {
+            quiet.next();
+            if let Err(reason) = converged(
+                scenario,
+                &View {
+                    now: at,
+                    ..view(&world)
+                },
+            ) {
+                violation = Some(Violation {
+                    invariant: CONVERGENCE.into(),
+                    time: at,
+                    message: format!(
+                        "not converged {} ms after {change}, the plan's last change before \
+                         it, with no fault in force: {reason}",
+                        scenario.convergence.map_or(0, |c| c.within_ms)
+                    ),
+                    objects: vec![],
+                });
+                break;
+            }
+            continue;
         }
         match pending_convergence.take() {
             Some(at) => {
