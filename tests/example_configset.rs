@@ -318,3 +318,32 @@ fn the_timeline_shows_the_garbage_collectors_deletions() {
         "{shown}"
     );
 }
+
+#[test]
+fn the_fixed_controller_holds_under_generated_operations_too() {
+    // Issue 32: configset-fixed with an `operation` generator (set, rollback, two
+    // clients, delete, re-create, label on both ConfigSets). Its invariant judges a new
+    // ConfigMap against the most the ConfigSet has asked for: a generated scale-down can
+    // land while a create decided on the larger count is in flight (seed 0: two clients
+    // set db to 6 and to 0; the reconcile for 6 creates the 6th after 0 landed).
+    let text = std::fs::read_to_string(path("configset-fixed")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["faults"].as_array_mut().unwrap().push(serde_json::json!({
+        "count": [1, 3], "at_ms": [30000, 330000], "duration_ms": [1000, 30000],
+        "fault": {"operation": {"controller": "configset-controller"}}
+    }));
+    let s = Scenario::parse("configset-ops.json", &doc.to_string(), &families()).unwrap();
+    let report = campaign(&s, 1000, jobs(), false);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    // Seed 0 draws the two clients' edits of db.
+    let plan = reconsim::scenario::faults::generate(&s, 0);
+    assert!(plan.faults.iter().any(|f| {
+        matches!(
+            &f.fault,
+            reconsim::sim::Fault::Inject {
+                fault: reconsim::world::WorldFault::Operation(op),
+                ..
+            } if op.to_string() == "two clients set spec.replicas of ConfigSet default/db at once, to 0 and to 6"
+        )
+    }));
+}

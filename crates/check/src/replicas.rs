@@ -9,15 +9,15 @@
 //! (`reconsim_scenario::operations`) scale down at any moment, even before the
 //! controller has seen the last scale-up, and a create decided on a larger count lands
 //! after: in a run whose plan has them, the bound is the most the owner has ever asked
-//! for (the controller acts on one of its specs, never on more than it asked). Children are those whose controller reference names the
-//! owner's uid, in its namespace, as the garbage collector and `ownerReferences` see it.
+//! for (the controller acts on one of its specs, never on more than it asked).
+//!
+//! Children are those whose controller reference names the owner's uid, in its
+//! namespace, as the garbage collector and `ownerReferences` see it.
 //!
 //! The same count gives the controller's desired state ([`AtMostReplicas::converged`]):
 //! exactly `replicas` live children per owner, each ready, none outliving its owner.
 
 use crate::{Check, View, Violation};
-use reconsim_sim::Fault;
-use reconsim_world::WorldFault;
 use reconsim_world::object::{Kind, Object, Uid};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -167,15 +167,11 @@ pub fn controlled<'a>(
 impl Check for AtMostReplicas {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         let operations = *self.operations.get_or_insert_with(|| {
-            view.sim.plan().faults.iter().any(|f| {
-                matches!(
-                    f.fault,
-                    Fault::Inject {
-                        fault: WorldFault::Operation(_),
-                        ..
-                    }
-                )
-            })
+            view.sim
+                .plan()
+                .faults
+                .iter()
+                .any(|f| reconsim_world::fault::is_operation(&f.fault))
         });
         for owner in view.api.list(self.owner) {
             let live: Vec<&Arc<Object>> = controlled(view.api.list(self.child), owner)

@@ -35,15 +35,9 @@ use std::sync::Arc;
 /// operation-free run's by design (the user changed what is desired), so the
 /// differential oracle does not judge it; its invariants and convergence do.
 pub fn in_plan(plan: &crate::format::Plan) -> bool {
-    plan.faults.iter().any(|f| {
-        matches!(
-            f.fault,
-            reconsim_sim::Fault::Inject {
-                fault: reconsim_world::WorldFault::Operation(_),
-                ..
-            }
-        )
-    })
+    plan.faults
+        .iter()
+        .any(|f| reconsim_world::fault::is_operation(&f.fault))
 }
 
 /// The label a `label` operation adds and then removes.

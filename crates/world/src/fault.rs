@@ -44,6 +44,19 @@ pub enum WorldFault {
     Operation(Operation),
 }
 
+/// Whether a plan's fault is a user's operation: a run whose plan holds one judges
+/// what a spec change may legitimately leave in flight (`AtMostReplicas`), and is not
+/// compared with an operation-free run's end.
+pub fn is_operation(fault: &reconsim_sim::Fault<WorldFault>) -> bool {
+    matches!(
+        fault,
+        reconsim_sim::Fault::Inject {
+            fault: WorldFault::Operation(_),
+            ..
+        }
+    )
+}
+
 /// One user operation on one object, as plain data: saved in failure files, shrunk
 /// and replayed as is. Values are JSON text, so the operation stays hashable.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
