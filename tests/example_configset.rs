@@ -328,10 +328,13 @@ fn the_fixed_controller_holds_under_generated_operations_too() {
     // set db to 6 and to 0; the reconcile for 6 creates the 6th after 0 landed).
     let text = std::fs::read_to_string(path("configset-fixed")).unwrap();
     let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    doc["faults"].as_array_mut().unwrap().push(serde_json::json!({
-        "count": [1, 3], "at_ms": [30000, 330000], "duration_ms": [1000, 30000],
-        "fault": {"operation": {"controller": "configset-controller"}}
-    }));
+    doc["faults"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "count": [1, 3], "at_ms": [30000, 330000], "duration_ms": [1000, 30000],
+            "fault": {"operation": {"controller": "configset-controller"}}
+        }));
     let s = Scenario::parse("configset-ops.json", &doc.to_string(), &families()).unwrap();
     let report = campaign(&s, 1000, jobs(), false);
     assert!(report.failures.is_empty(), "{:?}", report.failures);

@@ -320,7 +320,12 @@ enum Command {
             "a quarter of a round more goes to whichever found the most new run signatures per run\n",
             "in the round before (a signature: which kind of controller made which kind of step\n",
             "after which). The verdict, the runs and the failure are the same for any --jobs; every\n",
-            "failure line says how to see it again. `--campaign seeds` runs seeds 0..N only.",
+            "failure line says how to see it again. `--campaign seeds` runs seeds 0..N only.\n",
+            "\n",
+            "A scenario's `operation` generators (what users do: spec changes drawn from a CRD's\n",
+            "schema, rollbacks, deletes and re-creates, two clients' edits; docs/operations.md)\n",
+            "take part in all three as its faults do, and a run with one is also checked for\n",
+            "convergence after each quiet spell, not only at its end.",
         ),
         after_help = concat!(
         "Examples:\n  reconsim check scenarios/machineapi-no-leader-election.json scenarios/machineapi-leader-election-idempotent.json\n  reconsim check --json > verdicts.json   # every shipped scenario\n  reconsim check kcp-upgrade-machine-count --time-budget 2m --failures-dir failures\n\n",

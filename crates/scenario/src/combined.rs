@@ -28,7 +28,7 @@ use crate::jobs::run_streamed;
 use crate::oracle::EndState;
 use crate::runner::{Outcome, run_world_keeping};
 use crate::search::{
-    Candidate, DIFFERENTIAL, DIVERGENCE, SearchConfig, differ, full_plan, plans_counted,
+    Candidate, DIVERGENCE, SearchConfig, against_reference, differ, full_plan, plans_counted,
 };
 use reconsim_sim::TraceMode;
 use serde::Serialize;
@@ -122,7 +122,7 @@ pub struct Config {
     pub adaptive: bool,
     pub plans_per_reference: usize,
     /// Judge by two oracles too, findings without an invariant: each search plan's end
-    /// against its reference run's (Sieve's differential oracle, [`DIFFERENTIAL`]),
+    /// against its reference run's (Sieve's differential oracle, [`crate::search::DIFFERENTIAL`]),
     /// and each reference run's end against the first reference's (Kamera's
     /// divergence oracle, [`DIVERGENCE`]: the same workload, two fault-free schedules).
     pub differential: bool,
@@ -621,18 +621,7 @@ impl State<'_> {
                     crate::oracle::run_kept(self.scenario, *seed, plan.clone(), keep);
                 let signature = world.sim.signature().to_vec();
                 drop(world);
-                // An operation changes what is desired: invariants alone judge it.
-                let outcome = if crate::operations::in_plan(&plan) {
-                    outcome
-                } else {
-                    differ(
-                        outcome,
-                        &state,
-                        reference,
-                        DIFFERENTIAL,
-                        "its reference run",
-                    )
-                };
+                let outcome = against_reference(&plan, outcome, &state, reference);
                 let plan = outcome.violation.is_some().then_some(plan);
                 Ran {
                     outcome,

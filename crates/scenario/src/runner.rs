@@ -80,6 +80,28 @@ fn deadline_after(scenario: &Scenario, heal_ms: Option<u64>) -> Option<SimTime> 
     ))
 }
 
+/// The [`CONVERGENCE`] violation at `at`, if the world has not reached its desired
+/// state `within_ms` after `since` (in words).
+fn unconverged(scenario: &Scenario, world: &World, at: SimTime, since: &str) -> Option<Violation> {
+    let reason = converged(
+        scenario,
+        &View {
+            now: at,
+            ..view(world)
+        },
+    )
+    .err()?;
+    Some(Violation {
+        invariant: CONVERGENCE.into(),
+        time: at,
+        message: format!(
+            "not converged {} ms after {since}: {reason}",
+            scenario.convergence.map_or(0, |c| c.within_ms)
+        ),
+        objects: vec![],
+    })
+}
+
 /// For a plan with user operations, the instants besides the final deadline at which
 /// the controllers owe the desired state of what they were last given (Acto's
 /// consistency oracle, judged after each operation and not only the last): `within_ms`
@@ -293,23 +315,10 @@ fn run_here(
             && at == horizon
         {
             quiet.next();
-            if let Err(reason) = converged(
-                scenario,
-                &View {
-                    now: at,
-                    ..view(&world)
-                },
-            ) {
-                violation = Some(Violation {
-                    invariant: CONVERGENCE.into(),
-                    time: at,
-                    message: format!(
-                        "not converged {} ms after {change}, the plan's last change before \
-                         it, with no fault in force: {reason}",
-                        scenario.convergence.map_or(0, |c| c.within_ms)
-                    ),
-                    objects: vec![],
-                });
+            let since =
+                format!("{change}, the plan's last change before it, with no fault in force");
+            violation = unconverged(scenario, &world, at, &since);
+            if violation.is_some() {
                 break;
             }
             continue;
@@ -328,22 +337,8 @@ fn run_here(
                         Some(_) => {}
                     }
                 }
-                if let Err(reason) = converged(
-                    scenario,
-                    &View {
-                        now: at,
-                        ..view(&world)
-                    },
-                ) {
-                    violation = Some(Violation {
-                        invariant: CONVERGENCE.into(),
-                        time: at,
-                        message: format!(
-                            "not converged {} ms after the last fault healed: {reason}",
-                            scenario.convergence.map_or(0, |c| c.within_ms)
-                        ),
-                        objects: vec![],
-                    });
+                violation = unconverged(scenario, &world, at, "the last fault healed");
+                if violation.is_some() {
                     break;
                 }
             }

@@ -344,16 +344,22 @@ pub fn judge_differential(
     reference: &crate::oracle::EndState,
 ) -> Outcome {
     let (outcome, state) = crate::oracle::run(scenario, seed, plan.clone());
+    against_reference(plan, outcome, &state, reference)
+}
+
+/// `outcome` of `plan`, judged against its reference's end state (Sieve's oracle), unless
+/// the plan holds a user operation: what is desired changed, so only the invariants judge
+/// it ([`crate::operations::in_plan`]).
+pub fn against_reference(
+    plan: &Plan,
+    outcome: Outcome,
+    state: &crate::oracle::EndState,
+    reference: &crate::oracle::EndState,
+) -> Outcome {
     if crate::operations::in_plan(plan) {
         return outcome;
     }
-    differ(
-        outcome,
-        &state,
-        reference,
-        DIFFERENTIAL,
-        "its reference run",
-    )
+    differ(outcome, state, reference, DIFFERENTIAL, "its reference run")
 }
 
 /// `outcome`, a violation of `invariant` at its end if it held every invariant but its
