@@ -232,3 +232,38 @@ fn each_desired_state_is_judged_not_only_the_last() {
     );
     assert!(has_operation(&plan.faults));
 }
+
+#[test]
+fn an_operation_generators_errors_name_its_field() {
+    let text = std::fs::read_to_string(path("stepset-buggy")).unwrap();
+    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let error = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut doc = base.clone();
+        edit(&mut doc);
+        let e = Scenario::parse("x.json", &doc.to_string(), &families()).unwrap_err();
+        (e.path, e.message)
+    };
+    let op = "/faults/3/fault/operation";
+    let (path, message) =
+        error(&|d| d.pointer_mut(op).unwrap()["objects"] = serde_json::json!(["nope"]));
+    assert_eq!(path, ".faults[3].fault.operation.objects[0]", "{message}");
+    let (path, message) =
+        error(&|d| d.pointer_mut(op).unwrap()["operations"] = serde_json::json!(["sideways"]));
+    assert_eq!(
+        path, ".faults[3].fault.operation.operations[0]",
+        "{message}"
+    );
+    // A ConfigMap has no schema: `set` has nothing to draw on it.
+    let (path, message) = error(&|d| {
+        d["controllers"]["custom"][0]["objects"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain"}}));
+        let g = d.pointer_mut(op).unwrap();
+        g["objects"] = serde_json::json!(["plain"]);
+        g["operations"] = serde_json::json!(["set"]);
+    });
+    assert_eq!(path, ".faults[3].fault.operation.operations", "{message}");
+    let (path, message) = error(&|d| d.pointer_mut(op).unwrap()["controller"] = "nobody".into());
+    assert_eq!(path, ".faults[3].fault.operation.controller", "{message}");
+}

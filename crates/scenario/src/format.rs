@@ -137,7 +137,7 @@ impl ScenarioFile {
             {
                 let at = format!(".faults[{i}].fault.operation");
                 *space = match action {
-                    None => crate::operations::resolve(custom, controller, objects),
+                    None => crate::operations::resolve(custom, controller, objects, operations),
                     Some(action) => {
                         let of_section = |family: &str| {
                             sections

@@ -192,12 +192,13 @@ fn object_name(key: &ObjectKey) -> String {
 }
 
 /// The [`Space`] of a generator on `controller`'s seeded objects (those `objects` names
-/// by `metadata.name`, or every one whose kind has a schema). Errors at `.controller`
-/// and `.objects[j]`, under the generator's path.
+/// by `metadata.name`, or every one whose kind has a schema), doing `operations`.
+/// Errors at `.controller`, `.objects[j]` and `.operations`, under the generator's path.
 pub fn resolve(
     section: Option<&CustomSection>,
     controller: &str,
     objects: &[String],
+    operations: &[OperationChoice],
 ) -> Result<Space, ParamError> {
     let Some((reader, manifests)) = section.and_then(|s| s.operation_source(controller)) else {
         return Err(ParamError::at(
@@ -260,10 +261,19 @@ pub fn resolve(
             ),
         ));
     }
-    Ok(Space {
+    let space = Space {
         targets: Arc::new(targets),
         action: None,
-    })
+    };
+    if space.count(operations) == 0 {
+        return Err(ParamError::at(
+            ".operations",
+            "operations that apply to the objects: none of them has a field its schema \
+             lets `set`, `rollback` or `concurrent` draw (an integer, a boolean, an enum); \
+             add `delete`, `recreate` or `label`",
+        ));
+    }
+    Ok(space)
 }
 
 /// The [`Space`] of a generator of `action`, a workload action of a family the scenario
