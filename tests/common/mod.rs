@@ -436,3 +436,27 @@ pub fn file_identity(path: &std::path::Path) -> String {
         "regular file".into()
     }
 }
+
+/// Skipping a checker whose inputs did not change never changes a verdict (issue 33):
+/// every seed in `seeds` run with checker gating on and off gives the same outcome (the
+/// violation, its time and message, the events handled, the trace hash). Returns how
+/// many of the seeds failed, so a test can insist its range holds verdicts of both kinds.
+pub fn gating_agrees(s: &reconsim::scenario::Scenario, seeds: std::ops::Range<u64>) -> usize {
+    use reconsim::check::Gating;
+    use reconsim::scenario::faults::generate;
+    use reconsim::scenario::runner::run_gated;
+    let mut failing = 0;
+    for seed in seeds {
+        let on = run_gated(s, seed, generate(s, seed), Gating::On);
+        let off = run_gated(s, seed, generate(s, seed), Gating::Off);
+        assert_eq!(on.violation, off.violation, "{} seed {seed}", s.name);
+        assert_eq!(
+            (on.events, on.sim_ms, on.trace_hash),
+            (off.events, off.sim_ms, off.trace_hash),
+            "{} seed {seed}",
+            s.name
+        );
+        failing += usize::from(on.violation.is_some());
+    }
+    failing
+}

@@ -5,7 +5,9 @@
 //! files name the invariants they check, and each run makes fresh checkers (their
 //! memory between events is their own state).
 
+use crate::reads::{Gate, Reads};
 use crate::{View, Violation};
+use reconsim_sim::SimTime;
 
 /// An invariant a family registers: its name in scenario files and what makes a fresh
 /// checker for each run (a function or a closure; shared, so cheap to clone).
@@ -45,6 +47,8 @@ impl std::fmt::Debug for NamedCheck {
 pub struct Checker {
     name: String,
     check: Box<dyn Check>,
+    /// Its inputs' change counts at its last check; `None`: it reads everything.
+    gate: Option<Gate>,
 }
 
 /// An invariant. `check` runs after every
@@ -80,6 +84,17 @@ pub struct Checker {
 /// ```
 pub trait Check: CheckClone + std::fmt::Debug {
     fn check(&mut self, view: &View<'_>) -> Option<Violation>;
+    /// What `check` reads ([`Reads`]): a run asks again only after a step that changed
+    /// some of it, or once [`Check::due`] has come. The default reads everything. Name
+    /// every kind listed and every component type read, or a violation may be seen late.
+    fn reads(&self) -> Reads {
+        Reads::everything()
+    }
+    /// When a check of unchanged inputs could first answer otherwise: a grace period
+    /// that runs out. `None` (the default): never.
+    fn due(&self) -> Option<SimTime> {
+        None
+    }
 }
 
 /// Cloning a boxed [`Check`]; implemented for every `Check + Clone`.
@@ -103,12 +118,34 @@ impl Checker {
     pub fn new(name: &str, check: Box<dyn Check>) -> Self {
         Checker {
             name: name.to_string(),
+            gate: Gate::new(check.reads()),
             check,
         }
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// When its grace period runs out ([`Check::due`]): a run wakes it then.
+    pub fn due(&self) -> Option<SimTime> {
+        self.check.due()
+    }
+
+    /// Check the world if anything it reads changed since its last check, or its
+    /// [`Check::due`] time has come; `Gating::Off` checks regardless (the reference the
+    /// tests hold gating to: the same verdicts, at the same steps).
+    pub fn check_changed(&mut self, view: &View<'_>, gating: Gating) -> Option<Violation> {
+        if gating == Gating::On
+            && let Some(gate) = &mut self.gate
+        {
+            // Counts are brought up to date on every call, checked or not.
+            let changed = gate.changed(view);
+            if !changed && self.check.due().is_none_or(|due| view.now < due) {
+                return None;
+            }
+        }
+        self.check(view)
     }
 
     /// Check the world; a violation carries this checker's name, whatever its own
@@ -122,4 +159,14 @@ impl Checker {
             v
         })
     }
+}
+
+/// Whether a run skips a checker whose inputs did not change ([`Checker::check_changed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Gating {
+    /// Skip it: what runs do.
+    #[default]
+    On,
+    /// Check it after every step that changed anything: the reference for tests.
+    Off,
 }

@@ -17,7 +17,7 @@
 //! The same count gives the controller's desired state ([`AtMostReplicas::converged`]):
 //! exactly `replicas` live children per owner, each ready, none outliving its owner.
 
-use crate::{Check, View, Violation};
+use crate::{Check, Reads, View, Violation};
 use reconsim_world::object::{Kind, Object, Uid};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -165,6 +165,10 @@ pub fn controlled<'a>(
 }
 
 impl Check for AtMostReplicas {
+    fn reads(&self) -> Reads {
+        Reads::kinds([self.owner, self.child])
+    }
+
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         let operations = *self.operations.get_or_insert_with(|| {
             view.sim

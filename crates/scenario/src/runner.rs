@@ -7,12 +7,16 @@
 //! fault) skips the checks, and so does an API server step that wrote nothing (a get, a
 //! list, a watch) and a component's step that left its change count where it was (a
 //! poll answered, a DescribeInstances served: `Component::changes`): the hot loop pays
-//! for checking only when there is something new to check. A check that depends on elapsed time alone (a grace period
-//! running out) is judged at the next change.
+//! for checking only when there is something new to check. Each checker is then asked
+//! only if something it reads changed (`Check::reads`: its kinds' writes, its
+//! components' change counts) or its grace period ran out (`Check::due`: the run wakes
+//! the checkers at that instant, step or no step); a fault's step checks every checker.
+//! `tests/gating.rs` holds every shipped scenario's verdicts and hashes to those of
+//! checking every checker at every such step ([`run_gated`] with `Gating::Off`).
 
 use crate::build::{Keep, World, build_keeping};
 use crate::format::{Plan, Scenario};
-use reconsim_check::{Checker, View, Violation};
+use reconsim_check::{Checker, Gating, View, Violation};
 use reconsim_sim::{SimTime, StepKind, TraceMode};
 use reconsim_world::apiserver::ApiServer;
 use reconsim_world::component::UNREAD;
@@ -215,7 +219,25 @@ fn run_inner(
     observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
     reconsim_family::hosted(scenario.families().host(), seed, || {
-        run_here(scenario, seed, plan, trace, keep, observe)
+        run_here(scenario, seed, plan, trace, keep, Gating::On, observe)
+    })
+}
+
+/// [`run_world`] with hash-only traces, checking as `gating` says: `Gating::Off` asks
+/// every checker after every step that changed anything, the reference the tests hold
+/// gated runs to (the same outcome, violation and trace hash).
+pub fn run_gated(scenario: &Scenario, seed: u64, plan: Plan, gating: Gating) -> Outcome {
+    reconsim_family::hosted(scenario.families().host(), seed, || {
+        run_here(
+            scenario,
+            seed,
+            plan,
+            TraceMode::Hash,
+            Keep::default(),
+            gating,
+            |_| {},
+        )
+        .0
     })
 }
 
@@ -225,6 +247,7 @@ fn run_here(
     plan: Plan,
     trace: TraceMode,
     keep: Keep,
+    gating: Gating,
     mut observe: impl FnMut(&View<'_>),
 ) -> (Outcome, World) {
     let deadline = convergence_deadline(scenario, &plan);
@@ -249,12 +272,23 @@ fn run_here(
     let mut violation = None;
     let mut pending_convergence = deadline;
     let mut fired = 0;
+    // The earliest grace period of a checker still to run out, after the last one woken.
+    let mut woken = SimTime::ZERO;
+    let next_due = |checkers: &[Checker], woken: SimTime| {
+        checkers
+            .iter()
+            .filter_map(Checker::due)
+            .filter(|&d| d > woken)
+            .min()
+    };
     'run: loop {
         let next_quiet = quiet.peek().map(|&(_, at)| at);
+        let due = next_due(&checkers, woken);
         let horizon = pending_convergence
             .unwrap_or(end)
             .min(end)
-            .min(next_quiet.unwrap_or(end));
+            .min(next_quiet.unwrap_or(end))
+            .min(due.unwrap_or(end));
         while let Some(step) = world.sim.step_until(horizon) {
             // An anchored fault's event came: judge convergence after it heals, even if
             // an earlier deadline was judged already.
@@ -269,6 +303,9 @@ fn run_here(
                     rehorizon = true;
                 }
             }
+            // A fault may change what no count follows (a process's state): every
+            // checker is asked after it.
+            let forced = matches!(step, StepKind::Fault { .. });
             let relevant = match step {
                 // A step is checked if it moved its component's change count; never
                 // for a component that holds nothing checkers read (a kubelet, a
@@ -290,10 +327,13 @@ fn run_here(
             if relevant {
                 let v = view(&world);
                 observe(&v);
-                if let Some(found) = checkers.iter_mut().find_map(|c| c.check(&v)) {
+                let gate = if forced { Gating::Off } else { gating };
+                if let Some(found) = checkers.iter_mut().find_map(|c| c.check_changed(&v, gate)) {
                     violation = Some(found);
                     break 'run;
                 }
+                // A check may start a grace period that runs out before the horizon.
+                rehorizon |= next_due(&checkers, woken).is_some_and(|d| d < horizon);
             }
             if rehorizon {
                 continue 'run;
@@ -310,6 +350,25 @@ fn run_here(
                 objects: vec![],
             });
             break;
+        }
+        // A grace period runs out with no step at its instant: the checkers are asked
+        // then, of the world as the last step left it.
+        if let Some(at) = due
+            && at == horizon
+            && at < end
+        {
+            woken = at;
+            let mut v = view(&world);
+            v.now = at;
+            observe(&v);
+            if let Some(found) = checkers
+                .iter_mut()
+                .find_map(|c| c.check_changed(&v, gating))
+            {
+                violation = Some(found);
+                break;
+            }
+            continue;
         }
         if let Some((change, at)) = quiet.peek().copied()
             && at == horizon

@@ -202,6 +202,9 @@ pub struct ApiServer {
     awaiting_grace: BTreeSet<Uid>,
     /// Writes to the store: statistics, and its change count (`Component::changes`).
     writes: u64,
+    /// The same, per kind written (a checker's inputs: `reconsim_check::Reads`); a
+    /// handful of kinds, so a short list.
+    kind_writes: Vec<(Kind, u64)>,
     /// The watch caches, one per resource type, and the events they hold back.
     caches: WatchCaches,
     /// Processes whose watch connections died with a crash, to be told when the server
@@ -226,6 +229,7 @@ impl ApiServer {
             gc_pending: false,
             awaiting_grace: BTreeSet::new(),
             writes: 0,
+            kind_writes: Vec::new(),
             caches: WatchCaches::new(config.watch_delay_ms),
             reset_peers: BTreeSet::new(),
         }
@@ -256,6 +260,23 @@ impl ApiServer {
 
     pub fn writes(&self) -> u64 {
         self.writes
+    }
+
+    /// Writes of objects of `kind` so far (creates, updates, deletes): a count that
+    /// moves exactly when `list(kind)` may answer otherwise.
+    pub fn kind_writes(&self, kind: Kind) -> u64 {
+        self.kind_writes
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    fn count_write(&mut self, kind: Kind) {
+        self.writes += 1;
+        match self.kind_writes.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => self.kind_writes.push((kind, 1)),
+        }
     }
 
     pub fn watcher_count(&self) -> usize {
@@ -825,7 +846,7 @@ impl ApiServer {
         ctx: &mut WorldCtx<'_>,
     ) -> Arc<Object> {
         self.resource_version += 1;
-        self.writes += 1;
+        self.count_write(key.kind);
         object.meta.resource_version = self.resource_version;
         ctx.note(|| format!("stored {key} rv {}", self.resource_version));
         let arc = Arc::new(object);
@@ -872,7 +893,7 @@ impl ApiServer {
             self.terminating.remove(&stored.meta.name);
         }
         self.resource_version += 1;
-        self.writes += 1;
+        self.count_write(key.kind);
         ctx.note(|| format!("removed {key} rv {}", self.resource_version));
         let mut last = last.unwrap_or_else(|| (*stored).clone());
         last.meta.resource_version = self.resource_version;

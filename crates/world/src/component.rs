@@ -64,6 +64,13 @@ impl Proc {
         self.component.as_any().downcast_ref::<T>()
     }
 
+    /// Its component's type: what a checker's [`Reads`] names.
+    ///
+    /// [`Reads`]: https://docs.rs/reconsim-check (reconsim_check::Reads)
+    pub fn component_type(&self) -> TypeId {
+        self.type_id
+    }
+
     /// Its component's [`Component::changes`]: a runner checks invariants only after a
     /// step that changed what they read.
     pub fn changes(&self) -> Option<u64> {

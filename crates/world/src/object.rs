@@ -37,7 +37,7 @@ pub struct Uid(pub u64);
 /// plural of its REST path, and whether its objects live in a namespace. Made at
 /// compile time by [`KindInfo::namespaced`] or [`KindInfo::cluster_scoped`], which also
 /// compute the kind's id (the stable hash of group and name: FNV-1a over the group, a
-/// 0xff byte and the name) and its rank (the name's first 8 bytes, big-endian), so a
+/// 0xff byte and the name) and its rank (the name's first 16 bytes, big-endian), so a
 /// kind compares and hashes as one word however long its names, and orders by name.
 #[derive(Debug, PartialEq, Eq)]
 pub struct KindInfo {
@@ -50,7 +50,7 @@ pub struct KindInfo {
     /// Cluster-scoped kinds have an empty namespace.
     pub namespaced: bool,
     id: u64,
-    rank: u64,
+    rank: u128,
 }
 
 const fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
@@ -93,10 +93,14 @@ impl KindInfo {
         let h = fnv1a(0xcbf2_9ce4_8422_2325, group.as_bytes());
         let h = fnv1a(h, &[0xff]);
         let name = kind.as_bytes();
-        let mut rank = 0u64;
+        // The name's first 16 bytes, big-endian: kinds order by name with one integer
+        // comparison unless two names share 16 bytes (MachineConfig and
+        // MachineConfigPool share 8: an 8-byte rank sent every comparison of theirs
+        // to memcmp).
+        let mut rank = 0u128;
         let mut i = 0;
-        while i < 8 {
-            rank = (rank << 8) | if i < name.len() { name[i] as u64 } else { 0 };
+        while i < 16 {
+            rank = (rank << 8) | if i < name.len() { name[i] as u128 } else { 0 };
             i += 1;
         }
         KindInfo {
@@ -1100,13 +1104,14 @@ mod tests {
             Kind::new(&KindInfo::namespaced($group, "v1", $kind, ""))
         };
     }
-    // Same name, other groups; names sharing their first 8 bytes.
+    // Same name, other groups; names sharing their first 8 bytes, and 16.
     const WIDGET_A: Kind = kind!("a.example", "Widget");
     const WIDGET_B: Kind = kind!("b.example", "Widget");
     const KIND_A: Kind = kind!("a.example", "Gadget");
     const KIND_B: Kind = kind!("a.example", "WidgetConfig");
     const KIND_C: Kind = kind!("a.example", "WidgetConfigPool");
     const KIND_D: Kind = kind!("a.example", "WidgetSet");
+    const KIND_E: Kind = kind!("a.example", "WidgetConfigPoolSet");
 
     #[test]
     fn kinds_are_their_group_and_name_and_order_by_name() {
@@ -1120,6 +1125,7 @@ mod tests {
             WIDGET_B,
             KIND_B,
             KIND_C,
+            KIND_E,
             KIND_D,
         ];
         for (i, a) in kinds.iter().enumerate() {

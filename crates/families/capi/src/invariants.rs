@@ -44,7 +44,7 @@ use crate::kinds::Machine;
 use crate::kinds::{
     is_control_plane_node, is_workload_node, machine_version, node_ref, owned_machines,
 };
-use reconsim_check::{NamedCheck, View, Violation};
+use reconsim_check::{NamedCheck, Reads, View, Violation};
 use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::object::Uid;
 use reconsim_world::object::{Node, Resource};
@@ -394,11 +394,21 @@ impl reconsim_check::Check for NewMachines {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         NewMachines::check(self, view)
     }
+    fn reads(&self) -> Reads {
+        Reads::kinds([KubeadmControlPlane::KIND, Machine::KIND])
+    }
 }
 
 impl reconsim_check::Check for EtcdChecker {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         EtcdChecker::check(self, view)
+    }
+    /// The Node count's history, the etcd log, and (judging a removal) the instance,
+    /// Machine and Node of the member removed.
+    fn reads(&self) -> Reads {
+        Reads::kinds([Node::KIND, Machine::KIND])
+            .component::<Etcd>()
+            .component::<reconsim_cloud::Cloud>()
     }
 }
 

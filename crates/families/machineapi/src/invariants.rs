@@ -13,9 +13,9 @@
 //!   each with exactly one instance and that one running, and no instance is orphaned.
 
 use crate::kinds::{Machine, MachineSet};
-use reconsim_check::{NamedCheck, View, Violation};
-use reconsim_cloud::{Instance, InstanceState, instances};
-use reconsim_sim::ProcId;
+use reconsim_check::{NamedCheck, Reads, View, Violation};
+use reconsim_cloud::{Cloud, Instance, InstanceState, instances};
+use reconsim_sim::{ProcId, SimTime};
 use reconsim_world::object::Resource;
 use reconsim_world::object::{Object, Uid};
 use std::collections::{BTreeMap, BTreeSet};
@@ -250,11 +250,22 @@ impl reconsim_check::Check for NoDuplicateMachines {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         NoDuplicateMachines::check(self, view)
     }
+    fn reads(&self) -> Reads {
+        Reads::kinds([Machine::KIND, MachineSet::KIND]).component::<Cloud>()
+    }
 }
 
 impl reconsim_check::Check for NoLeakedInstances {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         NoLeakedInstances::check(self, view)
+    }
+    fn reads(&self) -> Reads {
+        Reads::kinds([Machine::KIND]).component::<Cloud>()
+    }
+    /// The oldest orphan's grace runs out.
+    fn due(&self) -> Option<SimTime> {
+        let oldest = self.orphans_since.values().min()?;
+        Some(SimTime(oldest.as_ms().saturating_add(self.grace_ms)))
     }
 }
 

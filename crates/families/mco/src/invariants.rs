@@ -15,7 +15,7 @@
 
 use crate::model::{DAEMON_CONFIG_TIMEOUT_MS, STATE_DONE, node_config};
 use crate::model::{MachineConfig, MachineConfigPool, McoMachine};
-use reconsim_check::{NamedCheck, View, Violation};
+use reconsim_check::{NamedCheck, Reads, View, Violation};
 use reconsim_sim::SimTime;
 use reconsim_world::object::ObjectKey;
 use reconsim_world::object::{Node, Resource};
@@ -30,21 +30,6 @@ pub struct NoMissingReferencedConfig {
     existed: BTreeSet<String>,
     /// Never-created names referenced now, since when.
     pending_since: BTreeMap<String, SimTime>,
-    /// What the last evaluation read, summarised ([`Self::inputs`]); `None`: evaluate.
-    last_inputs: Option<Inputs>,
-}
-
-/// A summary of everything the check reads that changes exactly when one of them
-/// changes: per kind read (MachineConfig, Node, MachineConfigPool) the object count and
-/// the highest resourceVersion (a create or update raises it to the new global version,
-/// a delete lowers the count), and per machine whether it was served and annotated
-/// (which alone decide its booting config). With equal inputs and no name pending, the
-/// check's answer cannot differ from the last one, so it is skipped: the kubelets'
-/// Lease renews, most of a run's writes, touch none of these.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Inputs {
-    kinds: [(usize, u64); 3],
-    machines: Vec<u8>,
 }
 
 impl Default for NoMissingReferencedConfig {
@@ -53,7 +38,6 @@ impl Default for NoMissingReferencedConfig {
             not_yet_created_grace_ms: DAEMON_CONFIG_TIMEOUT_MS,
             existed: BTreeSet::new(),
             pending_since: BTreeMap::new(),
-            last_inputs: None,
         }
     }
 }
@@ -61,34 +45,7 @@ impl Default for NoMissingReferencedConfig {
 impl NoMissingReferencedConfig {
     pub const NAME: &'static str = "no_missing_referenced_config";
 
-    fn inputs(view: &View<'_>) -> Inputs {
-        let kind = |k| {
-            view.api.list(k).fold((0, 0), |(n, rv), o| {
-                (n + 1, rv.max(o.meta.resource_version))
-            })
-        };
-        let machines = view
-            .sim
-            .actors()
-            .filter_map(|(_, p)| p.component::<McoMachine>())
-            .map(|m| u8::from(m.served().is_some()) | (u8::from(m.annotated()) << 1))
-            .collect();
-        Inputs {
-            kinds: [
-                kind(MachineConfig::KIND),
-                kind(Node::KIND),
-                kind(MachineConfigPool::KIND),
-            ],
-            machines,
-        }
-    }
-
     pub fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        let inputs = Self::inputs(view);
-        if self.pending_since.is_empty() && self.last_inputs.as_ref() == Some(&inputs) {
-            return None;
-        }
-        self.last_inputs = Some(inputs);
         // In key order, so sorted by name (cluster-scoped: one namespace).
         let live: Vec<&str> = view
             .api
@@ -221,6 +178,19 @@ pub fn converged(view: &View<'_>) -> Result<(), String> {
 impl reconsim_check::Check for NoMissingReferencedConfig {
     fn check(&mut self, view: &View<'_>) -> Option<Violation> {
         NoMissingReferencedConfig::check(self, view)
+    }
+    /// The three kinds that name configs or are them, and each machine's hand-out (the
+    /// kubelets' Lease renewals, most of a run's writes, touch none of them).
+    fn reads(&self) -> Reads {
+        Reads::kinds([MachineConfig::KIND, Node::KIND, MachineConfigPool::KIND])
+            .component::<McoMachine>()
+    }
+    /// The oldest never-created name's grace runs out.
+    fn due(&self) -> Option<SimTime> {
+        let oldest = self.pending_since.values().min()?;
+        Some(SimTime(
+            oldest.as_ms().saturating_add(self.not_yet_created_grace_ms),
+        ))
     }
 }
 

@@ -141,6 +141,21 @@ pub struct McoMachine {
     pub boot_not_found: u64,
     /// When the first of those answers came: tells a bring-up miss from a late joiner's.
     pub first_boot_not_found_at: Option<SimTime>,
+    /// What checkers read of it, as of its last step ([`Seen`]), and how often that
+    /// changed (`Component::changes`): its heartbeats and retries change none of it.
+    seen: Seen,
+    changes: u64,
+}
+
+/// What a checker may read of a machine: its phase (with a check's progress), whether it
+/// was served and whether it annotated its Node. The counters `heartbeats` and
+/// `boot_not_found` are observations for tests, not for checkers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Seen {
+    phase: std::mem::Discriminant<Phase>,
+    checking_idx: usize,
+    served: bool,
+    annotated: bool,
 }
 
 impl McoMachine {
@@ -169,6 +184,30 @@ impl McoMachine {
             has_run: false,
             boot_not_found: 0,
             first_boot_not_found_at: None,
+            seen: Seen {
+                phase: std::mem::discriminant(&Phase::Off),
+                checking_idx: 0,
+                served: false,
+                annotated: false,
+            },
+            changes: 0,
+        }
+    }
+
+    /// Counts a change of what checkers read, after a step.
+    fn after_step(&mut self) {
+        let seen = Seen {
+            phase: std::mem::discriminant(&self.phase),
+            checking_idx: match &self.phase {
+                Phase::Checking { idx, .. } => *idx,
+                _ => 0,
+            },
+            served: self.served.is_some(),
+            annotated: self.annotated,
+        };
+        if seen != self.seen {
+            self.seen = seen;
+            self.changes += 1;
         }
     }
 
@@ -313,16 +352,24 @@ impl McoMachine {
 
 impl Component for McoMachine {
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
-        McoMachine::on_start(self, ctx)
+        McoMachine::on_start(self, ctx);
+        self.after_step();
     }
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
-        McoMachine::on_msg(self, from, msg, ctx)
+        McoMachine::on_msg(self, from, msg, ctx);
+        self.after_step();
     }
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
-        McoMachine::on_timer(self, t, ctx)
+        McoMachine::on_timer(self, t, ctx);
+        self.after_step();
     }
     fn on_crash(&mut self) {
-        McoMachine::on_crash(self)
+        McoMachine::on_crash(self);
+        self.after_step();
+    }
+    /// Its phase, hand-out and annotation changes ([`Seen`]).
+    fn changes(&self) -> Option<u64> {
+        Some(self.changes)
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
