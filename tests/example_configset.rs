@@ -350,3 +350,18 @@ fn the_fixed_controller_holds_under_generated_operations_too() {
         )
     }));
 }
+
+/// `at_most_replicas` over a real kube-rs controller's objects gives the same verdicts,
+/// times and hashes gated as when asked after every step (tests/gating.rs).
+#[test]
+fn at_most_replicas_gated_gives_the_same_verdicts() {
+    let failing: usize = [
+        "configset-buggy",
+        "configset-fixed",
+        "configset-trusts-status",
+    ]
+    .iter()
+    .map(|name| common::gating_agrees(&scenario(name), 0..12))
+    .sum();
+    assert!(failing > 0);
+}

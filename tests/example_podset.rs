@@ -506,3 +506,19 @@ fn the_bug_in_miniature_a_second_reconcile_on_the_same_cache() {
         assert_eq!(second, again, "{variant:?} ended with {end:?}");
     }
 }
+
+/// `at_most_replicas` (its `reads`: the owner and child kinds) gives the same verdicts,
+/// times and hashes gated as when asked after every step (tests/gating.rs).
+#[test]
+fn at_most_replicas_gated_gives_the_same_verdicts() {
+    let mut failing = 0;
+    for name in [
+        "podset-buggy",
+        "podset-fixed",
+        "podset-deposed-leader",
+        "podset-deposed-leader-fenced",
+    ] {
+        failing += common::gating_agrees(&scenario(name), 0..40);
+    }
+    assert!(failing > 0);
+}

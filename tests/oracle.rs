@@ -249,7 +249,7 @@ fn an_end_state_is_the_same_for_the_same_run() {
 
 /// The table of docs/oracle.md: every shipped scenario and the PodSet example's, seeds
 /// 0..200, the oracles alone against the scenario's own invariants. Minutes long:
-/// `cargo test --release --test oracle survey -- --ignored --nocapture`.
+/// `cargo test --release --test all oracle::survey -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn survey() {

@@ -6,9 +6,9 @@
 //! The `#[ignore]`d tests print the tables of docs/seeds/*.md, one command per family:
 //!
 //! ```text
-//! cargo test --release --test report_shapes -- --ignored --nocapture machine_api_table
-//! cargo test --release --test report_shapes -- --ignored --nocapture kcp_table
-//! cargo test --release --test report_shapes -- --ignored --nocapture mco_table
+//! cargo test --release --test all -- --ignored --nocapture report_shapes::machine_api_table
+//! cargo test --release --test all -- --ignored --nocapture report_shapes::kcp_table
+//! cargo test --release --test all -- --ignored --nocapture report_shapes::mco_table
 //! ```
 //!
 //! The others are cheap pins over a few seeds that fail if the shapes move.

@@ -3,7 +3,7 @@
 //! running the program anew on every start; and the invariant that no ID is handed out twice.
 //! This file is the only one that imports reconsim.
 
-use crate::allocator::{self, BLOCK, GRANT_LABEL, Write};
+use super::allocator::{self, BLOCK, GRANT_LABEL, Write};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use reconsim::check::{Check, View, Violation};

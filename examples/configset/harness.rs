@@ -2,7 +2,7 @@
 //! reconsim: its program as a scenario's `custom` entry (its ConfigSets are manifests in
 //! the scenario file), its invariant and its desired state. The one file naming reconsim.
 
-use crate::controller::{self, ConfigSet, Read};
+use super::controller::{self, ConfigSet, Read};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use reconsim::check::{View, replicas::AtMostReplicas};

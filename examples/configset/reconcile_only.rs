@@ -2,8 +2,8 @@
 //! kube-runtime's `Controller` (one reconcile at a time, client-go's connections): the
 //! example's tests and its benchmark compare the two paths. Not in the example binary.
 
-use crate::controller::{self, ConfigSet, Ctx};
-use crate::harness::{self, NAME, Params, kinds};
+use super::controller::{self, ConfigSet, Ctx};
+use super::harness::{self, NAME, Params, kinds};
 use k8s_openapi::api::core::v1::ConfigMap;
 use reconsim::scenario::extension::{Custom, Extensions};
 use reconsim::world::manager::Reconciler;

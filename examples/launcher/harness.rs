@@ -3,7 +3,7 @@
 //! handle; its VirtualMachines as seed objects; and the invariant that no VM has two
 //! instances. This file is the only one that imports reconsim.
 
-use crate::launcher::{self, Cloud, CloudError, Launch, VirtualMachine, VirtualMachineSpec};
+use super::launcher::{self, Cloud, CloudError, Launch, VirtualMachine, VirtualMachineSpec};
 use reconsim::cloud::{self as sim_cloud, Ec2, InstanceState};
 use reconsim::prelude::*;
 use reconsim_kube::Handle;

@@ -1,7 +1,7 @@
 //! The PodSet controller (`controller.rs`) registered with reconsim: its PodSets as seed
 //! objects, scaling them as workload actions, its invariant and its desired state.
 
-use crate::controller::{NAME, PodSet, Variant, controller, is_active, replicas, spec};
+use super::controller::{NAME, PodSet, Variant, controller, is_active, replicas, spec};
 use reconsim::check::View;
 use reconsim::check::replicas::AtMostReplicas;
 use reconsim::family::ParamError;

@@ -3,7 +3,7 @@
 //! the scenario file, their schema the CRD's), its invariant and its desired state. The
 //! one file naming reconsim.
 
-use crate::controller::{self, Observed, StepSet};
+use super::controller::{self, Observed, StepSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use reconsim::check::{View, replicas::AtMostReplicas};

@@ -181,7 +181,7 @@ pub fn example_scenario(example: &str, name: &str) -> PathBuf {
 }
 
 /// The example binary `name`, of the profile of the calling test binary. `cargo test`
-/// builds examples with the tests; `cargo test --test example_x` does not, so when the
+/// builds examples with the tests; `cargo test --test all example_x::` does not, so when the
 /// binary is missing or older than what it is built from, build it here (cargo's lock makes concurrent calls wait for one build).
 pub fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
