@@ -55,6 +55,7 @@ use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::proc::{Endpoints, Proc, WorldCtx};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The Node label the kubelet gets for its instance's zone.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
@@ -122,8 +123,10 @@ pub fn provider_id(zone: &str, instance_id: &str) -> String {
     format!("aws:///{zone}/{instance_id}")
 }
 
-/// The cloud's answer to a [`CloudOp`].
-pub type CloudResult = Result<Vec<Instance>, CloudError>;
+/// The cloud's answer to a [`CloudOp`]. Instances are shared with the cloud's records
+/// (a DescribeInstances answer copies no tag map: issue 33); an answer is a snapshot,
+/// since the cloud copies a record's instance before changing one an answer holds.
+pub type CloudResult = Result<Vec<Arc<Instance>>, CloudError>;
 
 /// A [`CloudClient`]'s record of one answer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -237,7 +240,7 @@ impl Default for CloudConfig {
 /// The cloud's ground truth about one instance (what checkers read).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstanceRecord {
-    pub instance: Instance,
+    pub instance: Arc<Instance>,
     /// From this time on DescribeInstances/TerminateInstances see it.
     pub visible_at: SimTime,
     /// Drawn at launch; `None` if the instance never joins.
@@ -336,7 +339,7 @@ impl Cloud {
         self.records
             .values()
             .filter(|r| !r.vanished)
-            .map(|r| &r.instance)
+            .map(|r| &*r.instance)
     }
 
     /// An instance that has not vanished.
@@ -344,7 +347,7 @@ impl Cloud {
         self.records
             .get(id)
             .filter(|r| !r.vanished)
-            .map(|r| &r.instance)
+            .map(|r| &*r.instance)
     }
 
     /// The full record of an instance the cloud still remembers (vanished ones included
@@ -431,7 +434,7 @@ impl Cloud {
                 if r.instance.state != InstanceState::Pending {
                     return;
                 }
-                r.instance.state = InstanceState::Running;
+                Arc::make_mut(&mut r.instance).state = InstanceState::Running;
                 r.next_at = None;
                 if let Some(delay_ms) = r.join_delay_ms {
                     let delay_ms = delay_ms.saturating_add(extra_ms);
@@ -483,7 +486,7 @@ impl Cloud {
                 if r.instance.state != InstanceState::ShuttingDown {
                     return;
                 }
-                r.instance.state = InstanceState::Terminated;
+                Arc::make_mut(&mut r.instance).state = InstanceState::Terminated;
                 let after_ms = self.config.terminated_visible_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
                 ctx.set_timer(after_ms, Msg::family_timer(Timer::Vanish(id)));
@@ -505,10 +508,10 @@ impl Cloud {
                     return;
                 }
                 let r = self.records.remove(&id).expect("checked above");
-                if let Some(token) = r.instance.client_token
-                    && self.tokens.get(&token) == Some(&id)
+                if let Some(token) = &r.instance.client_token
+                    && self.tokens.get(token) == Some(&id)
                 {
-                    self.tokens.remove(&token);
+                    self.tokens.remove(token);
                 }
             }
             Timer::ClientStep(_) => {}
@@ -550,7 +553,7 @@ impl Cloud {
         tags: BTreeMap<String, String>,
         client_token: Option<String>,
         ctx: &mut WorldCtx<'_>,
-    ) -> Result<Vec<Instance>, CloudError> {
+    ) -> CloudResult {
         if let Some(token) = &client_token
             && let Some(id) = self.tokens.get(token)
         {
@@ -596,6 +599,7 @@ impl Cloud {
             ),
             zone: self.config.zone.clone(),
         };
+        let instance = Arc::new(instance);
         let record = InstanceRecord {
             instance: instance.clone(),
             visible_at: now.plus_ms(lag_ms.saturating_add(self.describe_lag_extra_ms)),
@@ -620,7 +624,7 @@ impl Cloud {
         tag_filters: &BTreeMap<String, String>,
         states: &[InstanceState],
         now: SimTime,
-    ) -> Result<Vec<Instance>, CloudError> {
+    ) -> CloudResult {
         let state_ok = |i: &Instance| states.is_empty() || states.contains(&i.state);
         if !ids.is_empty() {
             let found = self.visible_by_ids(ids, now)?;
@@ -639,8 +643,12 @@ impl Cloud {
 
     /// Every id, or `InstanceNotFound` for the first one the API cannot see (EC2 fails
     /// the whole call). Duplicates are answered once.
-    fn visible_by_ids(&self, ids: &[String], now: SimTime) -> Result<Vec<&Instance>, CloudError> {
-        let mut out: Vec<&Instance> = Vec::with_capacity(ids.len());
+    fn visible_by_ids(
+        &self,
+        ids: &[String],
+        now: SimTime,
+    ) -> Result<Vec<&Arc<Instance>>, CloudError> {
+        let mut out: Vec<&Arc<Instance>> = Vec::with_capacity(ids.len());
         for id in ids {
             match self.records.get(id) {
                 Some(r) if r.visible(now) => {
@@ -654,11 +662,7 @@ impl Cloud {
         Ok(out)
     }
 
-    fn terminate_instances(
-        &mut self,
-        ids: &[String],
-        ctx: &mut WorldCtx<'_>,
-    ) -> Result<Vec<Instance>, CloudError> {
+    fn terminate_instances(&mut self, ids: &[String], ctx: &mut WorldCtx<'_>) -> CloudResult {
         let now = ctx.now();
         let targets: Vec<String> = self
             .visible_by_ids(ids, now)?
@@ -679,7 +683,7 @@ impl Cloud {
                     | InstanceState::Stopping
                     | InstanceState::Stopped
             ) {
-                r.instance.state = InstanceState::ShuttingDown;
+                Arc::make_mut(&mut r.instance).state = InstanceState::ShuttingDown;
                 r.next_at = Some(now.plus_ms(terminate_ms));
                 ctx.set_timer(terminate_ms, Msg::family_timer(Timer::ShutDown(id.clone())));
                 // The machine shuts down: its kubelet and every container it runs.
@@ -750,7 +754,7 @@ impl CloudClient {
     }
 
     /// The instances step `n` got back; panics if it has no successful answer.
-    pub fn instances(&self, step: usize) -> &[Instance] {
+    pub fn instances(&self, step: usize) -> &[Arc<Instance>] {
         match self.response(step) {
             Some(CloudResponse { result: Ok(v), .. }) => v,
             other => panic!("step {step} has no successful answer: {other:?}"),

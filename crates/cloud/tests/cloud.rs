@@ -7,8 +7,8 @@
 //! compare with the instance's own launch time.
 
 use reconsim_cloud::{
-    Cloud, CloudClient, CloudConfig, CloudError, CloudOp, CloudResponse, CloudStep, Instance,
-    InstanceState, JoinPolicy, ZONE_LABEL,
+    Cloud, CloudClient, CloudConfig, CloudError, CloudOp, CloudResponse, CloudStep, InstanceState,
+    JoinPolicy, ZONE_LABEL,
 };
 use reconsim_sim::{Fault, FaultPlan, ProcId, ProcState, Sim, SimConfig, SimTime, TimedFault};
 use reconsim_world::apiserver::ApiServer;
@@ -83,7 +83,7 @@ impl World {
             .unwrap_or_else(|| panic!("not the client: {p:?}"))
     }
 
-    fn result(&self, step: usize) -> &Result<Vec<Instance>, CloudError> {
+    fn result(&self, step: usize) -> &reconsim_cloud::CloudResult {
         match self.client().response(step) {
             Some(CloudResponse { result, .. }) => result,
             None => panic!("step {step} got no answer"),

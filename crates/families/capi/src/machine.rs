@@ -98,7 +98,7 @@ fn request(during: &'static str) -> impl FnOnce(Error) -> CapiMachineError {
 fn cloud_ok(
     during: &'static str,
     answer: Result<CloudResult, Error>,
-) -> Result<Vec<Instance>, CapiMachineError> {
+) -> Result<Vec<std::sync::Arc<Instance>>, CapiMachineError> {
     answer
         .map_err(request(during))?
         .map_err(|error| CapiMachineError::Cloud { during, error })
@@ -245,6 +245,7 @@ async fn reconcile_delete(
     let live: Vec<&Instance> = found
         .iter()
         .filter(|i| i.state != InstanceState::Terminated)
+        .map(|i| &**i)
         .collect();
     if !live.is_empty() {
         let ids: Vec<String> = live
