@@ -279,7 +279,7 @@ struct Recorder {
     seen: BTreeMap<Uid, Option<String>>,
     names: BTreeMap<String, String>,
     updates: BTreeMap<String, Updates>,
-    /// The API server's write count and the cloud's launch count at the last look.
+    /// The API server's creates and removals and the cloud's launch count at the last look.
     writes: Option<u64>,
     launched: u64,
     cloud: Option<ProcId>,
@@ -298,10 +298,12 @@ impl Recorder {
                 }
             }
         }
-        if self.writes == Some(view.api.writes()) {
+        // Only a create or a removal changes what is recorded (updates, most of a run's
+        // writes, leave the set of objects as it was).
+        if self.writes == Some(view.api.creates_and_removals()) {
             return;
         }
-        self.writes = Some(view.api.writes());
+        self.writes = Some(view.api.creates_and_removals());
         let mut now = BTreeSet::new();
         for o in view.api.objects() {
             now.insert(o.meta.uid);

@@ -205,6 +205,9 @@ pub struct ApiServer {
     /// The same, per kind written (a checker's inputs: `reconsim_check::Reads`); a
     /// handful of kinds, so a short list.
     kind_writes: Vec<(Kind, u64)>,
+    /// Creates and removals: a count that moves exactly when the set of stored objects
+    /// does (an oracle's record of what was created and deleted).
+    creates_and_removals: u64,
     /// The watch caches, one per resource type, and the events they hold back.
     caches: WatchCaches,
     /// Processes whose watch connections died with a crash, to be told when the server
@@ -230,6 +233,7 @@ impl ApiServer {
             awaiting_grace: BTreeSet::new(),
             writes: 0,
             kind_writes: Vec::new(),
+            creates_and_removals: 0,
             caches: WatchCaches::new(config.watch_delay_ms),
             reset_peers: BTreeSet::new(),
         }
@@ -269,6 +273,11 @@ impl ApiServer {
             .iter()
             .find(|(k, _)| *k == kind)
             .map_or(0, |(_, n)| *n)
+    }
+
+    /// Creates and removals so far: moves exactly when `objects()` gains or loses one.
+    pub fn creates_and_removals(&self) -> u64 {
+        self.creates_and_removals
     }
 
     fn count_write(&mut self, kind: Kind) {
@@ -851,6 +860,7 @@ impl ApiServer {
         ctx.note(|| format!("stored {key} rv {}", self.resource_version));
         let arc = Arc::new(object);
         if event == EventType::Added {
+            self.creates_and_removals += 1;
             self.uids.insert(arc.meta.uid, key.clone());
             self.note_namespace(&arc);
         }
@@ -894,6 +904,7 @@ impl ApiServer {
         }
         self.resource_version += 1;
         self.count_write(key.kind);
+        self.creates_and_removals += 1;
         ctx.note(|| format!("removed {key} rv {}", self.resource_version));
         let mut last = last.unwrap_or_else(|| (*stored).clone());
         last.meta.resource_version = self.resource_version;

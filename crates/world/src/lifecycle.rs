@@ -32,7 +32,7 @@
 
 use crate::api::{ApiOp, ApiRequest, PatchOp};
 use crate::component::{Component, Endpoints, UNREAD, WorldCtx};
-use crate::informer::Informer;
+use crate::informer::{Cache, Informer};
 use crate::kubelet::NODE_LEASE_NAMESPACE;
 use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{
@@ -41,7 +41,7 @@ use crate::object::{
 };
 use crate::object::{Lease, Pod, Resource};
 use reconsim_sim::{ProcId, SimTime, TimerId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The process name (on the control plane's `controller-manager` host).
@@ -80,6 +80,39 @@ struct NodeHealth {
     probe: SimTime,
     renew_time: Option<SimTime>,
     ready: ConditionStatus,
+    /// Its node Lease's key, made once (every pass reads the Lease).
+    lease: ObjectKey,
+}
+
+/// The NoExecute taint a node's Ready condition wants, and those it drops.
+fn no_execute_taints(ready: ConditionStatus) -> (Option<&'static str>, [&'static str; 2]) {
+    match ready {
+        ConditionStatus::True => (None, [TAINT_UNREACHABLE, TAINT_NOT_READY]),
+        ConditionStatus::Unknown => (Some(TAINT_UNREACHABLE), [TAINT_NOT_READY, TAINT_NOT_READY]),
+        ConditionStatus::False => (
+            Some(TAINT_NOT_READY),
+            [TAINT_UNREACHABLE, TAINT_UNREACHABLE],
+        ),
+    }
+}
+
+/// Whether `taints` already are what Ready `ready` asks: none it drops, the one it wants.
+fn taints_follow(taints: &[Taint], ready: ConditionStatus) -> bool {
+    let (want, drop) = no_execute_taints(ready);
+    let no_execute = |t: &&Taint| t.effect == TaintEffect::NoExecute;
+    !taints
+        .iter()
+        .filter(no_execute)
+        .any(|t| drop.contains(&t.key.as_str()))
+        && want.is_none_or(|k| taints.iter().filter(no_execute).any(|t| t.key == k))
+}
+
+/// The renewTime of the Lease under `key` in `cache`.
+fn renew_time_of(cache: &Cache, key: &ObjectKey) -> Option<SimTime> {
+    cache
+        .get(key)
+        .and_then(|l| l.typed::<Lease>())
+        .and_then(|l| l.renew_time)
 }
 
 #[derive(Debug)]
@@ -229,19 +262,16 @@ impl NodeLifecycle {
 
     fn observe(&mut self, now: SimTime) {
         let cache = self.informer.cache();
-        let mut seen = Vec::new();
+        let mut nodes = 0;
         for node in cache.list(Node::KIND) {
             let Some(n) = node.typed::<Node>() else {
                 continue;
             };
-            let name = node.meta.name.clone();
-            let renew_time = cache
-                .get(&ObjectKey::new(Lease::KIND, NODE_LEASE_NAMESPACE, &name))
-                .and_then(|l| l.typed::<Lease>())
-                .and_then(|l| l.renew_time);
+            nodes += 1;
             let ready = n.status.ready;
-            match self.health.get_mut(&name) {
+            match self.health.get_mut(node.meta.name.as_str()) {
                 Some(h) => {
+                    let renew_time = renew_time_of(cache, &h.lease);
                     if h.renew_time != renew_time || h.ready != ready {
                         h.probe = now;
                         h.renew_time = renew_time;
@@ -249,20 +279,29 @@ impl NodeLifecycle {
                     }
                 }
                 None => {
+                    let lease = ObjectKey::new(Lease::KIND, NODE_LEASE_NAMESPACE, &node.meta.name);
+                    let renew_time = renew_time_of(cache, &lease);
                     self.health.insert(
-                        name.clone(),
+                        node.meta.name.clone(),
                         NodeHealth {
                             probe: now,
                             renew_time,
                             ready,
+                            lease,
                         },
                     );
                 }
             }
-            seen.push(name);
         }
-        self.health
-            .retain(|name, _| seen.binary_search(name).is_ok());
+        // Every node listed has its entry now: more entries means a node went.
+        if self.health.len() != nodes {
+            let listed: BTreeSet<&str> = cache
+                .list(Node::KIND)
+                .filter(|o| o.typed::<Node>().is_some())
+                .map(|o| o.meta.name.as_str())
+                .collect();
+            self.health.retain(|name, _| listed.contains(name.as_str()));
+        }
     }
 
     /// The node-monitor pass: Ready=Unknown for silent nodes; taints follow Ready.
@@ -276,10 +315,14 @@ impl NodeLifecycle {
             let Some(h) = self.health.get(&node.meta.name) else {
                 continue;
             };
+            let silent = now.since(h.probe) > self.config.grace_period_ms
+                && n.status.ready != ConditionStatus::Unknown;
+            if !silent && taints_follow(&n.spec.taints, n.status.ready) {
+                // Nothing to write: no node copied.
+                continue;
+            }
             let mut next: Node = n.clone();
-            if now.since(h.probe) > self.config.grace_period_ms
-                && n.status.ready != ConditionStatus::Unknown
-            {
+            if silent {
                 ctx.note(|| {
                     format!(
                         "lifecycle: node {} stopped posting status: Ready=Unknown",
@@ -289,16 +332,7 @@ impl NodeLifecycle {
                 next.status.ready = ConditionStatus::Unknown;
                 next.status.ready_since = Some(now);
             }
-            let (want, drop) = match next.status.ready {
-                ConditionStatus::True => (None, [TAINT_UNREACHABLE, TAINT_NOT_READY]),
-                ConditionStatus::Unknown => {
-                    (Some(TAINT_UNREACHABLE), [TAINT_NOT_READY, TAINT_NOT_READY])
-                }
-                ConditionStatus::False => (
-                    Some(TAINT_NOT_READY),
-                    [TAINT_UNREACHABLE, TAINT_UNREACHABLE],
-                ),
-            };
+            let (want, drop) = no_execute_taints(next.status.ready);
             next.spec.taints.retain(|t| {
                 !(t.effect == TaintEffect::NoExecute && drop.contains(&t.key.as_str()))
             });
@@ -343,6 +377,15 @@ impl NodeLifecycle {
         let mut next_deadline: Option<SimTime> = None;
         let mut deletes: Vec<(ObjectKey, Uid, Option<u64>)> = Vec::new();
         let cache = self.informer.cache();
+        // Nodes in name order (cluster-scoped keys order by name): looked up by a pod's
+        // nodeName without making a key.
+        let nodes: Vec<&Arc<Object>> = cache.list(Node::KIND).collect();
+        let node_named = |name: &str| {
+            nodes
+                .binary_search_by(|n| n.meta.name.as_str().cmp(name))
+                .ok()
+                .map(|i| nodes[i])
+        };
         let mut orphans_now = Vec::new();
         for pod in cache.list(Pod::KIND) {
             let Some(p) = pod.typed::<Pod>() else {
@@ -351,8 +394,8 @@ impl NodeLifecycle {
             let Some(node_name) = p.spec.node_name.as_deref() else {
                 continue;
             };
-            let key = pod.key();
-            let Some(node) = cache.get(&ObjectKey::new(Node::KIND, "", node_name)) else {
+            let Some(node) = node_named(node_name) else {
+                let key = pod.key();
                 // Bound to a vanished node: only a force delete removes it.
                 let since = *self.orphans.get(&key).unwrap_or(&now);
                 orphans_now.push((key.clone(), since));
@@ -377,6 +420,7 @@ impl NodeLifecycle {
                 next_deadline = Some(next_deadline.map_or(due, |d| d.min(due)));
                 continue;
             }
+            let key = pod.key();
             let retry = self.config.eviction_retry_ms;
             let sent = self
                 .evicted
