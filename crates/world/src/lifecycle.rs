@@ -239,10 +239,14 @@ impl NodeLifecycle {
     fn observe_changes(&mut self, changes: &[Arc<Object>], now: SimTime) {
         let cache = self.informer.cache();
         for o in changes {
-            let renewal = o.kind() == Lease::KIND
-                && o.meta.namespace == NODE_LEASE_NAMESPACE
-                && cache.get(&o.key()).is_some_and(|c| Arc::ptr_eq(c, o));
-            let Some(h) = self.health.get_mut(&o.meta.name).filter(|_| renewal) else {
+            // A renewal of a known node's Lease that the cache holds as it came: its
+            // entry's Lease key is this object's (no key made per event).
+            let renewal = o.kind() == Lease::KIND && o.meta.namespace == NODE_LEASE_NAMESPACE;
+            let known = renewal
+                .then(|| self.health.get_mut(o.meta.name.as_str()))
+                .flatten()
+                .filter(|h| cache.get(&h.lease).is_some_and(|c| Arc::ptr_eq(c, o)));
+            let Some(h) = known else {
                 if o.kind() == Lease::KIND && o.meta.namespace != NODE_LEASE_NAMESPACE {
                     continue; // Leader election leases say nothing of node health.
                 }

@@ -155,6 +155,7 @@ impl Kind {
 }
 
 impl PartialEq for Kind {
+    #[inline]
     fn eq(&self, other: &Kind) -> bool {
         std::ptr::eq(self.0, other.0) || self.0.id == other.0.id
     }
@@ -163,6 +164,7 @@ impl PartialEq for Kind {
 impl Eq for Kind {}
 
 impl Ord for Kind {
+    #[inline]
     fn cmp(&self, other: &Kind) -> Ordering {
         if self == other {
             return Ordering::Equal;
@@ -174,6 +176,7 @@ impl Ord for Kind {
 }
 
 impl PartialOrd for Kind {
+    #[inline]
     fn partial_cmp(&self, other: &Kind) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -526,11 +529,13 @@ pub struct ObjectKey {
 }
 
 /// `a == b` without handing an empty slice to `memcmp`.
+#[inline]
 fn str_eq(a: &str, b: &str) -> bool {
     a.len() == b.len() && (a.is_empty() || a == b)
 }
 
 /// `a.cmp(b)` without handing an empty slice to `memcmp`.
+#[inline]
 fn str_cmp(a: &str, b: &str) -> Ordering {
     if a.is_empty() || b.is_empty() {
         a.len().cmp(&b.len())
@@ -540,6 +545,7 @@ fn str_cmp(a: &str, b: &str) -> Ordering {
 }
 
 impl PartialEq for ObjectKey {
+    #[inline]
     fn eq(&self, other: &ObjectKey) -> bool {
         self.kind == other.kind
             && str_eq(&self.name, &other.name)
@@ -559,6 +565,7 @@ impl Hash for ObjectKey {
 }
 
 impl Ord for ObjectKey {
+    #[inline]
     fn cmp(&self, other: &ObjectKey) -> Ordering {
         self.kind
             .cmp(&other.kind)
@@ -568,6 +575,7 @@ impl Ord for ObjectKey {
 }
 
 impl PartialOrd for ObjectKey {
+    #[inline]
     fn partial_cmp(&self, other: &ObjectKey) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -1152,6 +1160,34 @@ mod tests {
                     assert_eq!(a.cmp(&b), (ns_a, n).cmp(&(ns_b, "x")));
                     assert_eq!(a == b, (ns_a, n) == (ns_b, "x"));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn str_cmp_is_the_order_of_strs() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefgh\0",
+            "abcdefgha",
+            "abcdefgz",
+            "abcdefghabcdefgh",
+            "abcdefghabcdefgi",
+            "abcdefghabcdefgh1",
+            "kube-node-lease",
+            "kube-node-leasf",
+            "worker-0",
+            "worker-10",
+            "é",
+            "\u{10ffff}",
+        ];
+        for a in words {
+            for b in words {
+                assert_eq!(str_cmp(a, b), a.cmp(b), "{a:?} vs {b:?}");
             }
         }
     }
