@@ -361,7 +361,7 @@ fn at_most_replicas_gated_gives_the_same_verdicts() {
         "configset-trusts-status",
     ]
     .iter()
-    .map(|name| common::gating_agrees(&scenario(name), 0..12))
+    .map(|name| common::gating_agrees(&scenario(name), 0..12, harness::MAX_CONFIGMAPS))
     .sum();
     assert!(failing > 0);
 }

@@ -518,7 +518,7 @@ fn at_most_replicas_gated_gives_the_same_verdicts() {
         "podset-deposed-leader",
         "podset-deposed-leader-fenced",
     ] {
-        failing += common::gating_agrees(&scenario(name), 0..40);
+        failing += common::gating_agrees(&scenario(name), 0..40, harness::MAX_PODS);
     }
     assert!(failing > 0);
 }

@@ -1,8 +1,8 @@
 //! Checkers run only when what they read changed (`Check::reads`, `Check::due`; issue
-//! 33). Skipping never changes a verdict: one test per built-in checker runs every
-//! shipped scenario that checks it, with that checker alone, over a range of seeds with
-//! gating on and off, and finds the same outcome (violation, time, message, events,
-//! trace hash). The `at_most_replicas` checker is held to the same in the examples'
+//! 33). Skipping never changes a verdict: one test per built-in checker that some
+//! shipped scenario's seeds violate runs every shipped scenario that checks it, with
+//! that checker alone, over a range of seeds holding such violations, with gating on
+//! and off, and finds the same outcome (violation, time, message, events, trace hash). The `at_most_replicas` checker is held to the same in the examples'
 //! tests (tests/example_podset.rs, tests/example_configset.rs).
 
 mod common;
@@ -28,13 +28,16 @@ fn scenarios_checking(invariant: &str) -> Vec<Scenario> {
 }
 
 /// The same verdicts gated and not over `seeds` of every scenario checking `invariant`;
-/// the failing runs found.
+/// the runs `invariant` itself failed.
 fn agrees(invariant: &str, seeds: u64) -> usize {
     scenarios_checking(invariant)
         .iter()
-        .map(|s| gating_agrees(s, 0..seeds))
+        .map(|s| gating_agrees(s, 0..seeds, invariant))
         .sum()
 }
+
+// Each range holds runs that the checker itself fails (its violation is the verdict
+// gating could get wrong), except where no shipped scenario's random seeds violate it.
 
 #[test]
 fn no_duplicate_machines_gated_gives_the_same_verdicts() {
@@ -47,13 +50,8 @@ fn no_leaked_instances_gated_gives_the_same_verdicts() {
 }
 
 #[test]
-fn kcp_no_create_while_deleting_gated_gives_the_same_verdicts() {
-    assert!(agrees("kcp_no_create_while_deleting", 8) > 0);
-}
-
-#[test]
 fn kcp_max_surge_gated_gives_the_same_verdicts() {
-    agrees("kcp_max_surge", 8);
+    assert!(agrees("kcp_max_surge", 8) > 0);
 }
 
 #[test]
@@ -62,26 +60,18 @@ fn kcp_no_needless_create_gated_gives_the_same_verdicts() {
 }
 
 #[test]
-fn etcd_removal_keeps_two_nodes_gated_gives_the_same_verdicts() {
-    agrees("etcd_removal_keeps_two_nodes", 8);
-}
-
-#[test]
-fn etcd_quorum_gated_gives_the_same_verdicts() {
-    agrees("etcd_quorum", 8);
-}
-
-#[test]
-fn etcd_keeps_joining_members_gated_gives_the_same_verdicts() {
-    agrees("etcd_keeps_joining_members", 8);
-}
-
-#[test]
 fn etcd_leader_candidate_has_node_ref_gated_gives_the_same_verdicts() {
-    agrees("etcd_leader_candidate_has_node_ref", 8);
+    // Seed 10 of kcp-upgrade-stale-leader-candidate and kcp-upgrade-counts-deleting-1.
+    assert!(agrees("etcd_leader_candidate_has_node_ref", 11) > 0);
 }
 
 #[test]
 fn no_missing_referenced_config_gated_gives_the_same_verdicts() {
     assert!(agrees("no_missing_referenced_config", 6) > 0);
 }
+
+// Not here: kcp_no_create_while_deleting, etcd_removal_keeps_two_nodes, etcd_quorum and
+// etcd_keeps_joining_members. No shipped scenario's seeds 0..300 violate them (search
+// plans do, for etcd_quorum on kcp-init-watch-latency), and a range of clean runs only
+// could not fail: a skip cannot change a clean verdict. They declare the same reads as
+// the checkers of their types above (NewMachines, EtcdChecker), which do fail here.

@@ -11,8 +11,8 @@
 //! only if something it reads changed (`Check::reads`: its kinds' writes, its
 //! components' change counts) or its grace period ran out (`Check::due`: the run wakes
 //! the checkers at that instant, step or no step); a fault's step checks every checker.
-//! `tests/gating.rs` holds every shipped scenario's verdicts and hashes to those of
-//! checking every checker at every such step ([`run_gated`] with `Gating::Off`).
+//! `tests/gating.rs` holds the checkers' verdicts and hashes on shipped scenarios to
+//! those of checking every checker at every such step ([`run_gated`] with `Gating::Off`).
 
 use crate::build::{Keep, World, build_keeping};
 use crate::format::{Plan, Scenario};
