@@ -6,7 +6,7 @@
 use super::allocator::{self, BLOCK, GRANT_LABEL, Write};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use reconsim::check::{Check, View, Violation};
+use reconsim::check::{Check, Reads, View, Violation};
 use reconsim::scenario::extension::Extensions;
 use reconsim::world::object::Uid;
 use reconsim_kube::kinds::{Kinds, kind_of};
@@ -88,6 +88,12 @@ impl Check for GrantsDisjoint {
             }
         }
         None
+    }
+
+    /// Grants are ConfigMaps: a step that wrote none (a Lease renewal, a read) cannot
+    /// add one, so the check is asked only after a ConfigMap write.
+    fn reads(&self) -> Reads {
+        Reads::kinds([kind_of::<ConfigMap>()])
     }
 }
 

@@ -96,6 +96,11 @@ impl Check for OneInstancePerVm {
             objects: vec![format!("VirtualMachine {vm}")],
         })
     }
+
+    /// Only the cloud's instances: checked after a step that changed them.
+    fn reads(&self) -> Reads {
+        Reads::kinds([]).component::<sim_cloud::Cloud>()
+    }
 }
 
 fn seed(name: &str) -> Result<Object, ParamError> {

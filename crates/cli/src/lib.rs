@@ -75,7 +75,7 @@ pub mod testing;
 /// ```
 pub mod prelude {
     pub use crate::families::builtin;
-    pub use reconsim_check::{Check, View, Violation};
+    pub use reconsim_check::{Check, Reads, View, Violation};
     pub use reconsim_family::{ParamError, Services};
     pub use reconsim_scenario::extension::Custom;
     pub use reconsim_scenario::{Expect, Extensions, Families, Outcome, Scenario, run};
