@@ -21,6 +21,7 @@
 
 use crate::fault::PartitionMode;
 use crate::id::{HostId, ProcId};
+use crate::rng::UniformSpan;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -91,11 +92,14 @@ impl LinkRule {
 #[derive(Debug, Default)]
 pub(crate) struct Network {
     pub config: NetConfig,
+    /// The config's latency bounds, ready to draw from.
+    pub latency: UniformSpan,
     partitions: Vec<(LinkRule, PartitionMode)>,
     slow: Vec<(LinkRule, u64)>,
     /// Last scheduled delivery on each link (sender, receiver, the sender's lane):
-    /// (time, tie-break). Looked up, never iterated.
-    links: HashMap<(ProcId, ProcId, u32), (SimTime, u32)>,
+    /// (time, tie-break). Looked up on every send and never iterated, so it hashes with
+    /// foldhash's fixed seed rather than SipHash (a third of the kernel's transmit).
+    links: HashMap<(ProcId, ProcId, u32), (SimTime, u32), foldhash::fast::FixedState>,
     /// How many times the connection between two processes (the lower id first) was
     /// reset: a message carries the count at its send, and one sent before a reset is
     /// lost with the connection. Empty until a reset, and a few pairs after: a scan of
@@ -107,6 +111,7 @@ impl Network {
     pub fn new(config: NetConfig) -> Self {
         Network {
             config,
+            latency: UniformSpan::inclusive(config.latency_ms_min, config.latency_ms_max),
             ..Default::default()
         }
     }

@@ -36,6 +36,9 @@ impl<E> Default for EventQueue<E> {
 }
 
 impl<E> EventQueue<E> {
+    // Inlined so the event is built in its slot rather than on the stack and copied in
+    // (the copy's wide loads stalled on the narrow stores that had just built it).
+    #[inline(always)]
     pub fn push(&mut self, key: Key, event: E) {
         let slot = match self.free.pop() {
             Some(i) => {
@@ -54,6 +57,7 @@ impl<E> EventQueue<E> {
         self.heap.peek().map(|Reverse((k, _))| *k)
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Key, E)> {
         let Reverse((key, slot)) = self.heap.pop()?;
         let event = self.slots[slot as usize]

@@ -71,6 +71,8 @@ impl<A: Actor> Sim<A> {
         self.tiebreak_rng.next_u32().max(DUE_EARLIER + 1)
     }
 
+    // Inlined, with the queue's push, so the event is built in its queue slot.
+    #[inline(always)]
     pub(super) fn enqueue_with(&mut self, time: SimTime, tiebreak: u32, event: Event<A::Msg>) {
         let seq = self.seq;
         self.seq += 1;

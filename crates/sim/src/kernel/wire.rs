@@ -6,7 +6,6 @@ use super::event::{DUE_EARLIER, Event};
 use super::proc::ProcState;
 use super::{Actor, Sim, StepKind};
 use crate::id::ProcId;
-use crate::network::NetConfig;
 use crate::time::SimTime;
 use crate::trace::{DropReason, RecordKind};
 use rand::Rng;
@@ -126,15 +125,10 @@ impl<A: Actor> Sim<A> {
         };
         let inc = receiver.incarnation;
         let (fh, th) = (self.procs[from.index()].host, receiver.host);
-        let NetConfig {
-            latency_ms_min: lo,
-            latency_ms_max: hi,
-            ..
-        } = self.net.config;
-        let latency = if hi > lo {
-            lo + self.net_rng.next_u64() % (hi - lo + 1)
+        let latency = if self.net.latency.draws() {
+            self.net.latency.pick(self.net_rng.next_u64())
         } else {
-            lo
+            self.net.latency.pick(0)
         };
         let earliest = self
             .now
