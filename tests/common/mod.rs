@@ -447,21 +447,88 @@ pub fn gating_agrees(
     seeds: std::ops::Range<u64>,
     invariant: &str,
 ) -> usize {
-    use reconsim::check::Gating;
     use reconsim::scenario::faults::generate;
+    seeds
+        .filter(|&seed| {
+            gated_as_ungated(
+                s,
+                seed,
+                generate(s, seed),
+                invariant,
+                &format!("seed {seed}"),
+            )
+        })
+        .count()
+}
+
+/// [`gating_agrees`] over search plans of one seed instead of its own faults: each of
+/// `plans` (see [`search_plans`]) run with gating on and off gives the same outcome.
+/// Returns how many failed by `invariant` itself.
+pub fn gating_agrees_plans(
+    s: &reconsim::scenario::Scenario,
+    seed: u64,
+    plans: &[reconsim::scenario::Plan],
+    invariant: &str,
+) -> usize {
+    plans
+        .iter()
+        .enumerate()
+        .filter(|(i, plan)| {
+            gated_as_ungated(
+                s,
+                seed,
+                (*plan).clone(),
+                invariant,
+                &format!("seed {seed} plan #{i}"),
+            )
+        })
+        .count()
+}
+
+/// The plans `reconsim search` runs from seed `seed`'s fault-free reference run of `s`
+/// (its defaults: groups, singles, then pairs), the first `max_plans` in run order,
+/// each as it runs (plan #i is `search`'s plan #i of that seed).
+pub fn search_plans(
+    s: &reconsim::scenario::Scenario,
+    seed: u64,
+    max_plans: usize,
+) -> Vec<reconsim::scenario::Plan> {
+    use reconsim::scenario::Plan;
+    use reconsim::scenario::runner::run_world_recording;
+    use reconsim::scenario::search::{SearchConfig, full_plan, plans};
+    use reconsim::sim::TraceMode;
+    let (_, reference) = run_world_recording(s, seed, Plan::default(), TraceMode::Hash, true);
+    let config = SearchConfig {
+        seed,
+        max_plans,
+        ..SearchConfig::default()
+    };
+    let (candidates, _) = plans(s, &reference, &config);
+    candidates
+        .iter()
+        .map(|c| full_plan(&Plan::default(), c))
+        .collect()
+}
+
+/// One run of `s` with `seed` and `plan`, gated and not: the same outcome (`what`
+/// names the run in a failure). Whether `invariant` itself failed it.
+fn gated_as_ungated(
+    s: &reconsim::scenario::Scenario,
+    seed: u64,
+    plan: reconsim::scenario::Plan,
+    invariant: &str,
+    what: &str,
+) -> bool {
+    use reconsim::check::Gating;
     use reconsim::scenario::runner::run_gated;
-    let mut caught = 0;
-    for seed in seeds {
-        let on = run_gated(s, seed, generate(s, seed), Gating::On);
-        let off = run_gated(s, seed, generate(s, seed), Gating::Off);
-        assert_eq!(on.violation, off.violation, "{} seed {seed}", s.name);
-        assert_eq!(
-            (on.events, on.sim_ms, on.trace_hash),
-            (off.events, off.sim_ms, off.trace_hash),
-            "{} seed {seed}",
-            s.name
-        );
-        caught += usize::from(on.violation.is_some_and(|v| v.invariant == invariant));
-    }
-    caught
+    let on = run_gated(s, seed, plan.clone(), Gating::On);
+    let off = run_gated(s, seed, plan, Gating::Off);
+    assert_eq!(on.violation, off.violation, "{} {what}", s.name);
+    assert_eq!(
+        (on.events, on.sim_ms, on.trace_hash),
+        (off.events, off.sim_ms, off.trace_hash),
+        "{} {what}",
+        s.name
+    );
+    on.violation.is_some_and(|v| v.invariant == invariant)
 }
