@@ -524,8 +524,8 @@ impl KubeBridge {
                 let _ = answer.send(response(200, WireBody::full(rest::gone_line())));
             }
             (_, result) => {
-                let (status, body) = rest::answer(result, &shape);
-                let _ = answer.send(json_response(status, &body));
+                let (status, body) = rest::answer_text(result, &shape);
+                let _ = answer.send(response(status, WireBody::full(body)));
             }
         }
         true

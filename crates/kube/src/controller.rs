@@ -180,14 +180,19 @@ impl<K, C, E, F, P, M> fmt::Debug for Adapter<K, C, E, F, P, M> {
     }
 }
 
-fn response(status: u16, body: &serde_json::Value) -> http::Response<WireBody> {
+fn response(status: u16, body: Vec<u8>) -> http::Response<WireBody> {
     http::Response::builder()
         .status(status)
         .header("content-type", "application/json")
-        .body(WireBody::full(
-            serde_json::to_vec(body).expect("JSON values serialize"),
-        ))
+        .body(WireBody::full(body))
         .expect("a status code and a header make a response")
+}
+
+fn json_response(status: u16, body: &serde_json::Value) -> http::Response<WireBody> {
+    response(
+        status,
+        serde_json::to_vec(body).expect("JSON values serialize"),
+    )
 }
 
 /// Why the adapter ended a reconcile in error when the reconcile itself did not fail.
@@ -368,7 +373,7 @@ where
                         "MethodNotAllowed",
                         "reconsim does not serve a watch inside a reconcile (the manager's informer watches; docs/kube.md)",
                     );
-                    let _ = x.answer.send(response(405, &body));
+                    let _ = x.answer.send(json_response(405, &body));
                 }
                 Routed::Op { op, shape } => {
                     run.pending = Some((x.answer, shape));
@@ -376,7 +381,7 @@ where
                 }
                 Routed::Answer { status, body } => {
                     ctx.note(|| format!("answered at once: {status}"));
-                    let _ = x.answer.send(response(status, &body));
+                    let _ = x.answer.send(json_response(status, &body));
                 }
             }
         }
@@ -471,9 +476,9 @@ where
                 };
                 match reply {
                     Reply::Api(result) => {
-                        let (status, body) = rest::answer(&result, &shape);
+                        let (status, body) = rest::answer_text(&result, &shape);
                         ctx.note(|| format!("answer {status}"));
-                        let _ = answer.send(response(status, &body));
+                        let _ = answer.send(response(status, body));
                     }
                     // Dropping the answer breaks the request's connection: kube's call
                     // fails with a service error, as over a dead connection.

@@ -14,6 +14,7 @@
 //!   type (k8s-openapi's, or a `#[derive(CustomResource)]` one);
 //! - [`doc`]: a served object's body as the API server stores it: canonical JSON;
 //! - [`wire`]: a served object between the world and the wire (metadata, uids, times);
+//! - [`text`]: a served object's JSON text, written straight from the stored object;
 //! - [`world_kinds`]: the world's own kinds (Node, Pod, Lease, CSR, Deployment) as their
 //!   k8s-openapi JSON, one object for the world's components and for kube-rs code;
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
@@ -64,6 +65,7 @@ pub mod schema;
 pub mod selector;
 pub mod selfcheck;
 pub mod strategic;
+pub mod text;
 pub mod transport;
 pub mod wire;
 pub mod world;

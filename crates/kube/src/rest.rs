@@ -12,6 +12,7 @@
 
 use crate::kinds::{Kinds, Served};
 use crate::page::{self, Page};
+use crate::text;
 use crate::wire;
 use crate::write::{Change, Part, Write};
 use reconsim_world::api::{
@@ -753,22 +754,34 @@ pub fn event_line(
         (_, Some(prev)) => passes(prev),
         (_, None) => false,
     };
-    let (kind, object) = match (now, before) {
-        (true, false) => ("ADDED", wire::to_json(&ev.object)?),
-        (true, true) => ("MODIFIED", wire::to_json(&ev.object)?),
-        (false, true) => match (ev.event, &ev.prev) {
-            (EventType::Modified, Some(prev)) => {
-                let mut gone = (**prev).clone();
-                gone.meta.resource_version = ev.object.meta.resource_version;
-                ("DELETED", wire::to_json(&gone)?)
+    // `{"object":..,"type":..}`: the keys in serde_json's order, the object written
+    // straight from the store (text.rs).
+    let mut line = b"{\"object\":".to_vec();
+    let kind = match (now, before) {
+        (true, false) => {
+            text::write_object(&ev.object, &mut line)?;
+            "ADDED"
+        }
+        (true, true) => {
+            text::write_object(&ev.object, &mut line)?;
+            "MODIFIED"
+        }
+        (false, true) => {
+            match (ev.event, &ev.prev) {
+                (EventType::Modified, Some(prev)) => {
+                    let mut gone = (**prev).clone();
+                    gone.meta.resource_version = ev.object.meta.resource_version;
+                    text::write_object(&gone, &mut line)?;
+                }
+                _ => text::write_object(&ev.object, &mut line)?,
             }
-            _ => ("DELETED", wire::to_json(&ev.object)?),
-        },
+            "DELETED"
+        }
         (false, false) => return None,
     };
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object}))
-        .expect("JSON values serialize");
-    line.push(b'\n');
+    line.extend_from_slice(b",\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\"}\n");
     Some(line)
 }
 
@@ -807,6 +820,68 @@ fn internal(what: String) -> (u16, Value) {
     (
         500,
         status(500, "InternalError", &format!("reconsim: {what}")),
+    )
+}
+
+/// The answer to a routed operation as its status and JSON text: [`answer`]'s, with an
+/// object and a list's items written straight from the store ([`text`]).
+pub fn answer_text(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Vec<u8>) {
+    match (result, shape) {
+        (Ok(ApiOk::Object(o)), _) => match text::object(o) {
+            Some(body) => (if *shape == Shape::Created { 201 } else { 200 }, body),
+            None => json_text(internal(format!("{} is not served on the wire", o.kind()))),
+        },
+        (
+            Ok(ApiOk::List {
+                items,
+                resource_version,
+            }),
+            Shape::List {
+                kind,
+                selector,
+                page,
+            },
+        ) => {
+            let selected = page::select(items, selector, page, *resource_version);
+            let mut metadata = json!({"resourceVersion": resource_version.to_string()});
+            if let Some(token) = selected.continue_token {
+                metadata["continue"] = json!(token);
+            }
+            if let Some(n) = selected.remaining {
+                metadata["remainingItemCount"] = json!(n);
+            }
+            // In key order: "apiVersion" < "items" < "kind" < "metadata".
+            let mut body = b"{\"apiVersion\":".to_vec();
+            serde_json::to_writer(&mut body, &kind.api_version()).expect("JSON text writes");
+            body.extend_from_slice(b",\"items\":[");
+            let mut first = true;
+            for o in &selected.items {
+                let mark = body.len();
+                if !first {
+                    body.push(b',');
+                }
+                if text::write_object(o, &mut body).is_some() {
+                    first = false;
+                } else {
+                    // Not served: left out, as `answer` leaves it out.
+                    body.truncate(mark);
+                }
+            }
+            body.extend_from_slice(b"],\"kind\":");
+            serde_json::to_writer(&mut body, &format!("{kind}List")).expect("JSON text writes");
+            body.extend_from_slice(b",\"metadata\":");
+            serde_json::to_writer(&mut body, &metadata).expect("JSON values write");
+            body.push(b'}');
+            (200, body)
+        }
+        _ => json_text(answer(result, shape)),
+    }
+}
+
+fn json_text((status, body): (u16, Value)) -> (u16, Vec<u8>) {
+    (
+        status,
+        serde_json::to_vec(&body).expect("JSON values serialize"),
     )
 }
 

@@ -75,7 +75,7 @@ pub fn timestamp(t: SimTime) -> String {
 /// Secret, Service, Node, Namespace, Lease, Event or CertificateSigningRequest, whose
 /// registry strategies never set it, so the real server's JSON has none
 /// (docs/semantics.md 4.14).
-fn has_generation(kind: Kind) -> bool {
+pub(crate) fn has_generation(kind: Kind) -> bool {
     match kind.group() {
         "" => matches!(kind.as_str(), "Pod" | "ReplicationController"),
         "coordination.k8s.io" | "certificates.k8s.io" | "events.k8s.io" => false,
