@@ -47,9 +47,12 @@ fn a_fuzz_campaign_catches_the_kube_rs_controller_that_lists_from_the_watch_cach
         .first()
         .expect("a violation within the budget");
     assert_eq!(first.invariant, harness::MAX_CONFIGMAPS);
-    // The figures docs/guide/real-kube-rs-code.md shows.
+    // The figures docs/guide/real-kube-rs-code.md shows. (118 until the kernel stopped
+    // making a std `RandomState` per run: std counts a thread's hash keys up per map, so
+    // kube-runtime's maps on the run's thread now get other keys, and some interleavings
+    // of concurrent reconciles follow other orders.)
     assert_eq!(report.first_failure_seed, Some(0));
-    assert_eq!(report.failures.len(), 118);
+    assert_eq!(report.failures.len(), 119);
 }
 
 #[test]
