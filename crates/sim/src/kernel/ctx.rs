@@ -61,6 +61,23 @@ pub struct Ctx<'a, A: Actor> {
     notes: bool,
 }
 
+/// `effects.push(effect)`, with the effect built in its slot rather than on the stack
+/// and copied in after a possible growth: the copy's wide loads stalled on the narrow
+/// stores that had just built it (store forwarding; docs/PERFORMANCE.md). A macro, as a
+/// function taking the effect by value builds it on the stack again. The hot effects,
+/// sends and timers, go through here.
+macro_rules! push_in_place {
+    ($effects:expr, $effect:expr) => {{
+        let effects: &mut Vec<Effect<A>> = $effects;
+        effects.reserve(1);
+        let len = effects.len();
+        effects.spare_capacity_mut()[0].write($effect);
+        // SAFETY: `reserve(1)` made room for one more, and the slot at `len` was just
+        // initialised by the write above.
+        unsafe { effects.set_len(len + 1) };
+    }};
+}
+
 impl<A: Actor> Ctx<'_, A> {
     pub fn me(&self) -> ProcId {
         self.me
@@ -95,14 +112,14 @@ impl<A: Actor> Ctx<'_, A> {
     }
 
     pub fn send(&mut self, to: ProcId, msg: A::Msg) {
-        push_in_place(self.effects, Effect::Send { to, msg });
+        push_in_place!(self.effects, Effect::Send { to, msg });
     }
 
     /// Deliver `msg` to this process after `after_ms` of true time.
     pub fn set_timer(&mut self, after_ms: u64, msg: A::Msg) -> TimerId {
         let id = TimerId(*self.next_timer);
         *self.next_timer += 1;
-        push_in_place(self.effects, Effect::Timer { id, after_ms, msg });
+        push_in_place!(self.effects, Effect::Timer { id, after_ms, msg });
         id
     }
 
@@ -168,20 +185,6 @@ impl<A: Actor> Ctx<'_, A> {
             self.effects.push(Effect::Note(text()));
         }
     }
-}
-
-/// `effects.push(effect)`, with the effect built in its slot rather than on the stack
-/// and copied in after a possible growth: the copy's wide loads stalled on the narrow
-/// stores that had just built it (store forwarding; 1.13x on the kernel's ping-pong,
-/// docs/PERFORMANCE.md). The hot effects, sends and timers, go through here.
-#[inline(always)]
-fn push_in_place<A: Actor>(effects: &mut Vec<Effect<A>>, effect: Effect<A>) {
-    effects.reserve(1);
-    let len = effects.len();
-    effects.spare_capacity_mut()[0].write(effect);
-    // SAFETY: `reserve(1)` made room for one more, and the slot at `len` was just
-    // initialised by the write above.
-    unsafe { effects.set_len(len + 1) };
 }
 
 impl<A: Actor> Sim<A> {
