@@ -89,7 +89,7 @@ impl LinkRule {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Network {
     pub config: NetConfig,
     /// The config's latency bounds, ready to draw from.
@@ -112,7 +112,10 @@ impl Network {
         Network {
             config,
             latency: UniformSpan::inclusive(config.latency_ms_min, config.latency_ms_max),
-            ..Default::default()
+            partitions: Vec::new(),
+            slow: Vec::new(),
+            links: HashMap::default(),
+            resets: Vec::new(),
         }
     }
 

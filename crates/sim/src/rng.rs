@@ -6,7 +6,7 @@
 //! more fault) leaves every other stream's draws unchanged.
 
 use crate::hash::StableHasher;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use std::hash::Hasher;
 
 /// The generator every stream uses.
@@ -71,13 +71,6 @@ pub(crate) struct UniformSpan {
     reciprocal: u128,
 }
 
-impl Default for UniformSpan {
-    /// The single value 0.
-    fn default() -> Self {
-        UniformSpan::inclusive(0, 0)
-    }
-}
-
 impl UniformSpan {
     /// `[lo, hi]`, or `lo` alone when `hi <= lo`.
     pub(crate) fn inclusive(lo: u64, hi: u64) -> Self {
@@ -94,9 +87,13 @@ impl UniformSpan {
         }
     }
 
-    /// Whether a draw is needed at all (a range of one value draws nothing).
-    pub(crate) fn draws(&self) -> bool {
-        self.span > 1
+    /// A value of the range from `rng`: one 64-bit draw, none for a range of one value.
+    #[inline]
+    pub(crate) fn draw(&self, rng: &mut SimRng) -> u64 {
+        if self.span == 1 {
+            return self.lo;
+        }
+        self.pick(rng.next_u64())
     }
 
     /// `lo + x % span`.
@@ -124,7 +121,6 @@ fn stream_number(name: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::Rng;
 
     #[test]
     fn same_seed_and_name_give_same_draws() {
@@ -162,7 +158,19 @@ mod tests {
         for (lo, hi) in ranges {
             let u = UniformSpan::inclusive(lo, hi);
             let span = if hi > lo { hi - lo + 1 } else { 1 };
-            assert_eq!(u.draws(), span > 1);
+            let mut a = Streams::new(9).stream("draw");
+            let mut b = Streams::new(9).stream("draw");
+            let drawn = u.draw(&mut a);
+            if span == 1 {
+                assert_eq!(drawn, lo);
+                assert_eq!(
+                    a.next_u64(),
+                    b.next_u64(),
+                    "a range of one value draws nothing"
+                );
+            } else {
+                assert_eq!(drawn, lo + b.next_u64() % span);
+            }
             let draws: Vec<u64> = (0..500).map(|_| rng.next_u64()).collect();
             for x in edges.into_iter().chain(draws) {
                 assert_eq!(u.pick(x), lo + x % span, "lo {lo} hi {hi} x {x}");

@@ -8,7 +8,6 @@ use super::{Actor, Sim, StepKind};
 use crate::id::ProcId;
 use crate::time::SimTime;
 use crate::trace::{DropReason, RecordKind};
-use rand::Rng;
 
 pub(super) struct Held<M> {
     from: ProcId,
@@ -125,11 +124,7 @@ impl<A: Actor> Sim<A> {
         };
         let inc = receiver.incarnation;
         let (fh, th) = (self.procs[from.index()].host, receiver.host);
-        let latency = if self.net.latency.draws() {
-            self.net.latency.pick(self.net_rng.next_u64())
-        } else {
-            self.net.latency.pick(0)
-        };
+        let latency = self.net.latency.draw(&mut self.net_rng);
         let earliest = self
             .now
             .plus_ms(latency + self.net.extra_latency_ms(fh, th))
