@@ -843,13 +843,7 @@ pub fn answer_text(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Vec
             },
         ) => {
             let selected = page::select(items, selector, page, *resource_version);
-            let mut metadata = json!({"resourceVersion": resource_version.to_string()});
-            if let Some(token) = selected.continue_token {
-                metadata["continue"] = json!(token);
-            }
-            if let Some(n) = selected.remaining {
-                metadata["remainingItemCount"] = json!(n);
-            }
+            let metadata = list_metadata(&selected, *resource_version);
             // In key order: "apiVersion" < "items" < "kind" < "metadata".
             let mut body = b"{\"apiVersion\":".to_vec();
             serde_json::to_writer(&mut body, &kind.api_version()).expect("JSON text writes");
@@ -876,6 +870,19 @@ pub fn answer_text(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Vec
         }
         _ => json_text(answer(result, shape)),
     }
+}
+
+/// A list's `metadata`: its resourceVersion, and the next page's token and how many
+/// items remain after this page, if any.
+fn list_metadata(selected: &page::Selected<'_>, resource_version: u64) -> Value {
+    let mut metadata = json!({"resourceVersion": resource_version.to_string()});
+    if let Some(token) = &selected.continue_token {
+        metadata["continue"] = json!(token);
+    }
+    if let Some(n) = selected.remaining {
+        metadata["remainingItemCount"] = json!(n);
+    }
+    metadata
 }
 
 fn json_text((status, body): (u16, Value)) -> (u16, Vec<u8>) {
@@ -913,13 +920,7 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
                 .iter()
                 .filter_map(|o| wire::to_json(o))
                 .collect();
-            let mut metadata = json!({"resourceVersion": resource_version.to_string()});
-            if let Some(token) = selected.continue_token {
-                metadata["continue"] = json!(token);
-            }
-            if let Some(n) = selected.remaining {
-                metadata["remainingItemCount"] = json!(n);
-            }
+            let metadata = list_metadata(&selected, *resource_version);
             (
                 200,
                 json!({
