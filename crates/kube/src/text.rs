@@ -2,7 +2,7 @@
 //! serializing [`wire::to_json`]'s `Value` writes (serde_json's map writes its keys in
 //! sorted order, so these views do too), without building that tree and copying every
 //! field into it first. Every answer and watch event the bridge sends is one of these;
-//! building and dropping the tree was most of the wire's own cost (docs/PERFORMANCE.md).
+//! building the tree was 8-12 % of a real-code example's time (docs/PERFORMANCE.md).
 
 use crate::doc::JsonDoc;
 use crate::wire::{self, has_generation, timestamp, uid_text};
