@@ -153,3 +153,14 @@ fn the_program_file_has_no_reconsim_import() {
         );
     }
 }
+
+/// `allocator_grants_disjoint` (its `reads`: ConfigMaps) gives the same verdicts, times
+/// and hashes gated as when asked after every step (tests/gating.rs).
+#[test]
+fn grants_disjoint_gated_gives_the_same_verdicts() {
+    let mut failing = 0;
+    for name in ["allocator-blind", "allocator-reserved"] {
+        failing += common::gating_agrees(&scenario(name), 0..12, harness::GRANTS_DISJOINT);
+    }
+    assert!(failing > 0);
+}

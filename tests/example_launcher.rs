@@ -240,3 +240,14 @@ fn reconsim_testing_holds_both_scenarios_and_names_the_command_that_shows_a_brea
     println!("{message}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `launcher_one_instance_per_vm` (its `reads`: the cloud) gives the same verdicts,
+/// times and hashes gated as when asked after every step (tests/gating.rs).
+#[test]
+fn one_instance_per_vm_gated_gives_the_same_verdicts() {
+    let mut failing = 0;
+    for name in ["launcher-look-up-first", "launcher-client-token"] {
+        failing += common::gating_agrees(&scenario(name), 0..12, harness::ONE_INSTANCE);
+    }
+    assert!(failing > 0);
+}
