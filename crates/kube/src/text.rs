@@ -137,12 +137,20 @@ impl Serialize for MetaText<'_> {
             map.serialize_entry("namespace", &m.namespace)?;
         }
         if !m.owner_references.is_empty() {
-            let refs: Vec<OwnerText<'_>> = m.owner_references.iter().map(OwnerText).collect();
-            map.serialize_entry("ownerReferences", &refs)?;
+            map.serialize_entry("ownerReferences", &OwnersText(&m.owner_references))?;
         }
         map.serialize_entry("resourceVersion", &m.resource_version.to_string())?;
         map.serialize_entry("uid", &uid_text(m.uid))?;
         map.end()
+    }
+}
+
+/// The owner references, written one by one (no vector of views per object).
+struct OwnersText<'a>(&'a [OwnerReference]);
+
+impl Serialize for OwnersText<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(OwnerText))
     }
 }
 
