@@ -152,6 +152,22 @@ fn a_saved_failure_replays_to_the_same_hash() {
     let out = reconsim(&["replay", bad.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["reproduced"], false);
+    // Its message says that only the hash differs: the same invariant, the same time
+    // (what a file of a version that hashed messages differently replays to).
+    let out = reconsim(&["replay", bad.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("the same invariant fails at the same time"),
+        "{text}"
+    );
+    f["time_ms"] = Value::from(f["time_ms"].as_u64().unwrap() + 1);
+    std::fs::write(&bad, f.to_string()).unwrap();
+    let out = reconsim(&["replay", bad.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("the same invariant fails, in a different history"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -227,8 +227,9 @@ fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
     // write's answer), DescribeInstances answers none (the new instance is invisible for
     // its first seconds), and a second instance is launched. Since every world has a
     // watch latency (0.7.0) it is the scenario's common failure; this file, written
-    // before, says no latency and replays in the world it was found in. The idempotent
-    // variant is the fix.
+    // before, says no latency and replays in the world it was found in (its trace hash
+    // re-recorded when cloud answers came to hash as their instances' digests, 0.7.0:
+    // the same events, violation and time). The idempotent variant is the fix.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/failures/machineapi-leader-election-stale-cache.json");
     let f = reconsim::scenario::failure::FailureFile::load(&path, &builtin()).unwrap();

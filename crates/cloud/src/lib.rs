@@ -47,7 +47,7 @@
 
 pub mod node_lifecycle;
 
-use reconsim_sim::{ProcId, SimTime};
+use reconsim_sim::{Hashed, ProcId, SimTime};
 use reconsim_world::component::{Component, ServiceCaller};
 use reconsim_world::fault::WorldFault;
 use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
@@ -55,7 +55,6 @@ use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::proc::{Endpoints, Proc, WorldCtx};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// The Node label the kubelet gets for its instance's zone.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
@@ -124,9 +123,10 @@ pub fn provider_id(zone: &str, instance_id: &str) -> String {
 }
 
 /// The cloud's answer to a [`CloudOp`]. Instances are shared with the cloud's records
-/// (a DescribeInstances answer copies no tag map: issue 33); an answer is a snapshot,
-/// since the cloud copies a record's instance before changing one an answer holds.
-pub type CloudResult = Result<Vec<Arc<Instance>>, CloudError>;
+/// (a DescribeInstances answer copies no tag map, and the trace hashes each instance as
+/// its digest, computed once: issue 33); an answer is a snapshot, since the cloud copies
+/// a record's instance before changing one an answer holds.
+pub type CloudResult = Result<Vec<Hashed<Instance>>, CloudError>;
 
 /// A [`CloudClient`]'s record of one answer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -240,7 +240,7 @@ impl Default for CloudConfig {
 /// The cloud's ground truth about one instance (what checkers read).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstanceRecord {
-    pub instance: Arc<Instance>,
+    pub instance: Hashed<Instance>,
     /// From this time on DescribeInstances/TerminateInstances see it.
     pub visible_at: SimTime,
     /// Drawn at launch; `None` if the instance never joins.
@@ -434,7 +434,7 @@ impl Cloud {
                 if r.instance.state != InstanceState::Pending {
                     return;
                 }
-                Arc::make_mut(&mut r.instance).state = InstanceState::Running;
+                Hashed::make_mut(&mut r.instance).state = InstanceState::Running;
                 r.next_at = None;
                 if let Some(delay_ms) = r.join_delay_ms {
                     let delay_ms = delay_ms.saturating_add(extra_ms);
@@ -486,7 +486,7 @@ impl Cloud {
                 if r.instance.state != InstanceState::ShuttingDown {
                     return;
                 }
-                Arc::make_mut(&mut r.instance).state = InstanceState::Terminated;
+                Hashed::make_mut(&mut r.instance).state = InstanceState::Terminated;
                 let after_ms = self.config.terminated_visible_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
                 ctx.set_timer(after_ms, Msg::family_timer(Timer::Vanish(id)));
@@ -599,7 +599,7 @@ impl Cloud {
             ),
             zone: self.config.zone.clone(),
         };
-        let instance = Arc::new(instance);
+        let instance = Hashed::new(instance);
         let record = InstanceRecord {
             instance: instance.clone(),
             visible_at: now.plus_ms(lag_ms.saturating_add(self.describe_lag_extra_ms)),
@@ -647,8 +647,8 @@ impl Cloud {
         &self,
         ids: &[String],
         now: SimTime,
-    ) -> Result<Vec<&Arc<Instance>>, CloudError> {
-        let mut out: Vec<&Arc<Instance>> = Vec::with_capacity(ids.len());
+    ) -> Result<Vec<&Hashed<Instance>>, CloudError> {
+        let mut out: Vec<&Hashed<Instance>> = Vec::with_capacity(ids.len());
         for id in ids {
             match self.records.get(id) {
                 Some(r) if r.visible(now) => {
@@ -683,7 +683,7 @@ impl Cloud {
                     | InstanceState::Stopping
                     | InstanceState::Stopped
             ) {
-                Arc::make_mut(&mut r.instance).state = InstanceState::ShuttingDown;
+                Hashed::make_mut(&mut r.instance).state = InstanceState::ShuttingDown;
                 r.next_at = Some(now.plus_ms(terminate_ms));
                 ctx.set_timer(terminate_ms, Msg::family_timer(Timer::ShutDown(id.clone())));
                 // The machine shuts down: its kubelet and every container it runs.
@@ -754,7 +754,7 @@ impl CloudClient {
     }
 
     /// The instances step `n` got back; panics if it has no successful answer.
-    pub fn instances(&self, step: usize) -> &[Arc<Instance>] {
+    pub fn instances(&self, step: usize) -> &[Hashed<Instance>] {
         match self.response(step) {
             Some(CloudResponse { result: Ok(v), .. }) => v,
             other => panic!("step {step} has no successful answer: {other:?}"),

@@ -14,7 +14,10 @@
 //! So a value whose `Hash` impl is derived hashes the same on every machine and pointer
 //! width.
 
+use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -103,6 +106,103 @@ impl Hasher for StableHasher {
     }
 }
 
+/// A value shared by reference count, hashed as its stable hash, computed once.
+///
+/// A payload that many messages carry (a cloud instance in every DescribeInstances answer)
+/// is hashed into the trace as one word, not field by field per message (issue 33). It is
+/// read through `Deref` and written only through [`Hashed::make_mut`], which copies it
+/// first if it is shared and forgets the hash: a stale hash cannot be represented.
+/// Equality, order of fields and `Debug`/`Serialize` are the value's own.
+pub struct Hashed<T>(Arc<HashedInner<T>>);
+
+struct HashedInner<T> {
+    digest: OnceLock<u64>,
+    value: T,
+}
+
+impl<T> Hashed<T> {
+    pub fn new(value: T) -> Self {
+        Hashed(Arc::new(HashedInner {
+            digest: OnceLock::new(),
+            value,
+        }))
+    }
+
+    /// Whether `a` and `b` share one value (so they are equal).
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// The value to write: copied first if shared, its hash forgotten.
+    pub fn make_mut(this: &mut Self) -> &mut T
+    where
+        T: Clone,
+    {
+        if Arc::get_mut(&mut this.0).is_none() {
+            *this = Hashed::new(this.0.value.clone());
+        }
+        let inner = Arc::get_mut(&mut this.0).expect("just made unique");
+        inner.digest = OnceLock::new();
+        &mut inner.value
+    }
+}
+
+impl<T: Hash> Hashed<T> {
+    /// The value's stable hash ([`StableHasher::hash_one`]), computed on first use.
+    pub fn digest(&self) -> u64 {
+        *self
+            .0
+            .digest
+            .get_or_init(|| StableHasher::hash_one(&self.0.value))
+    }
+}
+
+impl<T> Clone for Hashed<T> {
+    fn clone(&self) -> Self {
+        Hashed(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Deref for Hashed<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0.value
+    }
+}
+
+impl<T> From<T> for Hashed<T> {
+    fn from(value: T) -> Self {
+        Hashed::new(value)
+    }
+}
+
+impl<T: Hash> Hash for Hashed<T> {
+    /// One word, the value's digest, whatever the hasher.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.digest());
+    }
+}
+
+impl<T: PartialEq> PartialEq for Hashed<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Hashed::ptr_eq(self, other) || self.0.value == other.0.value
+    }
+}
+
+impl<T: Eq> Eq for Hashed<T> {}
+
+impl<T: fmt::Debug> fmt::Debug for Hashed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl<T: serde::Serialize> serde::Serialize for Hashed<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +239,26 @@ mod tests {
             StableHasher::hash_one(&7usize),
             StableHasher::hash_one(&7u64)
         );
+    }
+
+    #[test]
+    fn a_hashed_value_hashes_as_its_digest_and_a_write_forgets_it() {
+        let mut a = Hashed::new(vec![1u32, 2, 3]);
+        let b = a.clone();
+        assert_eq!(a.digest(), StableHasher::hash_one(&vec![1u32, 2, 3]));
+        let mut h = StableHasher::new();
+        h.write_u64(a.digest());
+        assert_eq!(StableHasher::hash_one(&a), h.finish());
+        // A write to a shared value copies it: `b` keeps the old value and digest.
+        Hashed::make_mut(&mut a).push(4);
+        assert_eq!(*b, vec![1, 2, 3]);
+        assert_eq!(b.digest(), StableHasher::hash_one(&vec![1u32, 2, 3]));
+        assert_eq!(a.digest(), StableHasher::hash_one(&vec![1u32, 2, 3, 4]));
+        assert_ne!(a, b);
+        // A write to an unshared value whose digest was taken forgets it.
+        drop(b);
+        Hashed::make_mut(&mut a).pop();
+        assert_eq!(a.digest(), StableHasher::hash_one(&vec![1u32, 2, 3]));
+        assert_eq!(format!("{a:?}"), "[1, 2, 3]");
     }
 }

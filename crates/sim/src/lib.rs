@@ -38,7 +38,7 @@ pub mod trace;
 
 pub use anchor::{Anchor, DecisionPoint, EventClass, Position};
 pub use fault::{Fault, FaultPlan, PartitionMode, TimedFault};
-pub use hash::StableHasher;
+pub use hash::{Hashed, StableHasher};
 pub use id::{HostId, ProcId, TimerId};
 pub use kernel::{Actor, Ctx, ProcState, Sim, SimConfig, StepKind};
 pub use network::NetConfig;

@@ -17,10 +17,14 @@ pub(super) fn not_reproduced(f: &FailureFile, r: &crate::scenario::failure::Repl
         f.trace_hash,
         r.invariant.as_deref().unwrap_or("no violation"),
         r.trace_hash,
-        if r.same_violation {
-            "\n  the same invariant fails, in a different history"
-        } else {
-            ""
+        match &r.outcome.violation {
+            // The same failure at the same instant: the history may be the same, hashed
+            // by another version (0.7.0 hashes a cloud answer's instances as digests).
+            Some(v) if r.same_violation && v.time.as_ms() == f.time_ms =>
+                "\n  the same invariant fails at the same time: another history, or a \
+                 version that hashes the run's messages differently",
+            Some(_) if r.same_violation => "\n  the same invariant fails, in a different history",
+            _ => "",
         },
         if f.reconsim_version != crate::scenario::failure::VERSION {
             format!(

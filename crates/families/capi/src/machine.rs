@@ -98,7 +98,7 @@ fn request(during: &'static str) -> impl FnOnce(Error) -> CapiMachineError {
 fn cloud_ok(
     during: &'static str,
     answer: Result<CloudResult, Error>,
-) -> Result<Vec<std::sync::Arc<Instance>>, CapiMachineError> {
+) -> Result<Vec<reconsim_sim::Hashed<Instance>>, CapiMachineError> {
     answer
         .map_err(request(during))?
         .map_err(|error| CapiMachineError::Cloud { during, error })

@@ -29,7 +29,7 @@
 
 use crate::kinds::{Machine, MachineFields};
 use reconsim_cloud::{CloudResult, Ec2, Instance, InstanceState};
-use reconsim_sim::ProcId;
+use reconsim_sim::{Hashed, ProcId};
 use reconsim_world::api::PatchOp;
 use reconsim_world::manager::Reconciler;
 use reconsim_world::object::Object;
@@ -128,7 +128,7 @@ async fn exists(
     ctx: &MachineCtx,
     machines: &Api<Machine>,
     m: &Object,
-    instances: &[Arc<Instance>],
+    instances: &[Hashed<Instance>],
 ) -> Result<Action, Error> {
     let newest = newest_running(instances);
     let next = if newest.state == InstanceState::Pending {
@@ -214,13 +214,13 @@ async fn missing(
 }
 
 /// The cloud's own refusal is an error of the reconcile.
-fn refused(answer: CloudResult) -> Result<Vec<Arc<Instance>>, Error> {
+fn refused(answer: CloudResult) -> Result<Vec<Hashed<Instance>>, Error> {
     answer.map_err(|e| Error::Service(format!("{e:?}")))
 }
 
 /// The instances of a Machine: by its recorded instanceId, falling back to its tags when
 /// the id is unknown (yet).
-async fn lookup(ctx: &MachineCtx, m: &Object) -> Result<Vec<Arc<Instance>>, Error> {
+async fn lookup(ctx: &MachineCtx, m: &Object) -> Result<Vec<Hashed<Instance>>, Error> {
     let ec2 = &ctx.ec2;
     if let Some(id) = status(m).instance_id.clone() {
         let by_id = ec2.describe_instances(vec![id], BTreeMap::new(), live_states());
@@ -278,8 +278,8 @@ pub fn provider_id(i: &Instance) -> String {
 
 /// The newest running instance, else the newest (sortInstances: by launch time, newest
 /// first; ties by id).
-fn newest_running(instances: &[Arc<Instance>]) -> &Instance {
-    let newest = |a: &&Arc<Instance>, b: &&Arc<Instance>| {
+fn newest_running(instances: &[Hashed<Instance>]) -> &Instance {
+    let newest = |a: &&Hashed<Instance>, b: &&Hashed<Instance>| {
         (a.launch_time, &a.id).cmp(&(b.launch_time, &b.id))
     };
     instances
