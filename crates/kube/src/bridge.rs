@@ -64,6 +64,42 @@ where
 const ROUNDS_PER_HANDLER_MAX: usize = 64;
 
 type Answer = tokio::sync::oneshot::Sender<http::Response<WireBody>>;
+type CallAnswer = tokio::sync::oneshot::Sender<Result<Payload, CallError>>;
+
+/// What the bridge hands the program, held until its runtime's next step runs it
+/// inside the runtime ([`Driver::step_delivering`]), in the order it came: the woken
+/// tasks go on the runtime's own queue, as tasks an I/O event wakes do.
+enum Delivery {
+    Http(Answer, http::Response<WireBody>),
+    Call(CallAnswer, Result<Payload, CallError>),
+    Line(tokio::sync::mpsc::UnboundedSender<Bytes>, Bytes),
+    /// A request's answer dropped unsent (its connection broke) or a watch's stream
+    /// ended: dropped there, so the waiting task wakes as well.
+    Drop(DropOnly),
+}
+
+/// A sender whose drop is the message.
+enum DropOnly {
+    Answer(#[allow(dead_code)] Answer),
+    Lines(#[allow(dead_code)] tokio::sync::mpsc::UnboundedSender<Bytes>),
+}
+
+impl Delivery {
+    fn deliver(self) {
+        match self {
+            Delivery::Http(answer, response) => {
+                let _ = answer.send(response);
+            }
+            Delivery::Call(answer, result) => {
+                let _ = answer.send(result);
+            }
+            Delivery::Line(lines, line) => {
+                let _ = lines.send(line);
+            }
+            Delivery::Drop(sender) => drop(sender),
+        }
+    }
+}
 
 /// A watch the program holds open: which events its stream takes.
 struct Subscription {
@@ -112,7 +148,7 @@ struct Running {
     /// The program's handle on the world's services, current while its runtime steps.
     handle: Handle,
     /// Service calls sent and not yet answered, by request id.
-    calls: BTreeMap<u64, tokio::sync::oneshot::Sender<Result<Payload, CallError>>>,
+    calls: BTreeMap<u64, CallAnswer>,
     done: Arc<Mutex<Option<String>>>,
     /// Requests at the API server, by request id.
     pending: BTreeMap<u64, Pending>,
@@ -121,6 +157,8 @@ struct Running {
     /// Open watches, by the server's watch id.
     watches: BTreeMap<u64, Subscription>,
     next_stream: u32,
+    /// What the program gets at its next step.
+    inbox: Vec<Delivery>,
 }
 
 /// A program that returns restarts as its pod's container would: the kubelet's
@@ -279,7 +317,12 @@ impl KubeBridge {
             park = {
                 let _hook = reconsim_failpoint::hook::install(run.hook.clone());
                 let (driver, scope) = (&run.driver, &mut run.scope);
-                run.handle.enter(|| driver.step(scope))
+                let inbox = std::mem::take(&mut run.inbox);
+                run.handle.enter(|| {
+                    driver.step_delivering(scope, move || {
+                        inbox.into_iter().for_each(Delivery::deliver)
+                    })
+                })
             };
             let crash = {
                 let mut armed = self.failpoints.borrow_mut();
@@ -410,7 +453,8 @@ impl KubeBridge {
                         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
                     }
                     Routed::Answer { status, body } => {
-                        let _ = x.answer.send(json_response(status, &body));
+                        run.inbox
+                            .push(Delivery::Http(x.answer, json_response(status, &body)));
                         answered_at_once = true;
                     }
                 }
@@ -518,14 +562,19 @@ impl KubeBridge {
                         lines,
                     },
                 );
-                let _ = answer.send(response(200, WireBody::stream(rx)));
+                run.inbox
+                    .push(Delivery::Http(answer, response(200, WireBody::stream(rx))));
             }
             (Shape::Watch { .. }, Err(ApiError::Gone)) => {
-                let _ = answer.send(response(200, WireBody::full(rest::gone_line())));
+                let gone = response(200, WireBody::full(rest::gone_line()));
+                run.inbox.push(Delivery::Http(answer, gone));
             }
             (_, result) => {
                 let (status, body) = rest::answer_text(result, &shape);
-                let _ = answer.send(response(status, WireBody::full(body)));
+                run.inbox.push(Delivery::Http(
+                    answer,
+                    response(status, WireBody::full(body)),
+                ));
             }
         }
         true
@@ -575,6 +624,7 @@ impl Component for KubeBridge {
             pool: Pool::default(),
             watches: BTreeMap::new(),
             next_stream: 0,
+            inbox: Vec::new(),
         });
         self.pump(ctx);
     }
@@ -600,7 +650,7 @@ impl Component for KubeBridge {
                 if let Some(answer) = run.calls.remove(&id) {
                     let service = service_name(&self.services, from);
                     ctx.note(|| format!("answer from {service}: {body:?}"));
-                    let _ = answer.send(Ok(body));
+                    run.inbox.push(Delivery::Call(answer, Ok(body)));
                     self.pump(ctx);
                 }
             }
@@ -612,14 +662,18 @@ impl Component for KubeBridge {
                     // Its answer's sender dropped: the client's request fails with a
                     // transport error, as hyper's would (a connect timeout, ETIMEDOUT).
                     Lost::Request(id) => {
-                        run.pending.remove(&id);
+                        if let Some(p) = run.pending.remove(&id) {
+                            run.inbox.push(Delivery::Drop(DropOnly::Answer(p.answer)));
+                        }
                         if let Some(answer) = run.calls.remove(&id) {
-                            let _ = answer.send(Err(CallError::ConnectionLost));
+                            run.inbox
+                                .push(Delivery::Call(answer, Err(CallError::ConnectionLost)));
                         }
                     }
                     // The watch's stream ends; the server hears of it when the link heals.
                     Lost::Watch(watch_id) => {
                         if let Some(w) = run.watches.remove(&watch_id) {
+                            run.inbox.push(Delivery::Drop(DropOnly::Lines(w.lines)));
                             self.next_id += 1;
                             ctx.send(
                                 self.apiserver,
@@ -641,7 +695,8 @@ impl Component for KubeBridge {
                     return;
                 };
                 if let Some(line) = rest::event_line(&ev, w.namespace.as_deref(), &w.selector) {
-                    let _ = w.lines.send(line.into());
+                    let lines = w.lines.clone();
+                    run.inbox.push(Delivery::Line(lines, line.into()));
                     self.pump(ctx);
                 }
             }
@@ -657,7 +712,8 @@ impl Component for KubeBridge {
                 };
                 let end = std::mem::take(&mut w.initial_events);
                 let line = rest::bookmark_line(w.kind, resource_version, end);
-                let _ = w.lines.send(line.into());
+                let lines = w.lines.clone();
+                run.inbox.push(Delivery::Line(lines, line.into()));
                 self.pump(ctx);
             }
             Msg::WatchEnd { watch_id } => {
@@ -668,6 +724,7 @@ impl Component for KubeBridge {
                 };
                 if let Some(w) = run.watches.remove(&watch_id) {
                     run.pool.checkin(ctx.true_now(), w.conn_id);
+                    run.inbox.push(Delivery::Drop(DropOnly::Lines(w.lines)));
                 }
                 self.pump(ctx);
             }
@@ -676,8 +733,14 @@ impl Component for KubeBridge {
                 // watcher re-lists or re-watches), every request in flight fails (each
                 // had a connection of its own), and the pool's idle ones are gone.
                 if let Some(run) = &mut self.running {
-                    run.watches.clear();
-                    run.pending.clear();
+                    let watches = std::mem::take(&mut run.watches).into_values();
+                    let pending = std::mem::take(&mut run.pending).into_values();
+                    run.inbox.extend(
+                        watches
+                            .map(|w| DropOnly::Lines(w.lines))
+                            .chain(pending.map(|p| DropOnly::Answer(p.answer)))
+                            .map(Delivery::Drop),
+                    );
                     run.pool.clear();
                     self.pump(ctx);
                 }

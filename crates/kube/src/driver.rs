@@ -72,18 +72,39 @@ impl Driver {
     /// Run every task that can run at `scope`'s time, and the timers due by then,
     /// until the runtime parks: how it parked says when it next needs to run.
     pub fn step(&self, scope: &mut Scope) -> Park {
+        self.step_delivering(scope, || {})
+    }
+
+    /// [`Driver::step`], with `deliver` run first inside the runtime: what it hands the
+    /// program's tasks (an answer, a watch line) wakes them as tokio's I/O driver wakes
+    /// a task whose socket became readable, onto the runtime's own run queue, with the
+    /// scheduler's core in its context. Woken from outside a task goes to the remote
+    /// queue, polled in another order among tasks ready at once, and unparks the I/O
+    /// driver with a write to its eventfd (tokio 1.54,
+    /// runtime/scheduler/current_thread/mod.rs `schedule` and `park_internal`).
+    pub fn step_delivering(&self, scope: &mut Scope, deliver: impl FnOnce() + Unpin) -> Park {
         scope.take_park();
-        intercept::enter(scope, || self.runtime.block_on(UntilParked))
+        intercept::enter(scope, || {
+            self.runtime.block_on(UntilParked {
+                deliver: Some(deliver),
+            })
+        })
     }
 }
 
-/// The future a step blocks on: ready once the runtime has parked.
-struct UntilParked;
+/// The future a step blocks on: ready once the runtime has parked. Its first poll, the
+/// first thing `block_on` does, runs `deliver`.
+struct UntilParked<F> {
+    deliver: Option<F>,
+}
 
-impl Future for UntilParked {
+impl<F: FnOnce() + Unpin> Future for UntilParked<F> {
     type Output = Park;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Park> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Park> {
+        if let Some(deliver) = self.deliver.take() {
+            deliver();
+        }
         match intercept::parked_or_wait(cx.waker()) {
             Some(park) => Poll::Ready(park),
             None => Poll::Pending,
