@@ -158,6 +158,9 @@ struct Running<K, E> {
     pending: Option<(Answer, Shape)>,
     /// Requests made while another was out: sent one after another.
     backlog: VecDeque<Exchange>,
+    /// Answers for the next step, delivered inside the runtime as the bridge's are
+    /// (crate::bridge); `None` drops the answer unsent (a broken connection).
+    inbox: Vec<(Answer, Option<http::Response<WireBody>>)>,
 }
 
 struct Adapter<K, C, E, F, P, M> {
@@ -312,6 +315,7 @@ where
             outcome,
             pending: None,
             backlog: VecDeque::new(),
+            inbox: Vec::new(),
         });
         Ok(())
     }
@@ -323,7 +327,14 @@ where
                 return Step::protocol("no reconcile in progress");
             };
             live.scope.set_time(ctx.true_now, ctx.now);
-            let park = live.driver.step(&mut live.scope);
+            let inbox = std::mem::take(&mut run.inbox);
+            let park = live.driver.step_delivering(&mut live.scope, move || {
+                for (answer, response) in inbox {
+                    if let Some(response) = response {
+                        let _ = answer.send(response);
+                    }
+                }
+            });
             run.backlog.extend(
                 live.queue
                     .lock()
@@ -373,7 +384,7 @@ where
                         "MethodNotAllowed",
                         "reconsim does not serve a watch inside a reconcile (the manager's informer watches; docs/kube.md)",
                     );
-                    let _ = x.answer.send(json_response(405, &body));
+                    run.inbox.push((x.answer, Some(json_response(405, &body))));
                 }
                 Routed::Op { op, shape } => {
                     run.pending = Some((x.answer, shape));
@@ -381,7 +392,8 @@ where
                 }
                 Routed::Answer { status, body } => {
                     ctx.note(|| format!("answered at once: {status}"));
-                    let _ = x.answer.send(json_response(status, &body));
+                    run.inbox
+                        .push((x.answer, Some(json_response(status, &body))));
                 }
             }
         }
@@ -470,19 +482,21 @@ where
                 // A tokio timer is due: the pump below fires it.
             }
             Some(reply) => {
-                let Some((answer, shape)) = self.running.as_mut().and_then(|r| r.pending.take())
-                else {
+                let Some(run) = self.running.as_mut() else {
+                    return Step::protocol("a reply without a request in progress");
+                };
+                let Some((answer, shape)) = run.pending.take() else {
                     return Step::protocol("a reply without a request in progress");
                 };
                 match reply {
                     Reply::Api(result) => {
                         let (status, body) = rest::answer_text(&result, &shape);
                         ctx.note(|| format!("answer {status}"));
-                        let _ = answer.send(response(status, body));
+                        run.inbox.push((answer, Some(response(status, body))));
                     }
                     // Dropping the answer breaks the request's connection: kube's call
                     // fails with a service error, as over a dead connection.
-                    Reply::TimedOut => drop(answer),
+                    Reply::TimedOut => run.inbox.push((answer, None)),
                     other => {
                         self.running = None;
                         return Step::error(Unexpected::new(
