@@ -76,11 +76,11 @@ impl Driver {
     }
 
     /// [`Driver::step`], with `deliver` run first inside the runtime: what it hands the
-    /// program's tasks (an answer, a watch line) wakes them as tokio's I/O driver wakes
-    /// a task whose socket became readable, onto the runtime's own run queue, with the
-    /// scheduler's core in its context. Woken from outside a task goes to the remote
-    /// queue, polled in another order among tasks ready at once, and unparks the I/O
-    /// driver with a write to its eventfd (tokio 1.54,
+    /// program's tasks (an answer, a watch line) wakes them onto the runtime's own run
+    /// queue, with the scheduler's core in its context, as tokio's I/O driver wakes a
+    /// task whose socket became readable. A task woken from outside the runtime goes on
+    /// the remote queue instead, polled in another order among tasks ready at once, and
+    /// the wake unparks the I/O driver with a write to its eventfd (tokio 1.54,
     /// runtime/scheduler/current_thread/mod.rs `schedule` and `park_internal`).
     pub fn step_delivering(&self, scope: &mut Scope, deliver: impl FnOnce() + Unpin) -> Park {
         scope.take_park();

@@ -112,7 +112,7 @@ impl Hasher for StableHasher {
 /// is hashed into the trace as one word, not field by field per message (issue 33). It is
 /// read through `Deref` and written only through [`Hashed::make_mut`], which copies it
 /// first if it is shared and forgets the hash: a stale hash cannot be represented.
-/// Equality, order of fields and `Debug`/`Serialize` are the value's own.
+/// Equality, `Debug` and `Serialize` are the value's own.
 pub struct Hashed<T>(Arc<HashedInner<T>>);
 
 struct HashedInner<T> {
