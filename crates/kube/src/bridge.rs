@@ -13,7 +13,7 @@
 //! requests a step made go out at once, each its own message, so a `try_join!` of two
 //! requests is two requests in flight together.
 
-use crate::driver::Driver;
+use crate::driver::{Delivery, Driver};
 use crate::failpoints::{Armed, BridgeHook};
 use crate::handle::{CallError, Handle};
 use crate::intercept::{Park, Scope};
@@ -65,41 +65,6 @@ const ROUNDS_PER_HANDLER_MAX: usize = 64;
 
 type Answer = tokio::sync::oneshot::Sender<http::Response<WireBody>>;
 type CallAnswer = tokio::sync::oneshot::Sender<Result<Payload, CallError>>;
-
-/// What the bridge hands the program, held until its runtime's next step runs it
-/// inside the runtime ([`Driver::step_delivering`]), in the order it came: the woken
-/// tasks go on the runtime's own queue, as tasks an I/O event wakes do.
-enum Delivery {
-    Http(Answer, http::Response<WireBody>),
-    Call(CallAnswer, Result<Payload, CallError>),
-    Line(tokio::sync::mpsc::UnboundedSender<Bytes>, Bytes),
-    /// A request's answer dropped unsent (its connection broke) or a watch's stream
-    /// ended: dropped there, so the waiting task wakes as well.
-    Drop(DropOnly),
-}
-
-/// A sender whose drop is the message.
-enum DropOnly {
-    Answer(#[allow(dead_code)] Answer),
-    Lines(#[allow(dead_code)] tokio::sync::mpsc::UnboundedSender<Bytes>),
-}
-
-impl Delivery {
-    fn deliver(self) {
-        match self {
-            Delivery::Http(answer, response) => {
-                let _ = answer.send(response);
-            }
-            Delivery::Call(answer, result) => {
-                let _ = answer.send(result);
-            }
-            Delivery::Line(lines, line) => {
-                let _ = lines.send(line);
-            }
-            Delivery::Drop(sender) => drop(sender),
-        }
-    }
-}
 
 /// A watch the program holds open: which events its stream takes.
 struct Subscription {
@@ -157,8 +122,6 @@ struct Running {
     /// Open watches, by the server's watch id.
     watches: BTreeMap<u64, Subscription>,
     next_stream: u32,
-    /// What the program gets at its next step.
-    inbox: Vec<Delivery>,
 }
 
 /// A program that returns restarts as its pod's container would: the kubelet's
@@ -316,13 +279,8 @@ impl KubeBridge {
         for _ in 0..ROUNDS_PER_HANDLER_MAX {
             park = {
                 let _hook = reconsim_failpoint::hook::install(run.hook.clone());
-                let (driver, scope) = (&run.driver, &mut run.scope);
-                let inbox = std::mem::take(&mut run.inbox);
-                run.handle.enter(|| {
-                    driver.step_delivering(scope, move || {
-                        inbox.into_iter().for_each(Delivery::deliver)
-                    })
-                })
+                let (driver, scope) = (&mut run.driver, &mut run.scope);
+                run.handle.enter(|| driver.step(scope))
             };
             let crash = {
                 let mut armed = self.failpoints.borrow_mut();
@@ -453,8 +411,8 @@ impl KubeBridge {
                         ctx.send(self.apiserver, Msg::Api(ApiRequest { id, op }));
                     }
                     Routed::Answer { status, body } => {
-                        run.inbox
-                            .push(Delivery::Http(x.answer, json_response(status, &body)));
+                        run.driver
+                            .hand(Delivery::Http(x.answer, json_response(status, &body)));
                         answered_at_once = true;
                     }
                 }
@@ -562,16 +520,16 @@ impl KubeBridge {
                         lines,
                     },
                 );
-                run.inbox
-                    .push(Delivery::Http(answer, response(200, WireBody::stream(rx))));
+                run.driver
+                    .hand(Delivery::Http(answer, response(200, WireBody::stream(rx))));
             }
             (Shape::Watch { .. }, Err(ApiError::Gone)) => {
                 let gone = response(200, WireBody::full(rest::gone_line()));
-                run.inbox.push(Delivery::Http(answer, gone));
+                run.driver.hand(Delivery::Http(answer, gone));
             }
             (_, result) => {
                 let (status, body) = rest::answer_text(result, &shape);
-                run.inbox.push(Delivery::Http(
+                run.driver.hand(Delivery::Http(
                     answer,
                     response(status, WireBody::full(body)),
                 ));
@@ -624,7 +582,6 @@ impl Component for KubeBridge {
             pool: Pool::default(),
             watches: BTreeMap::new(),
             next_stream: 0,
-            inbox: Vec::new(),
         });
         self.pump(ctx);
     }
@@ -650,7 +607,7 @@ impl Component for KubeBridge {
                 if let Some(answer) = run.calls.remove(&id) {
                     let service = service_name(&self.services, from);
                     ctx.note(|| format!("answer from {service}: {body:?}"));
-                    run.inbox.push(Delivery::Call(answer, Ok(body)));
+                    run.driver.hand(Delivery::Call(answer, Ok(body)));
                     self.pump(ctx);
                 }
             }
@@ -663,17 +620,17 @@ impl Component for KubeBridge {
                     // transport error, as hyper's would (a connect timeout, ETIMEDOUT).
                     Lost::Request(id) => {
                         if let Some(p) = run.pending.remove(&id) {
-                            run.inbox.push(Delivery::Drop(DropOnly::Answer(p.answer)));
+                            run.driver.hand(Delivery::Drop(Box::new(p.answer)));
                         }
                         if let Some(answer) = run.calls.remove(&id) {
-                            run.inbox
-                                .push(Delivery::Call(answer, Err(CallError::ConnectionLost)));
+                            run.driver
+                                .hand(Delivery::Call(answer, Err(CallError::ConnectionLost)));
                         }
                     }
                     // The watch's stream ends; the server hears of it when the link heals.
                     Lost::Watch(watch_id) => {
                         if let Some(w) = run.watches.remove(&watch_id) {
-                            run.inbox.push(Delivery::Drop(DropOnly::Lines(w.lines)));
+                            run.driver.hand(Delivery::Drop(Box::new(w.lines)));
                             self.next_id += 1;
                             ctx.send(
                                 self.apiserver,
@@ -696,7 +653,7 @@ impl Component for KubeBridge {
                 };
                 if let Some(line) = rest::event_line(&ev, w.namespace.as_deref(), &w.selector) {
                     let lines = w.lines.clone();
-                    run.inbox.push(Delivery::Line(lines, line.into()));
+                    run.driver.hand(Delivery::Line(lines, line.into()));
                     self.pump(ctx);
                 }
             }
@@ -713,7 +670,7 @@ impl Component for KubeBridge {
                 let end = std::mem::take(&mut w.initial_events);
                 let line = rest::bookmark_line(w.kind, resource_version, end);
                 let lines = w.lines.clone();
-                run.inbox.push(Delivery::Line(lines, line.into()));
+                run.driver.hand(Delivery::Line(lines, line.into()));
                 self.pump(ctx);
             }
             Msg::WatchEnd { watch_id } => {
@@ -724,7 +681,7 @@ impl Component for KubeBridge {
                 };
                 if let Some(w) = run.watches.remove(&watch_id) {
                     run.pool.checkin(ctx.true_now(), w.conn_id);
-                    run.inbox.push(Delivery::Drop(DropOnly::Lines(w.lines)));
+                    run.driver.hand(Delivery::Drop(Box::new(w.lines)));
                 }
                 self.pump(ctx);
             }
@@ -735,12 +692,12 @@ impl Component for KubeBridge {
                 if let Some(run) = &mut self.running {
                     let watches = std::mem::take(&mut run.watches).into_values();
                     let pending = std::mem::take(&mut run.pending).into_values();
-                    run.inbox.extend(
-                        watches
-                            .map(|w| DropOnly::Lines(w.lines))
-                            .chain(pending.map(|p| DropOnly::Answer(p.answer)))
-                            .map(Delivery::Drop),
-                    );
+                    for w in watches {
+                        run.driver.hand(Delivery::Drop(Box::new(w.lines)));
+                    }
+                    for p in pending {
+                        run.driver.hand(Delivery::Drop(Box::new(p.answer)));
+                    }
                     run.pool.clear();
                     self.pump(ctx);
                 }

@@ -22,7 +22,7 @@
 //! `HashMap`, its store is a randomly seeded ahash map, and its watcher backoff is
 //! jittered, each a source of runs that differ (docs/kube.md).
 
-use crate::driver::Driver;
+use crate::driver::{Delivery, Driver};
 use crate::intercept::{Park, Scope};
 use crate::kinds::{self, Kinds};
 use crate::rest::{self, Routed, Shape};
@@ -158,9 +158,6 @@ struct Running<K, E> {
     pending: Option<(Answer, Shape)>,
     /// Requests made while another was out: sent one after another.
     backlog: VecDeque<Exchange>,
-    /// Answers for the next step, delivered inside the runtime as the bridge's are
-    /// (crate::bridge); `None` drops the answer unsent (a broken connection).
-    inbox: Vec<(Answer, Option<http::Response<WireBody>>)>,
 }
 
 struct Adapter<K, C, E, F, P, M> {
@@ -315,7 +312,6 @@ where
             outcome,
             pending: None,
             backlog: VecDeque::new(),
-            inbox: Vec::new(),
         });
         Ok(())
     }
@@ -327,14 +323,7 @@ where
                 return Step::protocol("no reconcile in progress");
             };
             live.scope.set_time(ctx.true_now, ctx.now);
-            let inbox = std::mem::take(&mut run.inbox);
-            let park = live.driver.step_delivering(&mut live.scope, move || {
-                for (answer, response) in inbox {
-                    if let Some(response) = response {
-                        let _ = answer.send(response);
-                    }
-                }
-            });
+            let park = live.driver.step(&mut live.scope);
             run.backlog.extend(
                 live.queue
                     .lock()
@@ -384,7 +373,8 @@ where
                         "MethodNotAllowed",
                         "reconsim does not serve a watch inside a reconcile (the manager's informer watches; docs/kube.md)",
                     );
-                    run.inbox.push((x.answer, Some(json_response(405, &body))));
+                    live.driver
+                        .hand(Delivery::Http(x.answer, json_response(405, &body)));
                 }
                 Routed::Op { op, shape } => {
                     run.pending = Some((x.answer, shape));
@@ -392,8 +382,8 @@ where
                 }
                 Routed::Answer { status, body } => {
                     ctx.note(|| format!("answered at once: {status}"));
-                    run.inbox
-                        .push((x.answer, Some(json_response(status, &body))));
+                    live.driver
+                        .hand(Delivery::Http(x.answer, json_response(status, &body)));
                 }
             }
         }
@@ -482,7 +472,7 @@ where
                 // A tokio timer is due: the pump below fires it.
             }
             Some(reply) => {
-                let Some(run) = self.running.as_mut() else {
+                let (Some(run), Some(live)) = (self.running.as_mut(), self.live.as_mut()) else {
                     return Step::protocol("a reply without a request in progress");
                 };
                 let Some((answer, shape)) = run.pending.take() else {
@@ -492,11 +482,12 @@ where
                     Reply::Api(result) => {
                         let (status, body) = rest::answer_text(&result, &shape);
                         ctx.note(|| format!("answer {status}"));
-                        run.inbox.push((answer, Some(response(status, body))));
+                        live.driver
+                            .hand(Delivery::Http(answer, response(status, body)));
                     }
                     // Dropping the answer breaks the request's connection: kube's call
                     // fails with a service error, as over a dead connection.
-                    Reply::TimedOut => run.inbox.push((answer, None)),
+                    Reply::TimedOut => live.driver.hand(Delivery::Drop(Box::new(answer))),
                     other => {
                         self.running = None;
                         return Step::error(Unexpected::new(

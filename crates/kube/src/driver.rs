@@ -14,14 +14,65 @@
 //! runtime idles, before a message due earlier could arrive; tokio 1.54,
 //! runtime/time/mod.rs `park_thread_timeout`.)
 
+use crate::handle::CallError;
 use crate::intercept::{self, Park, Scope};
+use crate::transport::WireBody;
+use bytes::Bytes;
+use reconsim_world::component::Payload;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-#[derive(Debug)]
+/// What a process hands its program ([`Driver::hand`]), delivered in the order handed,
+/// first thing inside the next [`Driver::step`].
+pub enum Delivery {
+    /// An HTTP answer to a request of the program's client.
+    Http(
+        tokio::sync::oneshot::Sender<http::Response<WireBody>>,
+        http::Response<WireBody>,
+    ),
+    /// A service's answer to a call of the program's handle.
+    Call(
+        tokio::sync::oneshot::Sender<Result<Payload, CallError>>,
+        Result<Payload, CallError>,
+    ),
+    /// A line of a watch stream.
+    Line(tokio::sync::mpsc::UnboundedSender<Bytes>, Bytes),
+    /// A sender whose drop is the message: a request's answer dropped unsent (its
+    /// connection broke), a watch's stream ended.
+    Drop(Box<dyn Send>),
+}
+
+impl Delivery {
+    fn deliver(self) {
+        match self {
+            Delivery::Http(answer, response) => {
+                let _ = answer.send(response);
+            }
+            Delivery::Call(answer, result) => {
+                let _ = answer.send(result);
+            }
+            Delivery::Line(lines, line) => {
+                let _ = lines.send(line);
+            }
+            Delivery::Drop(sender) => drop(sender),
+        }
+    }
+}
+
 pub struct Driver {
     runtime: tokio::runtime::Runtime,
+    /// Handed since the last step.
+    inbox: Vec<Delivery>,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("runtime", &self.runtime)
+            .field("inbox", &self.inbox.len())
+            .finish()
+    }
 }
 
 impl Driver {
@@ -48,7 +99,10 @@ impl Driver {
             builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed));
             builder.build().expect("a current-thread runtime builds")
         });
-        Driver { runtime }
+        Driver {
+            runtime,
+            inbox: Vec::new(),
+        }
     }
 
     /// Run `f` inside the runtime's context and `scope` (`kube::Client::new` spawns
@@ -69,42 +123,38 @@ impl Driver {
         });
     }
 
-    /// Run every task that can run at `scope`'s time, and the timers due by then,
-    /// until the runtime parks: how it parked says when it next needs to run.
-    pub fn step(&self, scope: &mut Scope) -> Park {
-        self.step_delivering(scope, || {})
+    /// Hand the program `delivery` at the next step. Delivered inside the runtime, it
+    /// wakes the waiting task onto the runtime's own run queue, with the scheduler's
+    /// core in its context, as tokio's I/O driver wakes a task whose socket became
+    /// readable. A task woken from outside the runtime would go on the remote queue
+    /// instead, polled in another order among tasks ready at once, and the wake would
+    /// unpark the I/O driver with a write to its eventfd (tokio 1.54,
+    /// runtime/scheduler/current_thread/mod.rs `schedule` and `park_internal`).
+    pub fn hand(&mut self, delivery: Delivery) {
+        self.inbox.push(delivery);
     }
 
-    /// [`Driver::step`], with `deliver` run first inside the runtime: what it hands the
-    /// program's tasks (an answer, a watch line) wakes them onto the runtime's own run
-    /// queue, with the scheduler's core in its context, as tokio's I/O driver wakes a
-    /// task whose socket became readable. A task woken from outside the runtime goes on
-    /// the remote queue instead, polled in another order among tasks ready at once, and
-    /// the wake unparks the I/O driver with a write to its eventfd (tokio 1.54,
-    /// runtime/scheduler/current_thread/mod.rs `schedule` and `park_internal`).
-    pub fn step_delivering(&self, scope: &mut Scope, deliver: impl FnOnce() + Unpin) -> Park {
+    /// Deliver what was handed, then run every task that can run at `scope`'s time, and
+    /// the timers due by then, until the runtime parks: how it parked says when it next
+    /// needs to run.
+    pub fn step(&mut self, scope: &mut Scope) -> Park {
         scope.take_park();
-        intercept::enter(scope, || {
-            self.runtime.block_on(UntilParked {
-                deliver: Some(deliver),
-            })
-        })
+        let (runtime, inbox) = (&self.runtime, &mut self.inbox);
+        intercept::enter(scope, || runtime.block_on(UntilParked { inbox }))
     }
 }
 
 /// The future a step blocks on: ready once the runtime has parked. Its first poll, the
-/// first thing `block_on` does, runs `deliver`.
-struct UntilParked<F> {
-    deliver: Option<F>,
+/// first thing `block_on` does, delivers the inbox.
+struct UntilParked<'a> {
+    inbox: &'a mut Vec<Delivery>,
 }
 
-impl<F: FnOnce() + Unpin> Future for UntilParked<F> {
+impl Future for UntilParked<'_> {
     type Output = Park;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Park> {
-        if let Some(deliver) = self.deliver.take() {
-            deliver();
-        }
+        self.inbox.drain(..).for_each(Delivery::deliver);
         match intercept::parked_or_wait(cx.waker()) {
             Some(park) => Poll::Ready(park),
             None => Poll::Pending,
