@@ -32,6 +32,7 @@ use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::sync::Arc;
 
 /// HTTP/2 ReadIdleTimeout of client-go's transport.
@@ -424,24 +425,24 @@ impl Informer {
         *next_seq += 1;
         let r = &mut self.reflectors[i];
         r.last_rv = r.last_rv.max(ev.object.meta.resource_version);
-        let key = ev.object.key();
-        let newer = self
-            .cache
-            .objects
-            .get(&key)
-            .is_none_or(|o| o.meta.resource_version < ev.object.meta.resource_version);
-        match ev.event {
-            EventType::Added | EventType::Modified => {
-                if newer {
-                    self.cache.objects.insert(key, ev.object.clone());
-                    changes.push(ev.object.clone());
-                }
+        // One search of the cache per event: an older cached object is replaced or
+        // removed in place; a newer one stays.
+        let rv = ev.object.meta.resource_version;
+        match (self.cache.objects.entry(ev.object.key()), ev.event) {
+            (Entry::Occupied(cached), _) if cached.get().meta.resource_version >= rv => {}
+            (Entry::Occupied(mut cached), EventType::Added | EventType::Modified) => {
+                cached.insert(ev.object.clone());
+                changes.push(ev.object.clone());
             }
-            EventType::Deleted => {
-                if newer && self.cache.objects.remove(&key).is_some() {
-                    changes.push(ev.object.clone());
-                }
+            (Entry::Occupied(cached), EventType::Deleted) => {
+                cached.remove();
+                changes.push(ev.object.clone());
             }
+            (Entry::Vacant(slot), EventType::Added | EventType::Modified) => {
+                slot.insert(ev.object.clone());
+                changes.push(ev.object.clone());
+            }
+            (Entry::Vacant(_), EventType::Deleted) => {}
         }
     }
 

@@ -128,6 +128,10 @@ pub struct NodeLifecycle {
     orphans: BTreeMap<ObjectKey, SimTime>,
     evict_timer: Option<(SimTime, TimerId)>,
     evictions: u64,
+    /// `health` may lag the cache: changes came while the informer was not synced, or
+    /// the records were lost in a crash. The monitor tick then re-reads every node;
+    /// otherwise each change was observed when it came, and a re-read finds nothing new.
+    stale: bool,
 }
 
 impl NodeLifecycle {
@@ -146,6 +150,7 @@ impl NodeLifecycle {
             orphans: BTreeMap::new(),
             evict_timer: None,
             evictions: 0,
+            stale: true,
         }
     }
 
@@ -158,6 +163,8 @@ impl NodeLifecycle {
 /// The node lifecycle controller as a process of the world.
 impl Component for NodeLifecycle {
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
+        // The informer starts cold: nothing is known until it lists.
+        self.stale = true;
         self.informer.start(ctx);
         ctx.set_timer(
             self.config.monitor_period_ms,
@@ -170,14 +177,18 @@ impl Component for NodeLifecycle {
         self.evicted.clear();
         self.orphans.clear();
         self.evict_timer = None;
+        self.stale = true;
     }
 
+    // Responses to our writes are not needed: the next period re-reads the cache.
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         let mut changes = Vec::new();
-        if self.informer.handle(&msg, ctx, &mut changes)
-            && !changes.is_empty()
-            && self.informer.synced()
-        {
+        if !self.informer.handle(&msg, ctx, &mut changes) || changes.is_empty() {
+            return;
+        }
+        if !self.informer.synced() {
+            self.stale = true;
+        } else {
             self.observe_changes(&changes, ctx.now());
             // Evictions depend on Nodes (taints) and Pods only; a node Lease renewal,
             // most of the traffic, cannot make one due (the monitor tick re-checks).
@@ -188,7 +199,6 @@ impl Component for NodeLifecycle {
                 self.evict(ctx);
             }
         }
-        // Responses to our writes are not needed: the next period re-reads the cache.
     }
 
     fn on_timer(&mut self, t: AnyTimer, ctx: &mut WorldCtx<'_>) {
@@ -198,7 +208,9 @@ impl Component for NodeLifecycle {
             }
             AnyTimer::Lifecycle(Timer::Monitor) => {
                 if self.informer.synced() {
-                    self.observe(ctx.now());
+                    if self.stale {
+                        self.observe(ctx.now());
+                    }
                     self.monitor(ctx);
                     self.evict(ctx);
                 }
@@ -264,7 +276,9 @@ impl NodeLifecycle {
         }
     }
 
+    /// Re-read every node's record from the cache: after it, none lags.
     fn observe(&mut self, now: SimTime) {
+        self.stale = false;
         let cache = self.informer.cache();
         let mut nodes = 0;
         for node in cache.list(Node::KIND) {
