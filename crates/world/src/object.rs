@@ -528,20 +528,61 @@ pub struct ObjectKey {
     pub name: String,
 }
 
-/// `a == b` without handing an empty slice to `memcmp`.
+/// `a == b` inline (see [`bytes_cmp`]).
 #[inline]
 fn str_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && (a.is_empty() || a == b)
+    a.len() == b.len() && bytes_cmp(a.as_bytes(), b.as_bytes()) == Ordering::Equal
 }
 
-/// `a.cmp(b)` without handing an empty slice to `memcmp`.
+/// `a.cmp(b)` inline (see [`bytes_cmp`]).
 #[inline]
 fn str_cmp(a: &str, b: &str) -> Ordering {
-    if a.is_empty() || b.is_empty() {
-        a.len().cmp(&b.len())
+    bytes_cmp(a.as_bytes(), b.as_bytes())
+}
+
+/// The order of two byte strings, compared a word at a time inline: keys' strings are
+/// short (a namespace, a name), and a call to `memcmp` and its set-up cost more than the
+/// comparison. Words read big-endian order as their bytes do; the last word is read
+/// ending at the shorter string's end, overlapping bytes already found equal, so the
+/// first byte that differs decides as it would alone.
+#[inline]
+fn bytes_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let prefix = if n >= 8 {
+        let mut i = 0;
+        loop {
+            let at = i.min(n - 8);
+            let (x, y) = (word8(a, at), word8(b, at));
+            if x != y {
+                break x.cmp(&y);
+            }
+            if at == n - 8 {
+                break Ordering::Equal;
+            }
+            i += 8;
+        }
+    } else if n >= 4 {
+        let (x, y) = (word4(a, 0), word4(b, 0));
+        let (x2, y2) = (word4(a, n - 4), word4(b, n - 4));
+        x.cmp(&y).then(x2.cmp(&y2))
     } else {
-        a.cmp(b)
-    }
+        // A slice's `cmp` would call `memcmp`.
+        (0..n)
+            .map(|i| a[i].cmp(&b[i]))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    prefix.then(a.len().cmp(&b.len()))
+}
+
+#[inline(always)]
+fn word8(s: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(s[at..at + 8].try_into().expect("eight bytes"))
+}
+
+#[inline(always)]
+fn word4(s: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(s[at..at + 4].try_into().expect("four bytes"))
 }
 
 impl PartialEq for ObjectKey {
@@ -1188,6 +1229,25 @@ mod tests {
         for a in words {
             for b in words {
                 assert_eq!(str_cmp(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+        // Every length to 40 of strings that share a prefix and differ at one byte,
+        // read by every width of word.
+        let base: Vec<u8> = (0..40u8).map(|i| b'a' + i % 26).collect();
+        let mut strings = Vec::new();
+        for len in 0..=base.len() {
+            strings.push(base[..len].to_vec());
+            for at in 0..len {
+                for by in [b'\0', b'b', 0xff] {
+                    let mut s = base[..len].to_vec();
+                    s[at] = by;
+                    strings.push(s);
+                }
+            }
+        }
+        for a in &strings {
+            for b in &strings {
+                assert_eq!(bytes_cmp(a, b), a.cmp(b), "{a:?} vs {b:?}");
             }
         }
     }
