@@ -248,15 +248,7 @@ impl<A: Actor> Sim<A> {
                     rec.timer_cause.insert(id, cause);
                 }
                 let inc = self.procs[me.index()].incarnation;
-                self.enqueue(
-                    self.now.plus_ms(after_ms),
-                    Event::Timer {
-                        proc: me,
-                        inc,
-                        id,
-                        msg,
-                    },
-                );
+                self.enqueue(self.now.plus_ms(after_ms), Event::timer(me, inc, id, msg));
             }
             Effect::Cancel(id) => {
                 self.cancelled.insert(id);

@@ -1,7 +1,7 @@
 //! The event loop: [`Sim::step_until`] takes the next fault action or event, and
 //! dispatch hands an event to its process (or parks, holds or drops it).
 
-use super::event::Event;
+use super::event::{Event, Source};
 use super::proc::ProcState;
 use super::{Actor, Sim, StepKind};
 use crate::fault::PartitionMode;
@@ -90,151 +90,147 @@ impl<A: Actor> Sim<A> {
                 }
                 Some(StepKind::Handled(proc))
             }
-            Event::Timer {
-                proc,
-                inc: ev_inc,
-                id,
-                msg,
-            } => {
-                // Forget a cancellation as soon as its timer comes due, whatever else
-                // voids it, so the set only holds timers still pending.
-                let cancelled = !self.cancelled.is_empty() && self.cancelled.remove(&id);
-                if cancelled
-                    || ev_inc != inc
-                    || matches!(state, ProcState::Crashed | ProcState::Stopped)
-                {
-                    return None;
-                }
-                if state == ProcState::Paused {
-                    self.procs[proc.index()].pending.push_back(Event::Timer {
-                        proc,
-                        inc: ev_inc,
-                        id,
-                        msg,
-                    });
-                    return None;
-                }
-                if self.trace.mode() == TraceMode::Full {
-                    self.trace.push(
-                        self.now,
-                        RecordKind::Timer {
-                            proc,
-                            msg: msg.clone(),
-                        },
-                    );
-                } else {
-                    self.trace_hash_only_timer(proc, &msg);
-                }
-                if let Some(rec) = &mut self.recorder {
-                    rec.cause = rec.timer_cause.remove(&id);
-                }
-                self.with_ctx(proc, |a, ctx| a.on_timer(id, msg, ctx));
-                if let Some(rec) = &mut self.recorder {
-                    rec.cause = None;
-                }
-                Some(StepKind::Handled(proc))
-            }
-            Event::Deliver {
-                from,
+            Event::Msg {
                 to,
                 inc: ev_inc,
-                conn,
+                origin,
                 msg,
-            } => {
-                if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
-                    self.trace.push(
-                        self.now,
-                        RecordKind::Dropped {
-                            from,
-                            to,
-                            reason: DropReason::ReceiverDown,
-                        },
-                    );
-                    return Some(StepKind::Lost(to));
+            } => match origin.source() {
+                Source::Timer(id) => {
+                    let proc = to;
+                    // Forget a cancellation as soon as its timer comes due, whatever else
+                    // voids it, so the set only holds timers still pending.
+                    let cancelled = !self.cancelled.is_empty() && self.cancelled.remove(&id);
+                    if cancelled
+                        || ev_inc != inc
+                        || matches!(state, ProcState::Crashed | ProcState::Stopped)
+                    {
+                        return None;
+                    }
+                    if state == ProcState::Paused {
+                        self.procs[proc.index()].pending.push_back(Event::Msg {
+                            to: proc,
+                            inc: ev_inc,
+                            origin,
+                            msg,
+                        });
+                        return None;
+                    }
+                    if self.trace.mode() == TraceMode::Full {
+                        self.trace.push(
+                            self.now,
+                            RecordKind::Timer {
+                                proc,
+                                msg: msg.clone(),
+                            },
+                        );
+                    } else {
+                        self.trace_hash_only_timer(proc, &msg);
+                    }
+                    if let Some(rec) = &mut self.recorder {
+                        rec.cause = rec.timer_cause.remove(&id);
+                    }
+                    self.with_ctx(proc, |a, ctx| a.on_timer(id, msg, ctx));
+                    if let Some(rec) = &mut self.recorder {
+                        rec.cause = None;
+                    }
+                    Some(StepKind::Handled(proc))
                 }
-                if conn != self.net.conn(from, to) {
-                    // Still in flight when its connection was reset: lost with it.
-                    self.trace.push(
-                        self.now,
-                        RecordKind::Dropped {
-                            from,
-                            to,
-                            reason: DropReason::Reset,
-                        },
-                    );
-                    return Some(StepKind::Lost(to));
-                }
-                let from_host = self.procs[from.index()].host;
-                let cut = self.net.cut(from_host, to_host);
-                if cut.is_some()
-                    && let Some((client, bound_ms)) = self.retransmitted_by(from, to, &msg)
-                {
-                    // Under either mode: its client's TCP keeps trying until the heal
-                    // or until it gives up (docs/semantics.md 4.8).
-                    self.next_held += 1;
-                    let number = self.next_held;
-                    let give_up_at = self.now.plus_ms(bound_ms);
-                    self.hold(from, to, (ev_inc, conn), msg, Some((number, give_up_at)));
-                    self.enqueue(
-                        give_up_at,
-                        Event::GiveUp {
-                            proc: client,
-                            held: number,
-                        },
-                    );
-                    return Some(StepKind::Lost(to));
-                }
-                match cut {
-                    Some(PartitionMode::Drop) => {
+                Source::Sent { from, conn } => {
+                    if ev_inc != inc || matches!(state, ProcState::Crashed | ProcState::Stopped) {
                         self.trace.push(
                             self.now,
                             RecordKind::Dropped {
                                 from,
                                 to,
-                                reason: DropReason::Partition,
+                                reason: DropReason::ReceiverDown,
                             },
                         );
-                        self.break_connection(from, to, &msg);
                         return Some(StepKind::Lost(to));
                     }
-                    Some(PartitionMode::Hold) => {
-                        self.hold(from, to, (ev_inc, conn), msg, None);
+                    if conn != self.net.conn(from, to) {
+                        // Still in flight when its connection was reset: lost with it.
+                        self.trace.push(
+                            self.now,
+                            RecordKind::Dropped {
+                                from,
+                                to,
+                                reason: DropReason::Reset,
+                            },
+                        );
                         return Some(StepKind::Lost(to));
                     }
-                    None => {}
-                }
-                if state == ProcState::Paused {
-                    self.procs[to.index()].pending.push_back(Event::Deliver {
-                        from,
-                        to,
-                        inc: ev_inc,
-                        conn,
-                        msg,
-                    });
-                    return None;
-                }
-                if self.trace.mode() == TraceMode::Full {
-                    self.trace.push(
-                        self.now,
-                        RecordKind::Deliver {
-                            from,
+                    let from_host = self.procs[from.index()].host;
+                    let cut = self.net.cut(from_host, to_host);
+                    if cut.is_some()
+                        && let Some((client, bound_ms)) = self.retransmitted_by(from, to, &msg)
+                    {
+                        // Under either mode: its client's TCP keeps trying until the heal
+                        // or until it gives up (docs/semantics.md 4.8).
+                        self.next_held += 1;
+                        let number = self.next_held;
+                        let give_up_at = self.now.plus_ms(bound_ms);
+                        self.hold(from, to, (ev_inc, conn), msg, Some((number, give_up_at)));
+                        self.enqueue(
+                            give_up_at,
+                            Event::GiveUp {
+                                proc: client,
+                                held: number,
+                            },
+                        );
+                        return Some(StepKind::Lost(to));
+                    }
+                    match cut {
+                        Some(PartitionMode::Drop) => {
+                            self.trace.push(
+                                self.now,
+                                RecordKind::Dropped {
+                                    from,
+                                    to,
+                                    reason: DropReason::Partition,
+                                },
+                            );
+                            self.break_connection(from, to, &msg);
+                            return Some(StepKind::Lost(to));
+                        }
+                        Some(PartitionMode::Hold) => {
+                            self.hold(from, to, (ev_inc, conn), msg, None);
+                            return Some(StepKind::Lost(to));
+                        }
+                        None => {}
+                    }
+                    if state == ProcState::Paused {
+                        self.procs[to.index()].pending.push_back(Event::Msg {
                             to,
-                            msg: msg.clone(),
-                        },
-                    );
-                } else {
-                    self.trace_hash_only_deliver(from, to, &msg);
+                            inc: ev_inc,
+                            origin,
+                            msg,
+                        });
+                        return None;
+                    }
+                    if self.trace.mode() == TraceMode::Full {
+                        self.trace.push(
+                            self.now,
+                            RecordKind::Deliver {
+                                from,
+                                to,
+                                msg: msg.clone(),
+                            },
+                        );
+                    } else {
+                        self.trace_hash_only_deliver(from, to, &msg);
+                    }
+                    if let Some(rec) = &mut self.recorder {
+                        rec.cause = A::answer_id(&msg)
+                            .and_then(|id| rec.pending.remove(&(to.0, from.0, id)));
+                    }
+                    self.with_ctx(to, |a, ctx| a.on_msg(from, msg, ctx));
+                    if let Some(rec) = &mut self.recorder {
+                        rec.cause = None;
+                    }
+                    Some(StepKind::Handled(to))
                 }
-                if let Some(rec) = &mut self.recorder {
-                    rec.cause =
-                        A::answer_id(&msg).and_then(|id| rec.pending.remove(&(to.0, from.0, id)));
-                }
-                self.with_ctx(to, |a, ctx| a.on_msg(from, msg, ctx));
-                if let Some(rec) = &mut self.recorder {
-                    rec.cause = None;
-                }
-                Some(StepKind::Handled(to))
-            }
+            },
         }
     }
 

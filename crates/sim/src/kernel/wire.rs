@@ -107,13 +107,7 @@ impl<A: Actor> Sim<A> {
         self.enqueue_with(
             self.now,
             DUE_EARLIER,
-            Event::Deliver {
-                from: client,
-                to: client,
-                inc,
-                conn: self.net.conn(client, client),
-                msg: notice,
-            },
+            Event::deliver(client, client, inc, self.net.conn(client, client), notice),
         );
     }
 
@@ -133,17 +127,7 @@ impl<A: Actor> Sim<A> {
         let lane = self.procs[from.index()].actor.lane(&msg);
         let (at, tb) = self.net.fifo(from, to, lane, earliest, tb);
         let conn = self.net.conn(from, to);
-        self.enqueue_with(
-            at,
-            tb,
-            Event::Deliver {
-                from,
-                to,
-                inc,
-                conn,
-                msg,
-            },
-        );
+        self.enqueue_with(at, tb, Event::deliver(from, to, inc, conn, msg));
     }
 
     /// Deliver now, in their original order, the held messages whose link is whole again.
@@ -186,13 +170,7 @@ impl<A: Actor> Sim<A> {
             self.enqueue_with(
                 self.now,
                 DUE_EARLIER,
-                Event::Deliver {
-                    from,
-                    to,
-                    inc,
-                    conn,
-                    msg,
-                },
+                Event::deliver(from, to, inc, conn, msg),
             );
         }
     }
