@@ -138,7 +138,6 @@ pub trait Actor: Sized {
 pub struct Sim<A: Actor> {
     config: SimConfig,
     now: SimTime,
-    seq: u64,
     queue: EventQueue<Event<A::Msg>>,
     procs: Vec<ProcSlot<A>>,
     hosts: Vec<String>,
@@ -207,7 +206,6 @@ impl<A: Actor> Sim<A> {
         let fired_at = vec![None; plan.faults.len()];
         Sim {
             now: SimTime::ZERO,
-            seq: 0,
             queue: EventQueue::default(),
             procs: Vec::new(),
             hosts: Vec::new(),

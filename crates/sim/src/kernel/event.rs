@@ -3,7 +3,6 @@
 
 use super::{Actor, Sim};
 use crate::id::{ProcId, TimerId};
-use crate::queue::Key;
 use crate::time::SimTime;
 use rand::Rng;
 
@@ -139,16 +138,7 @@ impl<A: Actor> Sim<A> {
     // Inlined, with the queue's push, so the event is built in its queue slot.
     #[inline(always)]
     pub(super) fn enqueue_with(&mut self, time: SimTime, tiebreak: u32, event: Event<A::Msg>) {
-        let seq = self.seq;
-        self.seq += 1;
-        self.queue.push(
-            Key {
-                time,
-                tiebreak,
-                seq,
-            },
-            event,
-        );
+        self.queue.push(time, tiebreak, event);
     }
 }
 

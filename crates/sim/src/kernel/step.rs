@@ -18,7 +18,7 @@ impl<A: Actor> Sim<A> {
                 return None;
             }
             let fault_t = self.actions.get(self.next_action).map(|a| a.time);
-            let event_t = self.queue.peek_key().map(|k| k.time);
+            let event_t = self.queue.peek_time();
             let take_fault = match (fault_t, event_t) {
                 (Some(f), Some(e)) => f <= e,
                 (Some(_), None) => true,
