@@ -114,6 +114,12 @@ pub struct Workloads {
     /// Bind request id -> its pod.
     bind_reqs: BTreeMap<u64, Uid>,
     binds: u64,
+    /// Requests sent so far (creates, deletes, status patches, binds).
+    sent: u64,
+    /// The last full pass had nothing to do: it sent nothing, expected nothing, assumed
+    /// nothing and found no pod it could not place. Until the cache changes (which runs
+    /// a pass at once), a pass at the resync would find the same, so it is skipped.
+    idle: bool,
 }
 
 impl Workloads {
@@ -132,6 +138,8 @@ impl Workloads {
             assumed: BTreeMap::new(),
             bind_reqs: BTreeMap::new(),
             binds: 0,
+            sent: 0,
+            idle: false,
         }
     }
 
@@ -156,6 +164,7 @@ impl Component for Workloads {
         self.create_reqs.clear();
         self.assumed.clear();
         self.bind_reqs.clear();
+        self.idle = false;
     }
 
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
@@ -169,6 +178,7 @@ impl Component for Workloads {
         if let Msg::ApiResp(resp) = &msg
             && let Some(uid) = self.bind_reqs.remove(&resp.id)
         {
+            self.idle = false;
             match &resp.result {
                 Ok(_) => {
                     if let Some(a) = self.assumed.get_mut(&uid) {
@@ -187,6 +197,7 @@ impl Component for Workloads {
             && let Some(deploy) = self.create_reqs.remove(&resp.id)
             && let Some(e) = self.expectations.get_mut(&deploy)
         {
+            self.idle = false;
             e.creates.remove(&resp.id);
             if let Ok(ApiOk::Object(pod)) = &resp.result
                 && self.informer.cache().get(&pod.key()).is_none()
@@ -206,7 +217,9 @@ impl Component for Workloads {
                 self.informer.on_timer(&t, ctx);
             }
             AnyTimer::Workloads(Timer::Resync) => {
-                self.pass(ctx);
+                if !self.idle {
+                    self.pass(ctx);
+                }
                 ctx.set_timer(
                     self.config.resync_ms,
                     Msg::Timer(AnyTimer::Workloads(Timer::Resync)),
@@ -228,6 +241,7 @@ impl Component for Workloads {
 
 impl Workloads {
     fn api(&mut self, ctx: &mut WorldCtx<'_>, op: ApiOp) -> u64 {
+        self.sent += 1;
         let id = self.ids.issue();
         ctx.send(self.endpoints.apiserver, Msg::Api(ApiRequest { id, op }));
         id
@@ -238,6 +252,7 @@ impl Workloads {
         if !self.informer.synced() {
             return;
         }
+        let sent = self.sent;
         let deployments: Vec<Arc<Object>> = self
             .informer
             .cache()
@@ -249,7 +264,11 @@ impl Workloads {
         for d in &deployments {
             self.sync_deployment(d, ctx);
         }
-        self.schedule(ctx);
+        let unschedulable = self.schedule(ctx);
+        self.idle = self.sent == sent
+            && self.expectations.is_empty()
+            && self.assumed.is_empty()
+            && !unschedulable;
     }
 
     fn sync_deployment(&mut self, d: &Arc<Object>, ctx: &mut WorldCtx<'_>) {
@@ -375,7 +394,8 @@ impl Workloads {
     }
 
     /// Bind every unbound pending pod not already assumed to a random feasible node.
-    fn schedule(&mut self, ctx: &mut WorldCtx<'_>) {
+    /// Whether a pending pod had no feasible node.
+    fn schedule(&mut self, ctx: &mut WorldCtx<'_>) -> bool {
         let now = ctx.now();
         let timeout_ms = self.config.bind_timeout_ms;
         let cache = self.informer.cache();
@@ -400,8 +420,9 @@ impl Workloads {
             .cloned()
             .collect();
         if pending.is_empty() {
-            return;
+            return false;
         }
+        let mut unschedulable = false;
         let nodes: Vec<Arc<Object>> = cache.list(Node::KIND).cloned().collect();
         for pod in pending {
             let spec = &pod.typed::<Pod>().expect("a Pod").spec;
@@ -409,6 +430,7 @@ impl Workloads {
                 nodes.iter().filter(|n| feasible(n, spec)).collect();
             if candidates.is_empty() {
                 ctx.note(|| format!("workloads: pod {} unschedulable", pod.key()));
+                unschedulable = true;
                 continue;
             }
             let i = ctx.draw_ms(0, candidates.len() as u64 - 1) as usize;
@@ -433,6 +455,7 @@ impl Workloads {
             );
             self.bind_reqs.insert(id, pod.meta.uid);
         }
+        unschedulable
     }
 }
 
