@@ -132,6 +132,11 @@ pub struct NodeLifecycle {
     /// the records were lost in a crash. The monitor tick then re-reads every node;
     /// otherwise each change was observed when it came, and a re-read finds nothing new.
     stale: bool,
+    /// Until this instant the monitor tick's passes would write nothing: no node can go
+    /// silent, no toleration or quarantine runs out and no eviction is due a retry, and
+    /// nothing they read changed since they last ran (a Node or Pod change, or any pass
+    /// run off the tick, resets it to zero). The tick skips them while it holds.
+    quiet_until: SimTime,
 }
 
 impl NodeLifecycle {
@@ -151,6 +156,7 @@ impl NodeLifecycle {
             evict_timer: None,
             evictions: 0,
             stale: true,
+            quiet_until: SimTime::ZERO,
         }
     }
 
@@ -165,6 +171,7 @@ impl Component for NodeLifecycle {
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         // The informer starts cold: nothing is known until it lists.
         self.stale = true;
+        self.quiet_until = SimTime::ZERO;
         self.informer.start(ctx);
         ctx.set_timer(
             self.config.monitor_period_ms,
@@ -178,6 +185,7 @@ impl Component for NodeLifecycle {
         self.orphans.clear();
         self.evict_timer = None;
         self.stale = true;
+        self.quiet_until = SimTime::ZERO;
     }
 
     // Responses to our writes are not needed: the next period re-reads the cache.
@@ -196,7 +204,8 @@ impl Component for NodeLifecycle {
                 .iter()
                 .any(|o| o.kind() == Node::KIND || o.kind() == Pod::KIND)
             {
-                self.evict(ctx);
+                self.quiet_until = SimTime::ZERO;
+                let _ = self.evict(ctx);
             }
         }
     }
@@ -211,8 +220,12 @@ impl Component for NodeLifecycle {
                     if self.stale {
                         self.observe(ctx.now());
                     }
-                    self.monitor(ctx);
-                    self.evict(ctx);
+                    if ctx.now() >= self.quiet_until {
+                        let monitor = self.monitor(ctx);
+                        let evict = self.evict(ctx);
+                        self.quiet_until =
+                            monitor.zip(evict).map_or(SimTime::ZERO, |(m, e)| m.min(e));
+                    }
                 }
                 ctx.set_timer(
                     self.config.monitor_period_ms,
@@ -222,7 +235,8 @@ impl Component for NodeLifecycle {
             AnyTimer::Lifecycle(Timer::Evict) => {
                 self.evict_timer = None;
                 if self.informer.synced() {
-                    self.evict(ctx);
+                    self.quiet_until = SimTime::ZERO;
+                    let _ = self.evict(ctx);
                 }
             }
             _ => {}
@@ -279,6 +293,7 @@ impl NodeLifecycle {
     /// Re-read every node's record from the cache: after it, none lags.
     fn observe(&mut self, now: SimTime) {
         self.stale = false;
+        self.quiet_until = SimTime::ZERO;
         let cache = self.informer.cache();
         let mut nodes = 0;
         for node in cache.list(Node::KIND) {
@@ -322,9 +337,11 @@ impl NodeLifecycle {
         }
     }
 
-    /// The node-monitor pass: Ready=Unknown for silent nodes; taints follow Ready.
-    fn monitor(&mut self, ctx: &mut WorldCtx<'_>) {
+    /// The node-monitor pass: Ready=Unknown for silent nodes; taints follow Ready. `None`
+    /// if it wrote, else the first instant a node could go silent.
+    fn monitor(&mut self, ctx: &mut WorldCtx<'_>) -> Option<SimTime> {
         let now = ctx.now();
+        let mut quiet_until = Some(SimTime::MAX);
         let nodes: Vec<Arc<Object>> = self.informer.cache().list(Node::KIND).cloned().collect();
         for node in nodes {
             let Some(n) = node.typed::<Node>() else {
@@ -337,6 +354,10 @@ impl NodeLifecycle {
                 && n.status.ready != ConditionStatus::Unknown;
             if !silent && taints_follow(&n.spec.taints, n.status.ready) {
                 // Nothing to write: no node copied.
+                if n.status.ready != ConditionStatus::Unknown {
+                    let goes_silent = h.probe.plus_ms(self.config.grace_period_ms).plus_ms(1);
+                    quiet_until = quiet_until.map(|q| q.min(goes_silent));
+                }
                 continue;
             }
             let mut next: Node = n.clone();
@@ -367,6 +388,8 @@ impl NodeLifecycle {
                     time_added: Some(now),
                 });
             }
+            // Written (or, if nothing changed, looked at again next tick).
+            quiet_until = None;
             if next == *n {
                 continue;
             }
@@ -386,13 +409,16 @@ impl NodeLifecycle {
                 },
             );
         }
+        quiet_until
     }
 
     /// Taint-based eviction and orphan GC over every bound pod; arms the timer for the
-    /// next toleration to run out.
-    fn evict(&mut self, ctx: &mut WorldCtx<'_>) {
+    /// next toleration to run out. `None` if it deleted, else the first instant a pass
+    /// could: a toleration or quarantine runs out, or an eviction is due a retry.
+    fn evict(&mut self, ctx: &mut WorldCtx<'_>) -> Option<SimTime> {
         let now = ctx.now();
         let mut next_deadline: Option<SimTime> = None;
+        let mut next_retry = SimTime::MAX;
         let mut deletes: Vec<(ObjectKey, Uid, Option<u64>)> = Vec::new();
         let cache = self.informer.cache();
         // Nodes in name order (cluster-scoped keys order by name): looked up by a pod's
@@ -440,12 +466,11 @@ impl NodeLifecycle {
             }
             let key = pod.key();
             let retry = self.config.eviction_retry_ms;
-            let sent = self
-                .evicted
-                .get(&key)
-                .is_some_and(|(uid, at)| *uid == pod.meta.uid && now.since(*at) < retry);
-            if !sent {
-                deletes.push((key, pod.meta.uid, None));
+            match self.evicted.get(&key) {
+                Some((uid, at)) if *uid == pod.meta.uid && now.since(*at) < retry => {
+                    next_retry = next_retry.min(at.plus_ms(retry));
+                }
+                _ => deletes.push((key, pod.meta.uid, None)),
             }
         }
         self.orphans = orphans_now.into_iter().collect();
@@ -455,6 +480,9 @@ impl NodeLifecycle {
                 .get(k)
                 .is_some_and(|o| o.meta.uid == *uid && !o.meta.is_deleting())
         });
+        let quiet_until = deletes
+            .is_empty()
+            .then(|| next_deadline.unwrap_or(SimTime::MAX).min(next_retry));
         for (key, uid, grace) in deletes {
             ctx.note(|| format!("lifecycle: evicting pod {key}"));
             if grace.is_none() {
@@ -484,6 +512,7 @@ impl NodeLifecycle {
                 self.evict_timer = Some((due, id));
             }
         }
+        quiet_until
     }
 }
 
