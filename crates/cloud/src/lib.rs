@@ -635,7 +635,13 @@ impl Cloud {
             .values()
             .filter(|r| r.visible(now))
             .map(|r| &r.instance)
-            .filter(|i| tag_filters.iter().all(|(k, v)| i.tags.get(k) == Some(v)))
+            // A scan of the instance's few tags, lengths first, finds a key sooner than
+            // the map's search by order.
+            .filter(|i| {
+                tag_filters
+                    .iter()
+                    .all(|(k, v)| i.tags.iter().any(|(tk, tv)| tk == k && tv == v))
+            })
             .filter(|i| state_ok(i))
             .cloned()
             .collect())

@@ -45,8 +45,8 @@
 //! (a leadership forward to a candidate without a NodeRef, see [`EtcdOp::ForwardLeadership`]).
 
 use crate::kinds::NODE_ROLE_MASTER_LABEL;
-use reconsim_cloud::{CloudOp, CloudResult, InstanceState};
-use reconsim_sim::{ProcId, SimTime};
+use reconsim_cloud::{CloudOp, CloudResult, Instance, InstanceState};
+use reconsim_sim::{Hashed, ProcId, SimTime};
 use reconsim_world::api::{ApiOk, ApiOp, ApiRequest, PatchOp};
 use reconsim_world::component::{Component, ServiceCaller};
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
@@ -272,6 +272,10 @@ pub struct Etcd {
     /// the leader, the ClusterStatus, the log); polls and reads leave it
     /// ([`Component::changes`]).
     version: u64,
+    /// The last poll's instances and `version` after it: a poll that answers the same
+    /// instances (the very same, held here) to an unchanged etcd changes nothing, as
+    /// the last one left nothing to do (it is skipped).
+    last_poll: Option<(Vec<Hashed<Instance>>, u64)>,
 }
 
 impl Etcd {
@@ -292,6 +296,7 @@ impl Etcd {
             log: Vec::new(),
             quorum_lost: None,
             version: 0,
+            last_poll: None,
         }
     }
 
@@ -426,6 +431,24 @@ impl Etcd {
         let Ok(instances) = result else {
             return;
         };
+        // A pass leaves nothing for another over the same instances: members are up as
+        // they run, the leader is kept, and every running instance has joined unless
+        // quorum is lost (which a pass that joins nothing cannot restore).
+        if let Some((last, version)) = &self.last_poll
+            && *version == self.version
+            && last.len() == instances.len()
+            && last
+                .iter()
+                .zip(instances)
+                .all(|(a, b)| Hashed::ptr_eq(a, b))
+        {
+            return;
+        }
+        self.poll(instances, ctx);
+        self.last_poll = Some((instances.clone(), self.version));
+    }
+
+    fn poll(&mut self, instances: &[Hashed<Instance>], ctx: &mut WorldCtx<'_>) {
         let now = ctx.now();
         let running: BTreeMap<&str, &str> = instances
             .iter()
