@@ -28,6 +28,9 @@ pub struct NoMissingReferencedConfig {
     pub not_yet_created_grace_ms: u64,
     /// Every config name ever seen in the store.
     existed: BTreeSet<String>,
+    /// The store's MachineConfig writes when `existed` was last brought up to date: no
+    /// write since, no new name.
+    existed_at_writes: Option<u64>,
     /// Never-created names referenced now, since when.
     pending_since: BTreeMap<String, SimTime>,
 }
@@ -37,6 +40,7 @@ impl Default for NoMissingReferencedConfig {
         NoMissingReferencedConfig {
             not_yet_created_grace_ms: DAEMON_CONFIG_TIMEOUT_MS,
             existed: BTreeSet::new(),
+            existed_at_writes: None,
             pending_since: BTreeMap::new(),
         }
     }
@@ -52,10 +56,14 @@ impl NoMissingReferencedConfig {
             .list(MachineConfig::KIND)
             .map(|mc| mc.meta.name.as_str())
             .collect();
-        for name in &live {
-            if !self.existed.contains(*name) {
-                self.existed.insert(name.to_string());
+        let writes = view.api.kind_writes(MachineConfig::KIND);
+        if self.existed_at_writes != Some(writes) {
+            for name in &live {
+                if !self.existed.contains(*name) {
+                    self.existed.insert(name.to_string());
+                }
             }
+            self.existed_at_writes = Some(writes);
         }
         // Who names a config, formatted only for a report.
         enum Who<'a> {
