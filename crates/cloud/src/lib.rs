@@ -311,6 +311,20 @@ pub struct Cloud {
     /// a timer (boot, join, shutdown, vanish, forget), a fault; DescribeInstances leaves
     /// it ([`Component::changes`]).
     version: u64,
+    /// The last DescribeInstances by tags, answered again while it holds.
+    described: Option<Described>,
+}
+
+/// A DescribeInstances by tags and its answer, which holds while the cloud's `version`
+/// is `version` (no instance changed) and before `until`, the next instant an instance
+/// becomes visible. The etcd model asks the same every second.
+#[derive(Debug)]
+struct Described {
+    version: u64,
+    until: SimTime,
+    tag_filters: BTreeMap<String, String>,
+    states: Vec<InstanceState>,
+    answer: Vec<Hashed<Instance>>,
 }
 
 impl Cloud {
@@ -325,6 +339,7 @@ impl Cloud {
             describe_lag_extra_ms: 0,
             join_extra_ms: 0,
             version: 0,
+            described: None,
         }
     }
 
@@ -619,7 +634,7 @@ impl Cloud {
     }
 
     fn describe_instances(
-        &self,
+        &mut self,
         ids: &[String],
         tag_filters: &BTreeMap<String, String>,
         states: &[InstanceState],
@@ -630,7 +645,22 @@ impl Cloud {
             let found = self.visible_by_ids(ids, now)?;
             return Ok(found.into_iter().filter(|i| state_ok(i)).cloned().collect());
         }
-        Ok(self
+        if let Some(d) = &self.described
+            && d.version == self.version
+            && now < d.until
+            && d.states == states
+            && d.tag_filters == *tag_filters
+        {
+            return Ok(d.answer.clone());
+        }
+        let until = self
+            .records
+            .values()
+            .filter(|r| !r.vanished && r.visible_at > now)
+            .map(|r| r.visible_at)
+            .min()
+            .unwrap_or(SimTime::MAX);
+        let answer: Vec<Hashed<Instance>> = self
             .records
             .values()
             .filter(|r| r.visible(now))
@@ -644,7 +674,15 @@ impl Cloud {
             })
             .filter(|i| state_ok(i))
             .cloned()
-            .collect())
+            .collect();
+        self.described = Some(Described {
+            version: self.version,
+            until,
+            tag_filters: tag_filters.clone(),
+            states: states.to_vec(),
+            answer: answer.clone(),
+        });
+        Ok(answer)
     }
 
     /// Every id, or `InstanceNotFound` for the first one the API cannot see (EC2 fails

@@ -310,11 +310,17 @@ fn describe_by_tag_misses_new_instances_until_the_lag_passes() {
             run(1, a, None),
             describe_tags(5, a, &[]),
             describe_tags(12, a, &[]),
+            // Asked again, nothing changed: the same answers (the cloud answers a
+            // repeated DescribeInstances by tags from its last one while it holds).
+            describe_tags(6, a, &[]),
+            describe_tags(13, a, &[]),
         ],
     );
     w.run_until_secs(20);
     assert_eq!(w.ids(1), Vec::<String>::new());
     assert_eq!(w.ids(2), vec![id(1)]);
+    assert_eq!(w.ids(3), Vec::<String>::new());
+    assert_eq!(w.ids(4), vec![id(1)]);
 }
 
 #[test]
