@@ -1,7 +1,7 @@
 //! The event loop: [`Sim::step_until`] takes the next fault action or event, and
 //! dispatch hands an event to its process (or parks, holds or drops it).
 
-use super::event::{Event, Source};
+use super::event::{Event, Origin, Source};
 use super::proc::ProcState;
 use super::{Actor, Sim, StepKind};
 use crate::fault::PartitionMode;
@@ -108,13 +108,7 @@ impl<A: Actor> Sim<A> {
                         return None;
                     }
                     if state == ProcState::Paused {
-                        self.procs[proc.index()].pending.push_back(Event::Msg {
-                            to: proc,
-                            inc: ev_inc,
-                            origin,
-                            msg,
-                        });
-                        return None;
+                        return self.park(proc, ev_inc, origin, msg);
                     }
                     if self.trace.mode() == TraceMode::Full {
                         self.trace.push(
@@ -200,13 +194,7 @@ impl<A: Actor> Sim<A> {
                         None => {}
                     }
                     if state == ProcState::Paused {
-                        self.procs[to.index()].pending.push_back(Event::Msg {
-                            to,
-                            inc: ev_inc,
-                            origin,
-                            msg,
-                        });
-                        return None;
+                        return self.park(to, ev_inc, origin, msg);
                     }
                     if self.trace.mode() == TraceMode::Full {
                         self.trace.push(
@@ -232,6 +220,17 @@ impl<A: Actor> Sim<A> {
                 }
             },
         }
+    }
+
+    /// Keep a message or timer come due while `to` is paused, for when it resumes.
+    fn park(&mut self, to: ProcId, inc: u32, origin: Origin, msg: A::Msg) -> Option<StepKind> {
+        self.procs[to.index()].pending.push_back(Event::Msg {
+            to,
+            inc,
+            origin,
+            msg,
+        });
+        None
     }
 
     // Hash-only traces never keep the message, so they need no clone of it.
