@@ -487,13 +487,16 @@ pub fn rerun(scenario: &Scenario, config: &Config, trial: &Trial) -> Option<Outc
 impl State<'_> {
     /// The next round's trials, in the order they count: the arms in turn by their
     /// shares (smooth weighted round robin), each from its next seed or plan.
+    /// The first `size` trials of a full round: a round is always apportioned and
+    /// interleaved as [`ROUND_RUNS`] runs, so a campaign cut short (by its run budget or
+    /// its time) ran a prefix of what a larger budget runs.
     fn round(&mut self, size: usize) -> Vec<(Trial, Job)> {
-        let quota = apportion(size as u64, self.shares);
+        let quota = apportion(ROUND_RUNS as u64, self.shares);
         let total: u64 = quota.iter().sum();
         let mut credit = [0i64; 3];
         let mut left = quota;
         let mut out = Vec::with_capacity(size);
-        while out.len() < size {
+        while out.len() < size.min(ROUND_RUNS) {
             for a in 0..3 {
                 if left[a] > 0 {
                     credit[a] += quota[a] as i64;
