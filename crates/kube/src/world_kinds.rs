@@ -107,6 +107,10 @@ fn part(top: &Fields, name: &str) -> Result<Fields, Rejected> {
     }
 }
 
+/// A part's text, kept as stored. The readers of a part's modeled fields (`lease`,
+/// `node_spec`, ...) leave it empty: an encoder reads them back from the text only to
+/// compare, and canonicalising the text again was most of a Lease's encoding (issue 33).
+/// The decoders of a written object attach it.
 fn verbatim(fields: &Fields) -> Verbatim {
     if fields.is_empty() {
         Verbatim::default()
@@ -362,7 +366,7 @@ fn node_spec(m: &Fields) -> Result<NodeSpec, Rejected> {
         provider_id: opt_str(m, "providerID", "spec")?,
         taints,
         unschedulable: opt_bool(m, "unschedulable", "spec")?,
-        verbatim: verbatim(m),
+        verbatim: Verbatim::default(),
     })
 }
 
@@ -381,7 +385,7 @@ fn node_status(m: &Fields) -> Result<NodeStatus, Rejected> {
     Ok(NodeStatus {
         ready,
         ready_since,
-        verbatim: verbatim(m),
+        verbatim: Verbatim::default(),
     })
 }
 
@@ -434,9 +438,16 @@ fn encode_node(b: &Body) -> Option<Fields> {
 }
 
 fn decode_node(top: &Fields) -> Result<Body, Rejected> {
+    let (spec, status) = (part(top, "spec")?, part(top, "status")?);
     Ok(Body::new(Node {
-        spec: node_spec(&part(top, "spec")?)?,
-        status: node_status(&part(top, "status")?)?,
+        spec: NodeSpec {
+            verbatim: verbatim(&spec),
+            ..node_spec(&spec)?
+        },
+        status: NodeStatus {
+            verbatim: verbatim(&status),
+            ..node_status(&status)?
+        },
     }))
 }
 
@@ -484,7 +495,15 @@ fn pod_spec(m: &Fields, path: &str) -> Result<PodSpec, Rejected> {
         image,
         node_selector: strings(m, "nodeSelector", path)?,
         tolerations,
+        verbatim: Verbatim::default(),
+    })
+}
+
+/// A pod spec with its text, as stored.
+fn pod_spec_kept(m: &Fields, path: &str) -> Result<PodSpec, Rejected> {
+    Ok(PodSpec {
         verbatim: verbatim(m),
+        ..pod_spec(m, path)?
     })
 }
 
@@ -577,7 +596,7 @@ fn pod_status(m: &Fields) -> Result<PodStatus, Rejected> {
             Some(p) => phase(&p)?,
         },
         restart_count,
-        verbatim: verbatim(m),
+        verbatim: Verbatim::default(),
     })
 }
 
@@ -617,9 +636,13 @@ fn encode_pod(b: &Body) -> Option<Fields> {
 }
 
 fn decode_pod(top: &Fields) -> Result<Body, Rejected> {
+    let status = part(top, "status")?;
     Ok(Body::new(Pod {
-        spec: pod_spec(&part(top, "spec")?, "spec")?,
-        status: pod_status(&part(top, "status")?)?,
+        spec: pod_spec_kept(&part(top, "spec")?, "spec")?,
+        status: PodStatus {
+            verbatim: verbatim(&status),
+            ..pod_status(&status)?
+        },
     }))
 }
 
@@ -632,7 +655,7 @@ fn lease(m: &Fields) -> Result<Lease, Rejected> {
         acquire_time: opt_time(m, "acquireTime", "spec")?,
         renew_time: opt_time(m, "renewTime", "spec")?,
         lease_transitions: opt_u32(m, "leaseTransitions", "spec")?.unwrap_or(0),
-        verbatim: verbatim(m),
+        verbatim: Verbatim::default(),
     })
 }
 
@@ -669,7 +692,11 @@ fn encode_lease(b: &Body) -> Option<Fields> {
 }
 
 fn decode_lease(top: &Fields) -> Result<Body, Rejected> {
-    Ok(Body::new(lease(&part(top, "spec")?)?))
+    let spec = part(top, "spec")?;
+    Ok(Body::new(Lease {
+        verbatim: verbatim(&spec),
+        ..lease(&spec)?
+    }))
 }
 
 // ----- certificates.k8s.io/v1 CertificateSigningRequest ------------------------------------
@@ -717,7 +744,7 @@ fn csr_spec(m: &Fields) -> Result<CsrSpec, Rejected> {
     Ok(CsrSpec {
         username: opt_str(m, "username", "spec")?.unwrap_or_default(),
         node_name: requested_node(&request).unwrap_or_default(),
-        verbatim: verbatim(m),
+        verbatim: Verbatim::default(),
     })
 }
 
@@ -726,7 +753,7 @@ fn csr_status(m: &Fields) -> Result<CsrStatus, Rejected> {
     Ok(CsrStatus {
         approved: condition(list, "Approved")
             .is_some_and(|(_, c)| c.get("status").and_then(Value::as_str) == Some("True")),
-        verbatim: verbatim(m),
+        verbatim: Verbatim::default(),
     })
 }
 
@@ -759,9 +786,16 @@ fn encode_csr(b: &Body) -> Option<Fields> {
 }
 
 fn decode_csr(top: &Fields) -> Result<Body, Rejected> {
+    let (spec, status) = (part(top, "spec")?, part(top, "status")?);
     Ok(Body::new(CertificateSigningRequest {
-        spec: csr_spec(&part(top, "spec")?)?,
-        status: csr_status(&part(top, "status")?)?,
+        spec: CsrSpec {
+            verbatim: verbatim(&spec),
+            ..csr_spec(&spec)?
+        },
+        status: CsrStatus {
+            verbatim: verbatim(&status),
+            ..csr_status(&status)?
+        },
     }))
 }
 
@@ -786,7 +820,7 @@ fn deployment_spec(m: &Fields) -> Result<DeploymentSpec, Rejected> {
     };
     let spec = match template.get("spec") {
         None | Some(Value::Null) => return Err(invalid("spec.template.spec", "Required value")),
-        Some(s) => pod_spec(object(s, "spec.template.spec")?, "spec.template.spec")?,
+        Some(s) => pod_spec_kept(object(s, "spec.template.spec")?, "spec.template.spec")?,
     };
     Ok(DeploymentSpec {
         // The API server's default.
