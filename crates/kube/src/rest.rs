@@ -134,9 +134,17 @@ pub fn summary(method: &http::Method, uri: &str, body: &[u8]) -> String {
 /// The value of query parameter `name`, percent-decoded.
 fn query(uri: &str, name: &str) -> Option<String> {
     let q = uri.split_once('?')?.1;
-    form_urlencoded::parse(q.as_bytes())
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
+    // The first pair whose decoded key is `name`, as `form_urlencoded::parse` finds it,
+    // decoding only a key that has something to decode, and only the pair found: a
+    // request is asked for up to a dozen parameters (issue 33).
+    q.split('&').filter(|p| !p.is_empty()).find_map(|pair| {
+        let key = pair.split_once('=').map_or(pair, |(k, _)| k);
+        if !key.contains(['%', '+']) && key != name {
+            return None;
+        }
+        let (k, v) = form_urlencoded::parse(pair.as_bytes()).next()?;
+        (k == name).then(|| v.into_owned())
+    })
 }
 
 /// What a path names: a served kind, the namespace (none: cluster-scoped, or every
@@ -1030,5 +1038,11 @@ mod tests {
         );
         assert_eq!(query("/x?a=1&watch=true", "watch"), Some("true".into()));
         assert_eq!(query("/x", "watch"), None);
+        // A key is decoded too, and the first of two pairs with one key wins.
+        assert_eq!(query("/x?a=1&w%61tch=1&watch=2", "watch"), Some("1".into()));
+        assert_eq!(query("/x?&&limit=5&", "limit"), Some("5".into()));
+        assert_eq!(query("/x?a+b=c+d", "a b"), Some("c d".into()));
+        assert_eq!(query("/x?watch", "watch"), Some("".into()));
+        assert_eq!(query("/x?watchx=1", "watch"), None);
     }
 }
