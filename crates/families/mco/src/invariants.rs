@@ -102,10 +102,19 @@ impl NoMissingReferencedConfig {
                 refs.push((c, Who::Machine(m.name())));
             }
         }
-        let mut still = BTreeMap::new();
+        // The never-created names named now, each with when it was first named: the
+        // names of `pending_since` still named keep their time, and a new one starts now.
+        let mut named: Vec<&str> = Vec::new();
         let mut found = None;
+        // Most names are live, and a node's two names are mostly one: the last live name
+        // is compared before the search (issue 33).
+        let mut last_live = "";
         for (name, who) in refs {
+            if name == last_live {
+                continue;
+            }
             if live.binary_search(&name).is_ok() {
+                last_live = name;
                 continue;
             }
             if found.is_some() {
@@ -122,7 +131,7 @@ impl NoMissingReferencedConfig {
                 continue;
             }
             let since = *self.pending_since.get(name).unwrap_or(&view.now);
-            still.insert(name.to_string(), since);
+            named.push(name);
             if view.now.since(since) >= self.not_yet_created_grace_ms {
                 let who = describe(&who);
                 found = Some(Violation {
@@ -136,7 +145,14 @@ impl NoMissingReferencedConfig {
                 });
             }
         }
-        self.pending_since = still;
+        named.sort_unstable();
+        self.pending_since
+            .retain(|name, _| named.binary_search(&name.as_str()).is_ok());
+        for name in named {
+            if !self.pending_since.contains_key(name) {
+                self.pending_since.insert(name.to_string(), view.now);
+            }
+        }
         found
     }
 }
