@@ -139,7 +139,7 @@ fn query(uri: &str, name: &str) -> Option<String> {
     // request is asked for up to a dozen parameters (issue 33).
     q.split('&').filter(|p| !p.is_empty()).find_map(|pair| {
         let key = pair.split_once('=').map_or(pair, |(k, _)| k);
-        if !key.contains(['%', '+']) && key != name {
+        if key != name && !key.bytes().any(|b| b == b'%' || b == b'+') {
             return None;
         }
         let (k, v) = form_urlencoded::parse(pair.as_bytes()).next()?;
