@@ -5,9 +5,10 @@
 //! building the tree was 8-12 % of a real-code example's time (docs/PERFORMANCE.md).
 
 use crate::doc::JsonDoc;
-use crate::wire::{self, has_generation, timestamp, uid_text};
+use crate::wire::{self, Timestamp, UidText, has_generation};
 use reconsim_world::object::{Kind, Object, ObjectMeta, OwnerReference};
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use std::fmt;
 
 /// Append the JSON text of `o` to `out`; `None` (nothing written) when the wire does not
 /// serve its kind, as [`wire::to_json`].
@@ -42,6 +43,7 @@ struct ObjectText<'a> {
 }
 
 enum Fixed<'a> {
+    ApiVersion(Kind),
     Str(&'a str),
     Meta(&'a ObjectMeta, Kind),
 }
@@ -49,8 +51,34 @@ enum Fixed<'a> {
 impl Serialize for Fixed<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            Fixed::ApiVersion(kind) => Shown(ApiVersion(*kind)).serialize(s),
             Fixed::Str(v) => s.serialize_str(v),
             Fixed::Meta(meta, kind) => MetaText { meta, kind: *kind }.serialize(s),
+        }
+    }
+}
+
+/// A value written as a JSON string through its `Display`: serde_json writes it
+/// straight into the text (`collect_str`), with no `String` made for each timestamp,
+/// uid and resourceVersion of every object (issue 33).
+struct Shown<T>(T);
+
+impl<T: fmt::Display> Serialize for Shown<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+/// A kind's apiVersion ([`Kind::api_version`]) as `Display`.
+struct ApiVersion(Kind);
+
+impl fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let info = self.0.info();
+        if info.group.is_empty() {
+            f.write_str(info.version)
+        } else {
+            write!(f, "{}/{}", info.group, info.version)
         }
     }
 }
@@ -58,10 +86,9 @@ impl Serialize for Fixed<'_> {
 impl Serialize for ObjectText<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let kind = self.o.kind();
-        let api_version = kind.api_version();
         // In key order: "apiVersion" < "kind" < "metadata".
         let fixed = [
-            ("apiVersion", Fixed::Str(&api_version)),
+            ("apiVersion", Fixed::ApiVersion(kind)),
             ("kind", Fixed::Str(kind.as_str())),
             ("metadata", Fixed::Meta(&self.o.meta, kind)),
         ];
@@ -113,12 +140,12 @@ impl Serialize for MetaText<'_> {
         if !m.annotations.is_empty() {
             map.serialize_entry("annotations", &m.annotations)?;
         }
-        map.serialize_entry("creationTimestamp", &timestamp(m.creation_timestamp))?;
+        map.serialize_entry("creationTimestamp", &Shown(Timestamp(m.creation_timestamp)))?;
         if let Some(secs) = m.deletion_grace_period_seconds {
             map.serialize_entry("deletionGracePeriodSeconds", &secs)?;
         }
         if let Some(t) = m.deletion_timestamp {
-            map.serialize_entry("deletionTimestamp", &timestamp(t))?;
+            map.serialize_entry("deletionTimestamp", &Shown(Timestamp(t)))?;
         }
         if !m.finalizers.is_empty() {
             map.serialize_entry("finalizers", &m.finalizers)?;
@@ -139,8 +166,8 @@ impl Serialize for MetaText<'_> {
         if !m.owner_references.is_empty() {
             map.serialize_entry("ownerReferences", &OwnersText(&m.owner_references))?;
         }
-        map.serialize_entry("resourceVersion", &m.resource_version.to_string())?;
-        map.serialize_entry("uid", &uid_text(m.uid))?;
+        map.serialize_entry("resourceVersion", &Shown(m.resource_version))?;
+        map.serialize_entry("uid", &Shown(UidText(m.uid)))?;
         map.end()
     }
 }
@@ -161,14 +188,14 @@ impl Serialize for OwnerText<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("apiVersion", &r.kind.api_version())?;
+        map.serialize_entry("apiVersion", &Shown(ApiVersion(r.kind)))?;
         if r.block_owner_deletion {
             map.serialize_entry("blockOwnerDeletion", &true)?;
         }
         map.serialize_entry("controller", &r.controller)?;
         map.serialize_entry("kind", r.kind.as_str())?;
         map.serialize_entry("name", &r.name)?;
-        map.serialize_entry("uid", &uid_text(r.uid))?;
+        map.serialize_entry("uid", &Shown(UidText(r.uid)))?;
         map.end()
     }
 }

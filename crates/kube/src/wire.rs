@@ -9,6 +9,7 @@ use crate::kinds::{self, Served};
 use reconsim_sim::SimTime;
 use reconsim_world::object::{Body, Kind, Object, ObjectMeta, OwnerReference, Uid};
 use serde_json::{Map, Value, json};
+use std::fmt;
 
 /// A client's object that the server cannot take: the status code and the message.
 #[derive(Debug)]
@@ -28,7 +29,26 @@ pub fn rejected(code: u16, reason: &'static str, message: String) -> Rejected {
 
 /// A uid as Kubernetes writes one (a UUID), from the world's counter.
 pub fn uid_text(u: Uid) -> String {
-    format!("00000000-0000-4000-8000-{:012x}", u.0)
+    UidText(u).to_string()
+}
+
+/// [`uid_text`] as `Display`, written without a `String` (every object's text has one).
+pub(crate) struct UidText(pub Uid);
+
+impl fmt::Display for UidText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let u = self.0.0;
+        if u >= 1 << 48 {
+            // More than the 12 digits: a uid this server did not write (`parse_uid`).
+            return write!(f, "00000000-0000-4000-8000-{u:012x}");
+        }
+        let mut text = *b"00000000-0000-4000-8000-000000000000";
+        for (i, b) in text[24..].iter_mut().enumerate() {
+            let digit = (u >> (4 * (11 - i))) & 0xf;
+            *b = b"0123456789abcdef"[digit as usize];
+        }
+        f.write_str(std::str::from_utf8(&text).expect("ASCII"))
+    }
 }
 
 /// The world uid of a uid on the wire. One this server did not write (a test's own
@@ -48,6 +68,38 @@ pub const EPOCH_DAYS: i64 = 20_454; // 2026-01-01
 
 /// Virtual time as an RFC 3339 timestamp (whole seconds, as metav1.Time writes).
 pub fn timestamp(t: SimTime) -> String {
+    Timestamp(t).to_string()
+}
+
+/// [`timestamp`] as `Display`, written without a `String` (every object's text has one).
+pub(crate) struct Timestamp(pub SimTime);
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (y, m, d, rem) = civil(self.0);
+        let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+        if !(0..=9999).contains(&y) {
+            return write!(f, "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z");
+        }
+        let mut text = *b"0000-00-00T00:00:00Z";
+        let digits = |text: &mut [u8; 20], at: usize, width: u32, v: i64| {
+            for i in 0..width as usize {
+                let place = 10_i64.pow(width - 1 - i as u32);
+                text[at + i] = b'0' + (v / place % 10) as u8;
+            }
+        };
+        digits(&mut text, 0, 4, y);
+        digits(&mut text, 5, 2, m);
+        digits(&mut text, 8, 2, d);
+        digits(&mut text, 11, 2, hh);
+        digits(&mut text, 14, 2, mm);
+        digits(&mut text, 17, 2, ss);
+        f.write_str(std::str::from_utf8(&text).expect("ASCII"))
+    }
+}
+
+/// The civil date of a virtual time, and its seconds into the day.
+fn civil(t: SimTime) -> (i64, i64, i64, i64) {
     let secs = (t.as_ms() / 1000) as i64;
     let days = EPOCH_DAYS + secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
@@ -61,12 +113,7 @@ pub fn timestamp(t: SimTime) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (y, m, d, rem)
 }
 
 /// Whether the API server keeps `metadata.generation` for `kind`: a custom resource's
@@ -377,6 +424,43 @@ fn owner_reference(r: &Value, i: usize) -> Result<OwnerReference, Rejected> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The texts written digit by digit are the formatted ones, to the last case.
+    #[test]
+    fn timestamps_and_uids_are_their_formatted_texts() {
+        let formatted = |t: SimTime| {
+            let (y, m, d, rem) = civil(t);
+            format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60
+            )
+        };
+        let mut ms = 0_u64;
+        while ms < 400 * 365 * 86_400_000 {
+            assert_eq!(timestamp(SimTime(ms)), formatted(SimTime(ms)), "{ms}");
+            ms = ms * 3 / 2 + 999_999;
+        }
+        for ms in [u64::MAX, u64::MAX / 1000, 7_975 * 365 * 86_400_000] {
+            assert_eq!(timestamp(SimTime(ms)), formatted(SimTime(ms)), "{ms}");
+        }
+        let mut u = 0_u64;
+        for _ in 0..200 {
+            assert_eq!(
+                uid_text(Uid(u)),
+                format!("00000000-0000-4000-8000-{u:012x}"),
+                "{u}"
+            );
+            u = u * 5 / 3 + 7;
+        }
+        for u in [(1 << 48) - 1, 1 << 48, u64::MAX, 1 << 63 | 12_345] {
+            assert_eq!(
+                uid_text(Uid(u)),
+                format!("00000000-0000-4000-8000-{u:012x}")
+            );
+        }
+    }
 
     #[test]
     fn timestamps_are_rfc3339_from_the_runs_epoch() {
