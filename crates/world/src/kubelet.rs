@@ -653,6 +653,14 @@ impl Kubelet {
 
     fn set_node_owner(&self, meta: &mut ObjectMeta) {
         if let Some(uid) = self.node_uid {
+            // A renewal's Lease mostly has it already: no new vector and name then.
+            if let [r] = meta.owner_references.as_slice()
+                && (r.kind, r.uid, r.controller, r.block_owner_deletion)
+                    == (Node::KIND, uid, false, false)
+                && r.name == self.config.node_name
+            {
+                return;
+            }
             meta.owner_references = vec![OwnerReference {
                 kind: Node::KIND,
                 name: self.config.node_name.clone(),
