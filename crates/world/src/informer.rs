@@ -32,7 +32,6 @@ use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::{Kind, Object, ObjectKey};
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 use std::sync::Arc;
 
 /// HTTP/2 ReadIdleTimeout of client-go's transport.
@@ -425,24 +424,26 @@ impl Informer {
         *next_seq += 1;
         let r = &mut self.reflectors[i];
         r.last_rv = r.last_rv.max(ev.object.meta.resource_version);
-        // One search of the cache per event: an older cached object is replaced or
-        // removed in place; a newer one stays.
+        // An older cached object is replaced in place (one search, by the object's own
+        // place: no key is made) or removed; a newer one stays. Only a new object's
+        // entry makes its key.
         let rv = ev.object.meta.resource_version;
-        match (self.cache.objects.entry(ev.object.key()), ev.event) {
-            (Entry::Occupied(cached), _) if cached.get().meta.resource_version >= rv => {}
-            (Entry::Occupied(mut cached), EventType::Added | EventType::Modified) => {
-                cached.insert(ev.object.clone());
+        let objects = &mut self.cache.objects;
+        match (objects.get_mut(ev.object.place()), ev.event) {
+            (Some(cached), _) if cached.meta.resource_version >= rv => {}
+            (Some(cached), EventType::Added | EventType::Modified) => {
+                *cached = ev.object.clone();
                 changes.push(ev.object.clone());
             }
-            (Entry::Occupied(cached), EventType::Deleted) => {
-                cached.remove();
+            (Some(_), EventType::Deleted) => {
+                objects.remove(ev.object.place());
                 changes.push(ev.object.clone());
             }
-            (Entry::Vacant(slot), EventType::Added | EventType::Modified) => {
-                slot.insert(ev.object.clone());
+            (None, EventType::Added | EventType::Modified) => {
+                objects.insert(ev.object.key(), ev.object.clone());
                 changes.push(ev.object.clone());
             }
-            (Entry::Vacant(_), EventType::Deleted) => {}
+            (None, EventType::Deleted) => {}
         }
     }
 

@@ -623,6 +623,60 @@ impl PartialOrd for ObjectKey {
     }
 }
 
+/// An object's place (kind, namespace, name) borrowed from what holds it: a map keyed by
+/// [`ObjectKey`] is searched with an object's own (`map.get(object.place())`) without
+/// making a key's two strings first, as a watch event's every cache used to (issue 33).
+/// It orders and compares as the key does, which `Borrow` requires.
+pub trait Place {
+    fn parts(&self) -> (Kind, &str, &str);
+}
+
+impl Place for ObjectKey {
+    #[inline]
+    fn parts(&self) -> (Kind, &str, &str) {
+        (self.kind, &self.namespace, &self.name)
+    }
+}
+
+impl Place for Object {
+    #[inline]
+    fn parts(&self) -> (Kind, &str, &str) {
+        (self.kind(), &self.meta.namespace, &self.meta.name)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn Place + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn Place + 'a) {
+        self
+    }
+}
+
+impl Ord for dyn Place + '_ {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        let ((k1, ns1, n1), (k2, ns2, n2)) = (self.parts(), other.parts());
+        k1.cmp(&k2)
+            .then_with(|| str_cmp(ns1, ns2))
+            .then_with(|| str_cmp(n1, n2))
+    }
+}
+
+impl PartialOrd for dyn Place + '_ {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn Place + '_ {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for dyn Place + '_ {}
+
 impl ObjectKey {
     pub fn new(kind: Kind, namespace: &str, name: &str) -> Self {
         ObjectKey {
@@ -816,6 +870,13 @@ impl Object {
             namespace: self.meta.namespace.clone(),
             name: self.meta.name.clone(),
         }
+    }
+
+    /// Where the object lives, borrowed: a map keyed by [`ObjectKey`] is searched with
+    /// it without making the key ([`Place`]).
+    #[inline]
+    pub fn place(&self) -> &dyn Place {
+        self
     }
 
     /// Whether `self` is the object named by `key` (no allocation).
@@ -1203,6 +1264,33 @@ mod tests {
                     assert_eq!(a == b, (ns_a, n) == (ns_b, "x"));
                 }
             }
+        }
+    }
+
+    /// `Borrow`'s contract: an object's place orders as its key, so a map keyed by
+    /// `ObjectKey` finds by place what it finds by key.
+    #[test]
+    fn a_place_orders_and_finds_as_its_key() {
+        let names = ["", "a", "worker-0", "worker-10", "kube-node-lease-x"];
+        let mut objects = Vec::new();
+        for ns in ["", "default", "kube-node-lease"] {
+            for name in names {
+                let meta = || ObjectMeta::named(ns, name);
+                objects.push(Object::new(meta(), Pod::default()));
+                objects.push(Object::new(meta(), Lease::default()));
+                objects.push(Object::new(meta(), Node::default()));
+            }
+        }
+        let mut map = BTreeMap::new();
+        for (i, o) in objects.iter().enumerate().step_by(2) {
+            map.insert(o.key(), i);
+        }
+        for a in &objects {
+            for b in &objects {
+                assert_eq!(a.place().cmp(b.place()), a.key().cmp(&b.key()));
+                assert_eq!(a.place() == b.place(), a.key() == b.key());
+            }
+            assert_eq!(map.get(a.place()), map.get(&a.key()), "{}", a.key());
         }
     }
 

@@ -186,12 +186,20 @@ impl WatchCaches {
         for cache in self.caches.values_mut() {
             while cache.feed.front().is_some_and(|(at, _, _)| *at <= now) {
                 let (_, event, object) = cache.feed.pop_front().expect("checked");
+                // Found by the object's own place: a key is made only for a new entry.
                 match event {
-                    EventType::Deleted => cache.objects.remove(&object.key()),
-                    EventType::Added | EventType::Modified => {
-                        cache.objects.insert(object.key(), object)
+                    EventType::Deleted => {
+                        cache.objects.remove(object.place());
                     }
-                };
+                    EventType::Added | EventType::Modified => {
+                        match cache.objects.get_mut(object.place()) {
+                            Some(cached) => *cached = object,
+                            None => {
+                                cache.objects.insert(object.key(), object);
+                            }
+                        }
+                    }
+                }
             }
         }
         self.drop_caught_up();
