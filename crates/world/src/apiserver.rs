@@ -624,7 +624,7 @@ impl ApiServer {
         meta.generation = 1;
         meta.creation_timestamp = ctx.now();
         meta.deletion_timestamp = None;
-        let stored = self.store(key, object, EventType::Added, ctx);
+        let stored = self.store(&key, object, EventType::Added, ctx);
         Ok(ApiOk::Object(stored))
     }
 
@@ -649,7 +649,7 @@ impl ApiServer {
         next.meta.deletion_timestamp = current.meta.deletion_timestamp;
         next.meta.generate_name = current.meta.generate_name.clone();
         next.meta.generation = current.meta.generation;
-        self.commit(key, &current, next, ctx)
+        self.commit(&key, &current, next, ctx)
     }
 
     fn patch(
@@ -677,14 +677,14 @@ impl ApiServer {
             apply_patch(&mut next, op)?;
         }
         if !ops.iter().any(|op| matches!(op, PatchOp::Object(_))) {
-            return self.commit(key.clone(), &current, next, ctx);
+            return self.commit(key, &current, next, ctx);
         }
         // A whole-object patch (the real-code path's writes) that ends the object's life
         // answers the object as last written, as the real server answers an update that
         // empties a deleting object's finalizers (registry/store.go,
         // deleteWithoutFinalizers returns the object); a family's patch gets `Deleted`.
         let last = next.clone();
-        match self.commit(key.clone(), &current, next, ctx)? {
+        match self.commit(key, &current, next, ctx)? {
             ApiOk::Deleted => Ok(ApiOk::Object(Arc::new(last))),
             ok => Ok(ok),
         }
@@ -715,7 +715,7 @@ impl ApiServer {
         let mut next = (*current).clone();
         next.typed_mut::<Pod>().expect("a Pod").spec.node_name = Some(node_name);
         next.meta.generation = current.meta.generation + 1;
-        let stored = self.store(key.clone(), next, EventType::Modified, ctx);
+        let stored = self.store(key, next, EventType::Modified, ctx);
         Ok(ApiOk::Object(stored))
     }
 
@@ -723,7 +723,7 @@ impl ApiServer {
     /// removal, the write itself.
     fn commit(
         &mut self,
-        key: ObjectKey,
+        key: &ObjectKey,
         current: &Arc<Object>,
         mut next: Object,
         ctx: &mut WorldCtx<'_>,
@@ -760,7 +760,7 @@ impl ApiServer {
             && !self.awaiting_grace.contains(&current.meta.uid)
             && !self.terminating.values().any(|u| *u == current.meta.uid)
         {
-            self.remove(&key, Some(next), ctx);
+            self.remove(key, Some(next), ctx);
             return Ok(ApiOk::Deleted);
         }
         let stored = self.store(key, next, EventType::Modified, ctx);
@@ -837,7 +837,7 @@ impl ApiServer {
         if next == *current {
             return Ok(ApiOk::Object(current));
         }
-        let stored = self.store(key.clone(), next, EventType::Modified, ctx);
+        let stored = self.store(key, next, EventType::Modified, ctx);
         if stored.meta.has_finalizer(FINALIZER_ORPHAN)
             || stored.meta.has_finalizer(FINALIZER_FOREGROUND)
         {
@@ -849,7 +849,7 @@ impl ApiServer {
     /// Write `object` under `key` with a new resourceVersion and tell the watchers.
     fn store(
         &mut self,
-        key: ObjectKey,
+        key: &ObjectKey,
         mut object: Object,
         event: EventType,
         ctx: &mut WorldCtx<'_>,
@@ -864,7 +864,11 @@ impl ApiServer {
             self.uids.insert(arc.meta.uid, key.clone());
             self.note_namespace(&arc);
         }
-        let prev = self.objects.insert(key, arc.clone());
+        // An update replaces its object in place; only a create makes the store's key.
+        let prev = match self.objects.get_mut(key) {
+            Some(slot) => Some(std::mem::replace(slot, arc.clone())),
+            None => self.objects.insert(key.clone(), arc.clone()),
+        };
         // Only a write that changes an object's owner references gives the collector new
         // work (an owner's own removal or marking arms it otherwise): most writes (a
         // status, a renewal) skip the lookups.

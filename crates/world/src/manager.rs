@@ -939,7 +939,8 @@ impl Manager {
     /// caller pumps afterwards, so the next key starts once this reconcile ended.
     fn step(&mut self, i: usize, reply: Option<Reply>, ctx: &mut WorldCtx<'_>) {
         let c = &mut self.controllers[i];
-        let Some(key) = c.queue.processing.clone() else {
+        // Borrowed for the step: only a reconcile that ends needs its own copy.
+        let Some(key) = c.queue.processing.as_ref() else {
             return;
         };
         let now = ctx.now();
@@ -947,7 +948,7 @@ impl Manager {
         let notes_enabled = ctx.notes_enabled();
         let (step, notes) = {
             let mut rctx = ReconcileCtx {
-                key: &key,
+                key,
                 cache: self.informer.cache(),
                 reply,
                 now,
@@ -1015,6 +1016,7 @@ impl Manager {
                 ctx.crash_self(restart_after_ms);
             }
             end => {
+                let key = key.clone();
                 // How the reconcile ended: its note, and when the key comes back
                 // (controller-runtime's reconcileHandler, semantics 2.4).
                 let (how, reason, requeue) = match &end {
