@@ -38,6 +38,8 @@ impl Key {
 }
 
 const ARITY: usize = 4;
+// `sift_down` picks the least of a full set of children as two pairs.
+const _: () = assert!(ARITY == 4);
 
 #[derive(Debug)]
 pub struct EventQueue<E> {
@@ -111,32 +113,43 @@ impl<E> EventQueue<E> {
 
     /// Put `key` at the root (the root's entry already taken) and sift it down.
     fn sift_down(&mut self, key: u128, slot: u32) {
-        let n = self.keys.len();
+        let (keys, at) = (&mut self.keys[..], &mut self.at[..]);
+        let n = keys.len();
         let mut i = 0;
         loop {
             let first = ARITY * i + 1;
-            if first >= n {
-                break;
-            }
-            let last = (first + ARITY).min(n);
-            let mut min = first;
-            let mut min_key = self.keys[first];
-            for c in first + 1..last {
-                let k = self.keys[c];
-                if k < min_key {
-                    min = c;
-                    min_key = k;
+            let (min, min_key) = if let Some(k) = keys.get(first..first + ARITY) {
+                // Four children, the least found as two pairs and their winners: the
+                // first two comparisons do not wait on each other. Keys are distinct
+                // (each has its own sequence number), so which of equal ones wins
+                // never arises.
+                let (a, ka) = if k[1] < k[0] { (1, k[1]) } else { (0, k[0]) };
+                let (b, kb) = if k[3] < k[2] { (3, k[3]) } else { (2, k[2]) };
+                if kb < ka {
+                    (first + b, kb)
+                } else {
+                    (first + a, ka)
                 }
-            }
+            } else if first < n {
+                let mut min = first;
+                for (c, &k) in keys.iter().enumerate().skip(first + 1) {
+                    if k < keys[min] {
+                        min = c;
+                    }
+                }
+                (min, keys[min])
+            } else {
+                break;
+            };
             if key < min_key {
                 break;
             }
-            self.keys[i] = min_key;
-            self.at[i] = self.at[min];
+            keys[i] = min_key;
+            at[i] = at[min];
             i = min;
         }
-        self.keys[i] = key;
-        self.at[i] = slot;
+        keys[i] = key;
+        at[i] = slot;
     }
 
     /// Number the queued events 0, 1, .. in their order, so sequence numbers go on
