@@ -54,8 +54,8 @@ use crate::msg::{Msg, ReqIds, Timer as AnyTimer, tags};
 use crate::object::Resource;
 use crate::object::{
     Body, CertificateSigningRequest, ConditionStatus, CsrSpec, CsrStatus, Lease, NODE_BOOTSTRAPPER,
-    Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta, OwnerReference, Pod, PodPhase,
-    PodStatus, Taint, Uid,
+    Node, NodeSpec, NodeStatus, Object, ObjectKey, ObjectMeta, Pod, PodPhase, PodStatus, Taint,
+    Uid,
 };
 use reconsim_sim::{HostId, ProcId, SimTime, TimerId};
 use std::collections::BTreeMap;
@@ -653,21 +653,7 @@ impl Kubelet {
 
     fn set_node_owner(&self, meta: &mut ObjectMeta) {
         if let Some(uid) = self.node_uid {
-            // A renewal's Lease mostly has it already: no new vector and name then.
-            if let [r] = meta.owner_references.as_slice()
-                && (r.kind, r.uid, r.controller, r.block_owner_deletion)
-                    == (Node::KIND, uid, false, false)
-                && r.name == self.config.node_name
-            {
-                return;
-            }
-            meta.owner_references = vec![OwnerReference {
-                kind: Node::KIND,
-                name: self.config.node_name.clone(),
-                uid,
-                controller: false,
-                block_owner_deletion: false,
-            }];
+            meta.set_only_owner(Node::KIND, &self.config.node_name, uid);
         }
     }
 

@@ -833,6 +833,25 @@ impl ObjectMeta {
     pub fn has_finalizer(&self, f: &str) -> bool {
         self.finalizers.iter().any(|x| x == f)
     }
+
+    /// Make `kind` `name` (`uid`) the object's only owner, not its controller (a node's
+    /// Lease: the kubelet's, an MCO machine's). A renewal's Lease has it already, and
+    /// keeps it without a new vector and name.
+    pub fn set_only_owner(&mut self, kind: Kind, name: &str, uid: Uid) {
+        if let [r] = self.owner_references.as_slice()
+            && (r.kind, r.uid, r.controller, r.block_owner_deletion) == (kind, uid, false, false)
+            && r.name == name
+        {
+            return;
+        }
+        self.owner_references = vec![OwnerReference {
+            kind,
+            name: name.to_string(),
+            uid,
+            controller: false,
+            block_owner_deletion: false,
+        }];
+    }
 }
 
 /// A stored object: metadata and a typed body.

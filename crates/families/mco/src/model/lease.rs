@@ -18,7 +18,7 @@ use reconsim_world::api::{ApiError, ApiOk, ApiOp, ApiRequest};
 use reconsim_world::kubelet::{KubeletTiming, NODE_LEASE_NAMESPACE};
 use reconsim_world::msg::Msg;
 use reconsim_world::object::Resource;
-use reconsim_world::object::{Body, Lease, Node, Object, ObjectKey, ObjectMeta, OwnerReference};
+use reconsim_world::object::{Body, Lease, Node, Object, ObjectKey, ObjectMeta};
 use reconsim_world::proc::WorldCtx;
 
 /// The kubelet's node Lease request under way.
@@ -56,13 +56,7 @@ impl McoMachine {
 
     fn lease_owner(&self, meta: &mut ObjectMeta) {
         if let Some(uid) = self.node_uid {
-            meta.owner_references = vec![OwnerReference {
-                kind: Node::KIND,
-                name: self.spec.name.clone(),
-                uid,
-                controller: false,
-                block_owner_deletion: false,
-            }];
+            meta.set_only_owner(Node::KIND, &self.spec.name, uid);
         }
     }
 
