@@ -438,17 +438,18 @@ fn encode_node(b: &Body) -> Option<Fields> {
 }
 
 fn decode_node(top: &Fields) -> Result<Body, Rejected> {
-    let (spec, status) = (part(top, "spec")?, part(top, "status")?);
-    Ok(Body::new(Node {
-        spec: NodeSpec {
-            verbatim: verbatim(&spec),
-            ..node_spec(&spec)?
-        },
-        status: NodeStatus {
-            verbatim: verbatim(&status),
-            ..node_status(&status)?
-        },
-    }))
+    // Each part read in turn, so a bad spec is refused before a bad status, as ever.
+    let spec = part(top, "spec")?;
+    let spec = NodeSpec {
+        verbatim: verbatim(&spec),
+        ..node_spec(&spec)?
+    };
+    let status = part(top, "status")?;
+    let status = NodeStatus {
+        verbatim: verbatim(&status),
+        ..node_status(&status)?
+    };
+    Ok(Body::new(Node { spec, status }))
 }
 
 // ----- core/v1 Pod -------------------------------------------------------------------------
@@ -636,14 +637,13 @@ fn encode_pod(b: &Body) -> Option<Fields> {
 }
 
 fn decode_pod(top: &Fields) -> Result<Body, Rejected> {
+    let spec = pod_spec_kept(&part(top, "spec")?, "spec")?;
     let status = part(top, "status")?;
-    Ok(Body::new(Pod {
-        spec: pod_spec_kept(&part(top, "spec")?, "spec")?,
-        status: PodStatus {
-            verbatim: verbatim(&status),
-            ..pod_status(&status)?
-        },
-    }))
+    let status = PodStatus {
+        verbatim: verbatim(&status),
+        ..pod_status(&status)?
+    };
+    Ok(Body::new(Pod { spec, status }))
 }
 
 // ----- coordination.k8s.io/v1 Lease --------------------------------------------------------
@@ -786,17 +786,17 @@ fn encode_csr(b: &Body) -> Option<Fields> {
 }
 
 fn decode_csr(top: &Fields) -> Result<Body, Rejected> {
-    let (spec, status) = (part(top, "spec")?, part(top, "status")?);
-    Ok(Body::new(CertificateSigningRequest {
-        spec: CsrSpec {
-            verbatim: verbatim(&spec),
-            ..csr_spec(&spec)?
-        },
-        status: CsrStatus {
-            verbatim: verbatim(&status),
-            ..csr_status(&status)?
-        },
-    }))
+    let spec = part(top, "spec")?;
+    let spec = CsrSpec {
+        verbatim: verbatim(&spec),
+        ..csr_spec(&spec)?
+    };
+    let status = part(top, "status")?;
+    let status = CsrStatus {
+        verbatim: verbatim(&status),
+        ..csr_status(&status)?
+    };
+    Ok(Body::new(CertificateSigningRequest { spec, status }))
 }
 
 // ----- apps/v1 Deployment ------------------------------------------------------------------
@@ -895,6 +895,20 @@ fn decode_deployment(top: &Fields) -> Result<Body, Rejected> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A write's parts are read in turn: a bad spec is what a write with a bad spec and
+    /// a bad status is refused for.
+    #[test]
+    fn a_bad_spec_is_refused_before_a_bad_status() {
+        let top = |v: Value| v.as_object().cloned().expect("an object");
+        let both = top(json!({"spec": {"taints": 5}, "status": 7}));
+        for decode in [decode_node, decode_pod, decode_csr] {
+            let Err(refused) = decode(&both) else {
+                panic!("a bad spec and status decoded");
+            };
+            assert!(refused.message.starts_with("spec"), "{}", refused.message);
+        }
+    }
 
     #[test]
     fn times_parse_back_to_the_millisecond() {
