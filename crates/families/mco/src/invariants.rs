@@ -108,13 +108,13 @@ impl NoMissingReferencedConfig {
         let mut found = None;
         // Most names are live, and a node's two names are mostly one: the last live name
         // is compared before the search (issue 33).
-        let mut last_live = "";
+        let mut last_live: Option<&str> = None;
         for (name, who) in refs {
-            if name == last_live {
+            if last_live == Some(name) {
                 continue;
             }
             if live.binary_search(&name).is_ok() {
-                last_live = name;
+                last_live = Some(name);
                 continue;
             }
             if found.is_some() {
