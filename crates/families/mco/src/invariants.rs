@@ -224,3 +224,42 @@ pub fn invariants() -> Vec<NamedCheck> {
         Box::new(NoMissingReferencedConfig::default())
     })]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ANNOTATION_CURRENT;
+    use reconsim_sim::{FaultPlan, Sim, SimConfig};
+    use reconsim_world::Proc;
+    use reconsim_world::apiserver::ApiServer;
+    use reconsim_world::object::{Object, ObjectMeta};
+
+    /// A name is judged whatever it is, the empty one too: a node that names a config
+    /// no one created fails once the grace runs out.
+    #[test]
+    fn a_never_created_name_fails_after_its_grace_even_if_empty() {
+        for name in ["", "rendered-worker-1"] {
+            let mut api = ApiServer::new(Default::default());
+            let mut meta = ObjectMeta::named("", "worker-0");
+            meta.annotations
+                .insert(ANNOTATION_CURRENT.to_string(), name.to_string());
+            api.seed_object(Object::new(meta, Node::default()));
+            let sim: Sim<Proc> = Sim::new(SimConfig::new(7), FaultPlan::new(Vec::new()));
+            let mut check = NoMissingReferencedConfig::default();
+            let at = |ms| View {
+                now: SimTime(ms),
+                api: &api,
+                sim: &sim,
+            };
+            assert!(check.check(&at(0)).is_none(), "{name:?}");
+            let failed = check
+                .check(&at(DAEMON_CONFIG_TIMEOUT_MS))
+                .unwrap_or_else(|| panic!("{name:?} was never created"));
+            assert!(
+                failed.message.contains("was never created"),
+                "{}",
+                failed.message
+            );
+        }
+    }
+}
