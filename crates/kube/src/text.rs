@@ -6,7 +6,7 @@
 
 use crate::doc::JsonDoc;
 use crate::wire::{self, Timestamp, UidText, has_generation};
-use reconsim_world::object::{Kind, Object, ObjectMeta, OwnerReference};
+use reconsim_world::object::{ApiVersion, Kind, Object, ObjectMeta, OwnerReference};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
 
@@ -66,20 +66,6 @@ struct Shown<T>(T);
 impl<T: fmt::Display> Serialize for Shown<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&self.0)
-    }
-}
-
-/// A kind's apiVersion ([`Kind::api_version`]) as `Display`.
-struct ApiVersion(Kind);
-
-impl fmt::Display for ApiVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let info = self.0.info();
-        if info.group.is_empty() {
-            f.write_str(info.version)
-        } else {
-            write!(f, "{}/{}", info.group, info.version)
-        }
     }
 }
 

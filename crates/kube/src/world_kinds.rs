@@ -110,13 +110,27 @@ fn part(top: &Fields, name: &str) -> Result<Fields, Rejected> {
 /// A part's text, kept as stored. The readers of a part's modeled fields (`lease`,
 /// `node_spec`, ...) leave it empty: an encoder reads them back from the text only to
 /// compare, and canonicalising the text again was most of a Lease's encoding (issue 33).
-/// The decoders of a written object attach it.
+/// The decoders of a written object attach it ([`kept`]).
 fn verbatim(fields: &Fields) -> Verbatim {
     if fields.is_empty() {
         Verbatim::default()
     } else {
         Verbatim::new(canonical(&Value::Object(fields.clone())))
     }
+}
+
+/// Part `name` of a written object read by `read`, with its text kept in the field
+/// `text` names.
+fn kept<T>(
+    top: &Fields,
+    name: &str,
+    read: impl FnOnce(&Fields) -> Result<T, Rejected>,
+    text: impl FnOnce(&mut T) -> &mut Verbatim,
+) -> Result<T, Rejected> {
+    let m = part(top, name)?;
+    let mut t = read(&m)?;
+    *text(&mut t) = verbatim(&m);
+    Ok(t)
 }
 
 fn opt_str(m: &Fields, key: &str, path: &str) -> Result<Option<String>, Rejected> {
@@ -438,18 +452,12 @@ fn encode_node(b: &Body) -> Option<Fields> {
 }
 
 fn decode_node(top: &Fields) -> Result<Body, Rejected> {
-    // Each part read in turn, so a bad spec is refused before a bad status, as ever.
-    let spec = part(top, "spec")?;
-    let spec = NodeSpec {
-        verbatim: verbatim(&spec),
-        ..node_spec(&spec)?
-    };
-    let status = part(top, "status")?;
-    let status = NodeStatus {
-        verbatim: verbatim(&status),
-        ..node_status(&status)?
-    };
-    Ok(Body::new(Node { spec, status }))
+    // Each part read in turn (fields evaluate in order), so a bad spec is refused
+    // before a bad status.
+    Ok(Body::new(Node {
+        spec: kept(top, "spec", node_spec, |s| &mut s.verbatim)?,
+        status: kept(top, "status", node_status, |s| &mut s.verbatim)?,
+    }))
 }
 
 // ----- core/v1 Pod -------------------------------------------------------------------------
@@ -637,13 +645,10 @@ fn encode_pod(b: &Body) -> Option<Fields> {
 }
 
 fn decode_pod(top: &Fields) -> Result<Body, Rejected> {
-    let spec = pod_spec_kept(&part(top, "spec")?, "spec")?;
-    let status = part(top, "status")?;
-    let status = PodStatus {
-        verbatim: verbatim(&status),
-        ..pod_status(&status)?
-    };
-    Ok(Body::new(Pod { spec, status }))
+    Ok(Body::new(Pod {
+        spec: kept(top, "spec", |m| pod_spec(m, "spec"), |s| &mut s.verbatim)?,
+        status: kept(top, "status", pod_status, |s| &mut s.verbatim)?,
+    }))
 }
 
 // ----- coordination.k8s.io/v1 Lease --------------------------------------------------------
@@ -692,11 +697,7 @@ fn encode_lease(b: &Body) -> Option<Fields> {
 }
 
 fn decode_lease(top: &Fields) -> Result<Body, Rejected> {
-    let spec = part(top, "spec")?;
-    Ok(Body::new(Lease {
-        verbatim: verbatim(&spec),
-        ..lease(&spec)?
-    }))
+    Ok(Body::new(kept(top, "spec", lease, |l| &mut l.verbatim)?))
 }
 
 // ----- certificates.k8s.io/v1 CertificateSigningRequest ------------------------------------
@@ -786,17 +787,10 @@ fn encode_csr(b: &Body) -> Option<Fields> {
 }
 
 fn decode_csr(top: &Fields) -> Result<Body, Rejected> {
-    let spec = part(top, "spec")?;
-    let spec = CsrSpec {
-        verbatim: verbatim(&spec),
-        ..csr_spec(&spec)?
-    };
-    let status = part(top, "status")?;
-    let status = CsrStatus {
-        verbatim: verbatim(&status),
-        ..csr_status(&status)?
-    };
-    Ok(Body::new(CertificateSigningRequest { spec, status }))
+    Ok(Body::new(CertificateSigningRequest {
+        spec: kept(top, "spec", csr_spec, |s| &mut s.verbatim)?,
+        status: kept(top, "status", csr_status, |s| &mut s.verbatim)?,
+    }))
 }
 
 // ----- apps/v1 Deployment ------------------------------------------------------------------

@@ -121,6 +121,22 @@ impl KindInfo {
 #[derive(Clone, Copy)]
 pub struct Kind(&'static KindInfo);
 
+/// A kind's apiVersion ([`Kind::api_version`]) as `Display`: written where it goes (an
+/// object's JSON text) with no `String` made for it.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiVersion(pub Kind);
+
+impl fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let info = self.0.info();
+        if info.group.is_empty() {
+            f.write_str(info.version)
+        } else {
+            write!(f, "{}/{}", info.group, info.version)
+        }
+    }
+}
+
 impl Kind {
     pub const fn new(info: &'static KindInfo) -> Self {
         Kind(info)
@@ -141,11 +157,7 @@ impl Kind {
 
     /// `group/version`, or `version` for the core group (an object's apiVersion).
     pub fn api_version(self) -> String {
-        if self.0.group.is_empty() {
-            self.0.version.to_string()
-        } else {
-            format!("{}/{}", self.0.group, self.0.version)
-        }
+        ApiVersion(self).to_string()
     }
 
     /// Cluster-scoped kinds have an empty namespace.
