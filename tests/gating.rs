@@ -96,6 +96,35 @@ fn no_missing_referenced_config_gated_gives_the_same_verdicts() {
     assert!(agrees("no_missing_referenced_config", 6) > 0);
 }
 
+/// The checker keeps what it read (each kind's names until the kind is written again,
+/// the booting machines' names, that it found nothing) and skips a check that would see
+/// the same. One that forgets all of it before every check judges every step alike.
+#[test]
+fn no_missing_referenced_config_keeps_nothing_that_changes_a_verdict() {
+    use reconsim::families::mco::invariants::NoMissingReferencedConfig;
+    use reconsim::scenario::faults::generate;
+    use reconsim::scenario::runner::run_observed;
+    use reconsim::sim::TraceMode;
+    let (mut checks, mut found) = (0, 0);
+    for s in scenarios_checking("no_missing_referenced_config") {
+        for seed in 0..4 {
+            let mut kept = NoMissingReferencedConfig::default();
+            let mut forgetful = NoMissingReferencedConfig::default();
+            run_observed(&s, seed, generate(&s, seed), TraceMode::Hash, |v| {
+                let verdict = kept.check(v);
+                forgetful.forget();
+                assert_eq!(verdict, forgetful.check(v), "{} seed {seed}", s.name);
+                checks += 1;
+                found += usize::from(verdict.is_some());
+            });
+        }
+    }
+    assert!(
+        checks > 10_000 && found > 0,
+        "{checks} checks, {found} violations"
+    );
+}
+
 #[test]
 fn kcp_no_create_while_deleting_gated_gives_the_same_verdicts() {
     // v0.3.3's one-replica upgrade, scaled to 2 replicas at 200 s, while its scale down

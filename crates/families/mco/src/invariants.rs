@@ -28,11 +28,65 @@ pub struct NoMissingReferencedConfig {
     pub not_yet_created_grace_ms: u64,
     /// Every config name ever seen in the store.
     existed: BTreeSet<String>,
-    /// The store's MachineConfig writes when `existed` was last brought up to date: no
-    /// write since, no new name.
-    existed_at_writes: Option<u64>,
+    /// The live configs' names, sorted, as of `live_at_writes`.
+    live: Vec<String>,
+    /// The store's MachineConfig writes when `live` and `existed` were last brought up
+    /// to date: no write since, no new name.
+    live_at_writes: Option<u64>,
+    /// The names the Nodes' annotations give, as of that many Node writes.
+    by_nodes: Named,
+    /// The names the pools' spec and status give, as of that many pool writes.
+    by_pools: Named,
+    /// The names machines still booting were served, and the machines, in process order
+    /// (none before the first check).
+    by_machines: Option<Vec<(String, String)>>,
+    /// The last check found nothing: one that sees the same names before a grace runs
+    /// out finds nothing either.
+    quiet: bool,
     /// Never-created names referenced now, since when.
     pending_since: BTreeMap<String, SimTime>,
+}
+
+/// One kind's references, kept while the store has no new write of the kind: a check
+/// after a machine's step (half of them) lists no kind (issue 33).
+#[derive(Clone, Debug, Default)]
+struct Named {
+    at_writes: Option<u64>,
+    /// In the order the kind lists (by name), each object's fields in order.
+    refs: Vec<Ref>,
+}
+
+/// A config name and who names it.
+#[derive(Clone, Debug)]
+struct Ref {
+    config: String,
+    owner: String,
+    /// The annotation or field that names it.
+    field: &'static str,
+}
+
+impl Named {
+    /// Bring the references up to date with the store's `writes` of their kind; false
+    /// if they were.
+    fn refresh<'a>(
+        &mut self,
+        writes: u64,
+        read: impl FnOnce(&mut dyn FnMut(&'a str, &'a str, &'static str)),
+    ) -> bool {
+        if self.at_writes == Some(writes) {
+            return false;
+        }
+        self.refs.clear();
+        read(&mut |config, owner, field| {
+            self.refs.push(Ref {
+                config: config.to_string(),
+                owner: owner.to_string(),
+                field,
+            })
+        });
+        self.at_writes = Some(writes);
+        true
+    }
 }
 
 impl Default for NoMissingReferencedConfig {
@@ -40,7 +94,12 @@ impl Default for NoMissingReferencedConfig {
         NoMissingReferencedConfig {
             not_yet_created_grace_ms: DAEMON_CONFIG_TIMEOUT_MS,
             existed: BTreeSet::new(),
-            existed_at_writes: None,
+            live: Vec::new(),
+            live_at_writes: None,
+            by_nodes: Named::default(),
+            by_pools: Named::default(),
+            by_machines: None,
+            quiet: false,
             pending_since: BTreeMap::new(),
         }
     }
@@ -49,59 +108,88 @@ impl Default for NoMissingReferencedConfig {
 impl NoMissingReferencedConfig {
     pub const NAME: &'static str = "no_missing_referenced_config";
 
+    /// Objects seeded into the store come before the first check (the kept lists follow
+    /// `ApiServer::kind_writes`, which seeding does not move).
     pub fn check(&mut self, view: &View<'_>) -> Option<Violation> {
-        // In key order, so sorted by name (cluster-scoped: one namespace).
-        let live: Vec<&str> = view
-            .api
-            .list(MachineConfig::KIND)
-            .map(|mc| mc.meta.name.as_str())
-            .collect();
         let writes = view.api.kind_writes(MachineConfig::KIND);
-        if self.existed_at_writes != Some(writes) {
-            for name in &live {
-                if !self.existed.contains(*name) {
+        let mut changed = self.live_at_writes != Some(writes);
+        if changed {
+            // In key order, so sorted by name (cluster-scoped: one namespace).
+            self.live.clear();
+            for mc in view.api.list(MachineConfig::KIND) {
+                let name = mc.meta.name.as_str();
+                self.live.push(name.to_string());
+                if !self.existed.contains(name) {
                     self.existed.insert(name.to_string());
                 }
             }
-            self.existed_at_writes = Some(writes);
+            self.live_at_writes = Some(writes);
+        }
+        changed |= self
+            .by_nodes
+            .refresh(view.api.kind_writes(Node::KIND), |named| {
+                for n in view.api.list(Node::KIND) {
+                    let (c, d, _) = node_config(n);
+                    if let Some(c) = c {
+                        named(c, &n.meta.name, "currentConfig");
+                    }
+                    if let Some(d) = d {
+                        named(d, &n.meta.name, "desiredConfig");
+                    }
+                }
+            });
+        changed |= self
+            .by_pools
+            .refresh(view.api.kind_writes(MachineConfigPool::KIND), |named| {
+                for p in view.api.list(MachineConfigPool::KIND) {
+                    let mcp = p.typed::<MachineConfigPool>().expect("a pool");
+                    if let Some(s) = &mcp.spec.configuration {
+                        named(s, &p.meta.name, "spec");
+                    }
+                    if let Some(s) = &mcp.status.configuration {
+                        named(s, &p.meta.name, "status");
+                    }
+                }
+            });
+        let machines = || {
+            view.sim.actors().filter_map(|(_, proc)| {
+                let m = proc.component::<McoMachine>()?;
+                Some((m.booting_config()?, m.name()))
+            })
+        };
+        let same = self.by_machines.as_ref().is_some_and(|by| {
+            let mut kept = by.iter();
+            machines().all(|(c, m)| kept.next().is_some_and(|k| k.0 == c && k.1 == m))
+                && kept.next().is_none()
+        });
+        if !same {
+            let by = self.by_machines.get_or_insert_default();
+            by.clear();
+            for (c, m) in machines() {
+                by.push((c.to_string(), m.to_string()));
+            }
+            changed = true;
+        }
+        if !changed && self.quiet && self.grace_ends().is_none_or(|due| view.now < due) {
+            return None;
         }
         // Who names a config, formatted only for a report.
         enum Who<'a> {
-            Node(&'a str, &'static str),
-            Pool(&'a str, &'static str),
+            Node(&'a Ref),
+            Pool(&'a Ref),
             Machine(&'a str),
         }
         let describe = |w: &Who<'_>| match w {
-            Who::Node(n, a) => format!("Node {n} {a}"),
-            Who::Pool(p, f) => format!("MachineConfigPool {p} {f}"),
+            Who::Node(r) => format!("Node {} {}", r.owner, r.field),
+            Who::Pool(r) => format!("MachineConfigPool {} {}", r.owner, r.field),
             Who::Machine(m) => format!("machine {m} (booting, served it)"),
         };
-        let mut refs: Vec<(&str, Who<'_>)> = Vec::new();
-        for n in view.api.list(Node::KIND) {
-            let (c, d, _) = node_config(n);
-            if let Some(c) = c {
-                refs.push((c, Who::Node(&n.meta.name, "currentConfig")));
-            }
-            if let Some(d) = d {
-                refs.push((d, Who::Node(&n.meta.name, "desiredConfig")));
-            }
-        }
-        for p in view.api.list(MachineConfigPool::KIND) {
-            let mcp = p.typed::<MachineConfigPool>().expect("a pool");
-            if let Some(s) = &mcp.spec.configuration {
-                refs.push((s, Who::Pool(&p.meta.name, "spec")));
-            }
-            if let Some(s) = &mcp.status.configuration {
-                refs.push((s, Who::Pool(&p.meta.name, "status")));
-            }
-        }
-        for (_, proc) in view.sim.actors() {
-            if let Some(m) = proc.component::<McoMachine>()
-                && let Some(c) = m.booting_config()
-            {
-                refs.push((c, Who::Machine(m.name())));
-            }
-        }
+        let machines =
+            (self.by_machines.iter().flatten()).map(|(c, m)| (c.as_str(), Who::Machine(m)));
+        let refs = (self.by_nodes.refs.iter())
+            .map(|r| (r.config.as_str(), Who::Node(r)))
+            .chain((self.by_pools.refs.iter()).map(|r| (r.config.as_str(), Who::Pool(r))))
+            .chain(machines);
         // The never-created names named now, each with when it was first named: the
         // names of `pending_since` still named keep their time, and a new one starts now.
         let mut named: Vec<&str> = Vec::new();
@@ -113,7 +201,7 @@ impl NoMissingReferencedConfig {
             if last_live == Some(name) {
                 continue;
             }
-            if live.binary_search(&name).is_ok() {
+            if self.live.binary_search_by(|l| l.as_str().cmp(name)).is_ok() {
                 last_live = Some(name);
                 continue;
             }
@@ -153,7 +241,28 @@ impl NoMissingReferencedConfig {
                 self.pending_since.insert(name.to_string(), view.now);
             }
         }
+        self.quiet = found.is_none();
         found
+    }
+
+    /// Forget what the last check kept (the lists it read, and that it found nothing):
+    /// the next check reads everything again. What it remembers of the run (the names
+    /// that existed, since when a name is pending) stays. A test holds the check that
+    /// keeps to one that forgets before each check (tests/gating.rs).
+    pub fn forget(&mut self) {
+        self.live_at_writes = None;
+        self.by_nodes.at_writes = None;
+        self.by_pools.at_writes = None;
+        self.by_machines = None;
+        self.quiet = false;
+    }
+
+    /// When the oldest never-created name's grace runs out.
+    fn grace_ends(&self) -> Option<SimTime> {
+        let oldest = self.pending_since.values().min()?;
+        Some(SimTime(
+            oldest.as_ms().saturating_add(self.not_yet_created_grace_ms),
+        ))
     }
 }
 
@@ -211,10 +320,7 @@ impl reconsim_check::Check for NoMissingReferencedConfig {
     }
     /// The oldest never-created name's grace runs out.
     fn due(&self) -> Option<SimTime> {
-        let oldest = self.pending_since.values().min()?;
-        Some(SimTime(
-            oldest.as_ms().saturating_add(self.not_yet_created_grace_ms),
-        ))
+        self.grace_ends()
     }
 }
 
