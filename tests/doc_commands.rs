@@ -74,9 +74,9 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
     // README.md
     (
         "README.md",
-        "cargo run --release -- fuzz machineapi-no-leader-election",
+        "cargo run --profile dist -- fuzz machineapi-no-leader-election",
         Outside::Template(
-            "cargo builds the binary first (about 3 minutes); tests/newcomer.rs runs the same campaign with the installed binary",
+            "cargo builds the fast binary first (about 2 minutes); tests/newcomer.rs runs the same campaign with the installed binary",
         ),
     ),
     (
