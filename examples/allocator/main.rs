@@ -6,7 +6,7 @@
 
 /// As the `reconsim` binary does (docs/PERFORMANCE.md).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: reconsim::alloc::Allocator = reconsim::alloc::Allocator;
 
 mod allocator;
 mod harness;

@@ -7,7 +7,7 @@
 
 /// As the `reconsim` binary does (docs/PERFORMANCE.md).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: reconsim::alloc::Allocator = reconsim::alloc::Allocator;
 
 mod controller;
 mod harness;

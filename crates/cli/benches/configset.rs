@@ -14,7 +14,7 @@
 /// 1.2x for this example, docs/PERFORMANCE.md). Allocation addresses never reach an
 /// outcome.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: reconsim::alloc::Allocator = reconsim::alloc::Allocator;
 
 #[path = "../../../examples/configset/controller.rs"]
 mod controller;

@@ -18,6 +18,7 @@
 //! - [`cli`]: the command line, for the `reconsim` binary ([`cli::main`]) and for a
 //!   user's binary with its own controllers ([`cli::main_with`]).
 //! - [`prelude`]: what a user's harness and tests meet first, in one import.
+//! - [`alloc`]: the global allocator the binaries install (mimalloc).
 //!
 //! A seed of a shipped scenario, run as a `#[test]` would run it: the same seed gives
 //! the same history, so a failure found once is a failure every time.
@@ -34,6 +35,7 @@
 //! assert_eq!(reconsim::scenario::run(&scenario, 1).0.trace_hash, outcome.trace_hash);
 //! ```
 
+pub mod alloc;
 pub mod cli;
 pub mod testing;
 
