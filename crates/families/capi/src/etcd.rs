@@ -393,9 +393,13 @@ impl Etcd {
                 }
                 let id = self.ids.issue();
                 self.poll_in_flight = Some(id);
+                // Inserted, not `BTreeMap::from([..])`, which collects and sorts through
+                // a Vec of its own: once a second (issue 33).
+                let mut tag_filters = BTreeMap::new();
+                tag_filters.insert(ROLE_TAG.0.to_string(), ROLE_TAG.1.to_string());
                 let op = CloudOp::DescribeInstances {
                     ids: Vec::new(),
-                    tag_filters: BTreeMap::from([(ROLE_TAG.0.to_string(), ROLE_TAG.1.to_string())]),
+                    tag_filters,
                     states: Vec::new(),
                 };
                 ctx.send(self.cloud, Msg::request(id, op));
