@@ -6,12 +6,14 @@
 //! crate's `MiMalloc` hands every request to `mi_malloc_aligned`, whose fast path in
 //! mimalloc 3 (src/alloc-aligned.c) takes a block only from a size class's free list as
 //! it stands; when that list is empty, a class whose block size is not a power of two
-//! (24, 40, 48 bytes ...) falls to over-allocation from a larger class, and the class's
-//! own list is never refilled, so it stays on that slow path (purpleprotocol/mimalloc_rust
-//! PR 170 and reussir-lang/reussir PR 339 measured the same). A plain `mi_malloc` block is
-//! at least 8-aligned (block sizes are multiples of 8, a page's first block is 16-aligned)
-//! and 16-aligned when its size is a multiple of 16: so alignments up to 16 go plain when
-//! the size is a multiple of the alignment, as every Rust type's size is.
+//! (24, 40, 48 bytes ...) falls to over-allocation from a larger class, a path that does
+//! not collect the class's freed blocks back into its list, so the class tends to stay
+//! on it (19 % of a KCP run's allocations; purpleprotocol/mimalloc_rust PR 170 and
+//! reussir-lang/reussir PR 339 measured the same). A plain `mi_malloc` block is at least
+//! 8-aligned (size classes are multiples of 8, a page's first block is 16-aligned), and
+//! 16-aligned when the size asked is a multiple of 16 (every class it falls in is one):
+//! so alignments up to 16 go plain when the size is a multiple of the alignment, as
+//! every Rust type's size is.
 //!
 //! Allocation addresses never reach an outcome, so histories do not depend on it.
 //!
