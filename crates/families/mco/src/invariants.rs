@@ -34,9 +34,9 @@ pub struct NoMissingReferencedConfig {
     /// to date: no write since, no new name.
     live_at_writes: Option<u64>,
     /// The names the Nodes' annotations give, as of that many Node writes.
-    by_nodes: Named,
+    by_nodes: KindRefs,
     /// The names the pools' spec and status give, as of that many pool writes.
-    by_pools: Named,
+    by_pools: KindRefs,
     /// The names machines still booting were served, and the machines, in process order
     /// (none before the first check).
     by_machines: Option<Vec<(String, String)>>,
@@ -50,7 +50,7 @@ pub struct NoMissingReferencedConfig {
 /// One kind's references, kept while the store has no new write of the kind: a check
 /// after a machine's step (half of them) lists no kind (issue 33).
 #[derive(Clone, Debug, Default)]
-struct Named {
+struct KindRefs {
     at_writes: Option<u64>,
     /// In the order the kind lists (by name), each object's fields in order.
     refs: Vec<Ref>,
@@ -65,7 +65,7 @@ struct Ref {
     field: &'static str,
 }
 
-impl Named {
+impl KindRefs {
     /// Bring the references up to date with the store's `writes` of their kind; false
     /// if they were.
     fn refresh<'a>(
@@ -96,8 +96,8 @@ impl Default for NoMissingReferencedConfig {
             existed: BTreeSet::new(),
             live: Vec::new(),
             live_at_writes: None,
-            by_nodes: Named::default(),
-            by_pools: Named::default(),
+            by_nodes: KindRefs::default(),
+            by_pools: KindRefs::default(),
             by_machines: None,
             quiet: false,
             pending_since: BTreeMap::new(),
@@ -127,27 +127,27 @@ impl NoMissingReferencedConfig {
         }
         changed |= self
             .by_nodes
-            .refresh(view.api.kind_writes(Node::KIND), |named| {
+            .refresh(view.api.kind_writes(Node::KIND), |refer| {
                 for n in view.api.list(Node::KIND) {
                     let (c, d, _) = node_config(n);
                     if let Some(c) = c {
-                        named(c, &n.meta.name, "currentConfig");
+                        refer(c, &n.meta.name, "currentConfig");
                     }
                     if let Some(d) = d {
-                        named(d, &n.meta.name, "desiredConfig");
+                        refer(d, &n.meta.name, "desiredConfig");
                     }
                 }
             });
         changed |= self
             .by_pools
-            .refresh(view.api.kind_writes(MachineConfigPool::KIND), |named| {
+            .refresh(view.api.kind_writes(MachineConfigPool::KIND), |refer| {
                 for p in view.api.list(MachineConfigPool::KIND) {
                     let mcp = p.typed::<MachineConfigPool>().expect("a pool");
                     if let Some(s) = &mcp.spec.configuration {
-                        named(s, &p.meta.name, "spec");
+                        refer(s, &p.meta.name, "spec");
                     }
                     if let Some(s) = &mcp.status.configuration {
-                        named(s, &p.meta.name, "status");
+                        refer(s, &p.meta.name, "status");
                     }
                 }
             });
