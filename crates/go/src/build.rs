@@ -1,0 +1,137 @@
+//! One command from a Go `main` package to the program a scenario names: `go build`
+//! for `GOOS=wasip1 GOARCH=wasm`, with reconsim's overlay (`go build -overlay`), so
+//! the user's module is never edited:
+//!
+//! - `runtime/lock_wasip1.go`: Go 1.26's file, with a goroutine that waits on a note
+//!   with no deadline parked instead of yielding in a loop. Without it, `signal.Notify`
+//!   (every controller-runtime manager calls it) keeps a goroutine runnable for ever
+//!   and the program never idles into `poll_oneoff` (docs/go.md, "Why an overlay");
+//! - `zz_reconsim_wasip1.go`, added to the main package: `http.DefaultTransport` dials
+//!   through the simulation (`reconsim.dial`), since wasip1 Go has no outbound sockets.
+//!
+//! The overlay is written for one Go release: another is refused by name.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Go release the overlay is written for.
+pub const GO_RELEASE: &str = "go1.26";
+
+const LOCK_WASIP1: &str = include_str!("../overlay/runtime/lock_wasip1.go");
+const DIAL: &str = include_str!("../overlay/main/zz_reconsim_wasip1.go");
+
+/// Why a build failed.
+#[derive(Debug)]
+pub enum BuildError {
+    /// No `go` command could be run.
+    NoGo(String),
+    /// A Go release the overlay is not written for.
+    Release {
+        found: String,
+    },
+    /// The package is not a directory.
+    NotADirectory(PathBuf),
+    Io(PathBuf, std::io::Error),
+    /// `go build` failed: its output.
+    Go(String),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::NoGo(e) => write!(
+                f,
+                "cannot run `go` (Go {GO_RELEASE} is needed to build Go programs): {e}"
+            ),
+            BuildError::Release { found } => write!(
+                f,
+                "reconsim's overlay is written for {GO_RELEASE}.x; `go env GOVERSION` says {found}"
+            ),
+            BuildError::NotADirectory(p) => write!(
+                f,
+                "{}: not a directory holding a Go main package",
+                p.display()
+            ),
+            BuildError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            BuildError::Go(out) => write!(f, "go build failed:\n{out}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+fn go_env(var: &str) -> Result<String, BuildError> {
+    let out = Command::new("go")
+        .args(["env", var])
+        .output()
+        .map_err(|e| BuildError::NoGo(e.to_string()))?;
+    if !out.status.success() {
+        return Err(BuildError::NoGo(
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Builds the main package in `package` into `out` (a `.wasm` file).
+pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
+    let package = package
+        .canonicalize()
+        .ok()
+        .filter(|p| p.is_dir())
+        .ok_or_else(|| BuildError::NotADirectory(package.to_path_buf()))?;
+    let release = go_env("GOVERSION")?;
+    if release != GO_RELEASE && !release.starts_with(&format!("{GO_RELEASE}.")) {
+        return Err(BuildError::Release { found: release });
+    }
+    let goroot = PathBuf::from(go_env("GOROOT")?);
+    let dir = std::env::temp_dir().join(format!("reconsim-go-overlay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| BuildError::Io(dir.clone(), e))?;
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| BuildError::Io(p.clone(), e))?;
+        Ok::<_, BuildError>(p)
+    };
+    let lock = write("lock_wasip1.go", LOCK_WASIP1)?;
+    let dial = write("zz_reconsim_wasip1.go", DIAL)?;
+    let overlay = serde_json::json!({
+        "Replace": {
+            goroot.join("src/runtime/lock_wasip1.go").to_string_lossy(): lock.to_string_lossy(),
+            package.join("zz_reconsim_wasip1.go").to_string_lossy(): dial.to_string_lossy(),
+        }
+    });
+    let overlay_file = write("overlay.json", &overlay.to_string())?;
+    let out_abs = if out.is_absolute() {
+        out.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| BuildError::Io(out.to_path_buf(), e))?
+            .join(out)
+    };
+    if let Some(parent) = out_abs.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| BuildError::Io(parent.to_path_buf(), e))?;
+    }
+    let result = Command::new("go")
+        .current_dir(&package)
+        .env("GOOS", "wasip1")
+        .env("GOARCH", "wasm")
+        .env("CGO_ENABLED", "0")
+        .arg("build")
+        .arg(format!("-overlay={}", overlay_file.display()))
+        .arg("-trimpath")
+        .arg("-o")
+        .arg(&out_abs)
+        .arg(".")
+        .output()
+        .map_err(|e| BuildError::NoGo(e.to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let result = result?;
+    if !result.status.success() {
+        return Err(BuildError::Go(format!(
+            "{}{}",
+            String::from_utf8_lossy(&result.stdout),
+            String::from_utf8_lossy(&result.stderr)
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,3 @@
+module example.invalid/clock
+
+go 1.26
