@@ -7,7 +7,10 @@
 //!   (every controller-runtime manager calls it) keeps a goroutine runnable for ever
 //!   and the program never idles into `poll_oneoff` (docs/go.md, "Why an overlay");
 //! - `zz_reconsim_wasip1.go`, added to the main package: `http.DefaultTransport` dials
-//!   through the simulation (`reconsim.dial`), since wasip1 Go has no outbound sockets.
+//!   through the simulation (`reconsim.dial`), since wasip1 Go has no outbound sockets;
+//! - `zz_reconsim_wasip1_kube.go`, added when the program uses client-go: a request
+//!   body in protobuf (controller-runtime's for built-in kinds) goes as the same
+//!   object in JSON.
 //!
 //! The overlay is written for one Go release: another is refused by name.
 
@@ -19,6 +22,10 @@ pub const GO_RELEASE: &str = "go1.26";
 
 const LOCK_WASIP1: &str = include_str!("../overlay/runtime/lock_wasip1.go");
 const DIAL: &str = include_str!("../overlay/main/zz_reconsim_wasip1.go");
+const KUBE_JSON: &str = include_str!("../overlay/main/zz_reconsim_wasip1_kube.go");
+/// A package the program depends on when it uses client-go's typed objects; with it,
+/// [`KUBE_JSON`] is added.
+const CLIENT_GO_SCHEME: &str = "k8s.io/client-go/kubernetes/scheme";
 
 /// Why a build failed.
 #[derive(Debug)]
@@ -73,6 +80,25 @@ fn go_env(var: &str) -> Result<String, BuildError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// Whether the main package in `package` depends on the package `import`.
+fn uses(package: &Path, import: &str) -> Result<bool, BuildError> {
+    let out = Command::new("go")
+        .current_dir(package)
+        .env("GOOS", "wasip1")
+        .env("GOARCH", "wasm")
+        .args(["list", "-deps", "-f", "{{.ImportPath}}", "."])
+        .output()
+        .map_err(|e| BuildError::NoGo(e.to_string()))?;
+    if !out.status.success() {
+        return Err(BuildError::Go(
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l == import))
+}
+
 /// Builds the main package in `package` into `out` (a `.wasm` file).
 pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
     let package = package
@@ -94,12 +120,22 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
     };
     let lock = write("lock_wasip1.go", LOCK_WASIP1)?;
     let dial = write("zz_reconsim_wasip1.go", DIAL)?;
-    let overlay = serde_json::json!({
-        "Replace": {
-            goroot.join("src/runtime/lock_wasip1.go").to_string_lossy(): lock.to_string_lossy(),
-            package.join("zz_reconsim_wasip1.go").to_string_lossy(): dial.to_string_lossy(),
-        }
-    });
+    let mut replace = serde_json::Map::new();
+    let mut add = |to: PathBuf, from: PathBuf| {
+        replace.insert(
+            to.to_string_lossy().into_owned(),
+            from.to_string_lossy().into_owned().into(),
+        );
+    };
+    add(goroot.join("src/runtime/lock_wasip1.go"), lock);
+    add(package.join("zz_reconsim_wasip1.go"), dial);
+    if uses(&package, CLIENT_GO_SCHEME)? {
+        add(
+            package.join("zz_reconsim_wasip1_kube.go"),
+            write("zz_reconsim_wasip1_kube.go", KUBE_JSON)?,
+        );
+    }
+    let overlay = serde_json::json!({ "Replace": replace });
     let overlay_file = write("overlay.json", &overlay.to_string())?;
     let out_abs = if out.is_absolute() {
         out.to_path_buf()

@@ -24,6 +24,7 @@ pub mod errno {
     pub const ACCES: i32 = 2;
     pub const AGAIN: i32 = 6;
     pub const BADF: i32 = 8;
+    pub const CONNREFUSED: i32 = 14;
     pub const CONNRESET: i32 = 15;
     pub const EXIST: i32 = 20;
     pub const FAULT: i32 = 21;
@@ -111,6 +112,8 @@ pub struct Host {
     next_socket: u32,
     /// Sockets the program opened since the bridge last looked.
     pub dialled: Vec<SocketId>,
+    /// The `host:port`s a dial reaches; any other is refused (ECONNREFUSED).
+    pub reachable: Vec<String>,
     line: [Vec<u8>; 2],
     /// Whole lines the program wrote to stdout and stderr, not yet taken.
     pub lines: Vec<(Stream, String)>,
@@ -145,6 +148,7 @@ impl Host {
             sockets: BTreeMap::new(),
             next_socket: 0,
             dialled: Vec::new(),
+            reachable: Vec::new(),
             line: [Vec::new(), Vec::new()],
             lines: Vec::new(),
             wait: None,
@@ -195,9 +199,12 @@ impl Host {
         fd
     }
 
-    /// A new connection to `addr`: its descriptor. The bridge sends its bytes when the
-    /// program writes them.
-    pub fn dial(&mut self, addr: &str) -> u32 {
+    /// A new connection to `addr`: its descriptor, or ECONNREFUSED for an address
+    /// nobody serves. The bridge sends its bytes when the program writes them.
+    pub fn dial(&mut self, addr: &str) -> Result<u32, i32> {
+        if !self.reachable.iter().any(|r| r == addr) {
+            return Err(errno::CONNREFUSED);
+        }
         self.next_socket += 1;
         let id = SocketId(self.next_socket);
         self.sockets.insert(
@@ -208,7 +215,7 @@ impl Host {
             },
         );
         self.dialled.push(id);
-        self.open(Fd::Socket(id))
+        Ok(self.open(Fd::Socket(id)))
     }
 
     /// Output to stdout or stderr, kept as whole lines.

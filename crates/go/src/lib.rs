@@ -7,12 +7,17 @@
 //! - [`host`]: what the program sees of the world, as data;
 //! - [`files`]: its read-only file tree (kubeconfig, service-account files).
 
+pub mod bridge;
 pub mod build;
 pub mod files;
 pub mod guest;
 pub mod host;
+pub mod http1;
 pub mod wasi;
+pub mod world;
 
+pub use bridge::GoBridge;
 pub use files::Files;
 pub use guest::{LoadError, Program, Running, Stop};
 pub use host::Host;
+pub use world::GoWorld;

@@ -859,7 +859,7 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
             let mut h = g.host.lock().expect("the host's lock");
             let r = (|| {
                 let addr = path_arg(m, addr, len)?;
-                let fd = h.dial(&addr);
+                let fd = h.dial(&addr)?;
                 put_u32(m, at, fd)
             })();
             code(r)

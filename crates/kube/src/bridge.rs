@@ -128,13 +128,20 @@ struct Running {
 /// CrashLoopBackOff, by the world kubelet's own figures (`KubeletTiming`: 10 s doubling
 /// to 300 s, back to the first once a run lasted 10 min) and rule.
 #[derive(Clone, Copy, Debug)]
-struct Backoff {
+pub struct Backoff {
     next_ms: u64,
-    started: SimTime,
+    /// When the container last started.
+    pub started: SimTime,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Backoff {
-    fn new() -> Self {
+    pub fn new() -> Self {
         Backoff {
             next_ms: KubeletTiming::default().restart_backoff_ms_min,
             started: SimTime::ZERO,
@@ -142,7 +149,7 @@ impl Backoff {
     }
 
     /// The delay before the restart after a run that ends `now`.
-    fn after_exit(&mut self, now: SimTime) -> u64 {
+    pub fn after_exit(&mut self, now: SimTime) -> u64 {
         let t = KubeletTiming::default();
         if now.since(self.started) >= t.restart_backoff_reset_ms {
             self.next_ms = t.restart_backoff_ms_min;

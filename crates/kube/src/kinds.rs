@@ -276,6 +276,13 @@ impl Kinds {
             })
     }
 
+    /// Every served kind with its REST path's group, version and plural, in path order.
+    pub fn paths(&self) -> impl Iterator<Item = (&str, &str, &str, Served)> + '_ {
+        self.by_path
+            .iter()
+            .map(|((g, v, p), s)| (g.as_str(), v.as_str(), p.as_str(), *s))
+    }
+
     /// Every served kind.
     pub fn all(&self) -> impl Iterator<Item = Served> + '_ {
         self.by_path.values().copied()

@@ -19,6 +19,7 @@
 //!   k8s-openapi JSON, one object for the world's components and for kube-rs code;
 //! - [`rest`]: REST paths and JSON bodies to the API server's operations and back;
 //!   anything not served is answered with a clear error;
+//! - [`discovery`]: what the server says it serves, for a client's REST mapper;
 //! - [`page`]: a list in pages (`limit`, `continue`), as the etcd store serves it;
 //! - [`schema`]: a custom resource's structural schema: pruning, defaults, validation;
 //! - [`selector`]: label selectors (equality and set based) and field selectors, parsed
@@ -50,6 +51,7 @@ pub mod bridge;
 pub mod check;
 pub mod controller;
 pub mod custom;
+pub mod discovery;
 pub mod doc;
 pub mod driver;
 pub mod failpoints;
@@ -72,7 +74,7 @@ pub mod world;
 pub mod world_kinds;
 pub mod write;
 
-pub use bridge::{KubeBridge, Program, program};
+pub use bridge::{Backoff, KubeBridge, Program, program};
 pub use controller::Controller;
 pub use custom::custom;
 pub use handle::{CallError, Handle};
