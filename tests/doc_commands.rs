@@ -91,6 +91,11 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
     ),
     (
         "README.md",
+        "reconsim fuzz examples/configset-go/",
+        Outside::RunBy("tests/example_configset_go.rs"),
+    ),
+    (
+        "README.md",
         "reconsim ",
         Outside::RunBy("tests/newcomer.rs"),
     ),

@@ -311,7 +311,9 @@ fn the_example_binary_fuzzes_and_replays_its_own_failures() {
     let err = stderr(&out);
     assert!(
         err.contains("at .scenario.controllers.custom:")
-            && err.contains("a family this binary registers (machine_api, mco, kcp), not `custom`"),
+            && err.contains(
+                "a family this binary registers (machine_api, mco, kcp, go), not `custom`"
+            ),
         "{err}"
     );
 

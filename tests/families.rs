@@ -17,9 +17,9 @@ fn error(doc: &Value) -> (String, String) {
 }
 
 #[test]
-fn the_builtin_registry_spawns_machine_api_then_mco_then_kcp() {
+fn the_builtin_registry_spawns_machine_api_then_mco_then_kcp_then_go() {
     let families = builtin();
-    assert_eq!(families.names(), ["machine_api", "mco", "kcp"]);
+    assert_eq!(families.names(), ["machine_api", "mco", "kcp", "go"]);
     let actions: Vec<(&str, &str)> = families.action_names();
     assert_eq!(
         actions,
@@ -28,6 +28,7 @@ fn the_builtin_registry_spawns_machine_api_then_mco_then_kcp() {
             ("create_machine_config", "mco"),
             ("scale_kcp", "kcp"),
             ("upgrade_kcp", "kcp"),
+            ("go", "go"),
         ]
     );
     assert_eq!(families.invariant_names().len(), 10);
@@ -64,7 +65,7 @@ fn what_no_registered_family_knows_is_refused_with_the_known_names() {
     let (path, msg) = error(&d);
     assert_eq!(path, ".controllers.bogus");
     assert!(
-        msg.contains("(machine_api, mco, kcp), not `bogus`"),
+        msg.contains("(machine_api, mco, kcp, go), not `bogus`"),
         "{msg}"
     );
 

@@ -417,7 +417,7 @@ fn a_users_family_fuzzes_through_a_scenario_file_like_the_seed_families() {
     // Without the family, the file is refused with the field and the known families.
     let err = FailureFile::load(&path, &reconsim::families::builtin()).unwrap_err();
     assert_eq!(err.path, ".scenario.controllers.storage", "{err}");
-    assert!(err.message.contains("(machine_api, mco, kcp)"), "{err}");
+    assert!(err.message.contains("(machine_api, mco, kcp, go)"), "{err}");
     std::fs::remove_file(&path).ok();
 
     let (report, _) = campaign(&scenario("token"));

@@ -3,7 +3,10 @@
 //! alike:
 //! - program: the user's `run`, kube-runtime's own `Controller` (watcher, reflector,
 //!   scheduler, runner) in a `KubeBridge`, each run hosted on its own thread;
-//! - reconcile-only: the same `reconcile` and `error_policy` under reconsim's manager.
+//! - reconcile-only: the same `reconcile` and `error_policy` under reconsim's manager;
+//! - Go: examples/configset-go, the same controller written with controller-runtime,
+//!   its manager built for wasip1 and run in wasmtime (`controllers.go`; needs Go 1.26,
+//!   and its module compiled once before the first round).
 //!
 //! Each run is the fixed scenario at one seed, faults and convergence check included, as
 //! `configset fuzz examples/configset/scenarios/configset-fixed.json --jobs 1` runs it.
@@ -27,7 +30,13 @@ use reconsim::scenario::{Families, Scenario, run};
 use std::path::Path;
 use std::time::Instant;
 
-const SEEDS: u64 = 300;
+/// Seeds a round runs of each path (`RECONSIM_BENCH_SEEDS` to change).
+fn seeds() -> u64 {
+    std::env::var("RECONSIM_BENCH_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300)
+}
 const ROUNDS: usize = 3;
 
 struct Tally {
@@ -40,7 +49,7 @@ struct Tally {
 fn round(s: &Scenario) -> Tally {
     let t = Instant::now();
     let (mut events, mut sim_ms) = (0, 0);
-    for seed in 0..SEEDS {
+    for seed in 0..seeds() {
         let (o, _) = run(s, seed);
         assert!(
             o.violation.is_none(),
@@ -52,7 +61,7 @@ fn round(s: &Scenario) -> Tally {
         sim_ms += o.sim_ms;
     }
     Tally {
-        runs: SEEDS,
+        runs: seeds(),
         events,
         sim_ms,
         wall_s: t.elapsed().as_secs_f64(),
@@ -71,6 +80,15 @@ fn main() {
         (
             "reconcile-only (reconsim's manager)",
             load(reconsim::families::builtin().with(reconcile_only::extensions())),
+        ),
+        (
+            "Go program (controller-runtime, configset-go)",
+            Scenario::load(
+                &Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("examples/configset-go/testdata/configset-go-fixed.json"),
+                &reconsim::families::builtin(),
+            )
+            .expect("the Go example loads (Go 1.26 builds it)"),
         ),
     ];
     println!("| round | path | runs/s | simulated time ratio | events per run | us per event |");

@@ -119,12 +119,14 @@ pub mod families {
     use reconsim_family::Families;
 
     /// The builtin families, in the order their processes spawn (machine-api, MCO,
-    /// KubeadmControlPlane): the `reconsim` binary's registry, and the start of a user's
+    /// KubeadmControlPlane, then Go programs named by the scenario file,
+    /// `controllers.go`): the `reconsim` binary's registry, and the start of a user's
     /// (`builtin().with(mine)`).
     pub fn builtin() -> Families {
         Families::new()
             .with(machineapi::MachineApi)
             .with(mco::Mco)
             .with(capi::Kcp)
+            .with(reconsim_go::GoFamily)
     }
 }

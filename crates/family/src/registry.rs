@@ -20,6 +20,18 @@ pub trait Family: Send + Sync {
     /// Parse its section into its own typed parameters; errors' paths are relative to
     /// the section ([`crate::params::parse`] gives them).
     fn parse(&self, section: &serde_json::Value) -> Result<Box<dyn FamilySection>, ParamError>;
+    /// [`Family::parse`] of a section read from a file in folder `base` (`None`: not
+    /// from a file), for a family whose section names files by relative paths. The
+    /// parsed section writes them resolved, so a failure file that embeds it replays
+    /// from anywhere.
+    fn parse_in(
+        &self,
+        section: &serde_json::Value,
+        base: Option<&std::path::Path>,
+    ) -> Result<Box<dyn FamilySection>, ParamError> {
+        let _ = base;
+        self.parse(section)
+    }
     /// The names of its workload actions (`{"<name>": params}` in a scenario's
     /// `workload`), unique across a registry.
     fn actions(&self) -> &[&str] {

@@ -187,6 +187,12 @@ pub trait FamilySection: SectionData {
     }
     /// Its desired state, judged once faults heal: `Err` says what is missing.
     fn converged(&self, view: &View<'_>) -> Result<(), String>;
+    /// Invariants its entries declare (a Go program's, written in the scenario file),
+    /// which the scenario's `invariants` may name beside the registered ones. Default:
+    /// none.
+    fn invariants(&self) -> Vec<reconsim_check::NamedCheck> {
+        Vec::new()
+    }
     /// Its workload actions (the scenario's actions with this family's names, in file
     /// order) as API calls from the user's host, one per action. Called at validation
     /// and at every build.

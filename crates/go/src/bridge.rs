@@ -187,6 +187,13 @@ impl GoBridge {
         self
     }
 
+    /// The program's arguments after its name.
+    pub fn args(mut self, args: &[String]) -> Self {
+        self.args.truncate(1);
+        self.args.extend(args.iter().cloned());
+        self
+    }
+
     /// One more environment variable, `NAME=value`.
     pub fn env(mut self, var: &str) -> Self {
         self.env.push(var.to_string());
@@ -697,14 +704,6 @@ impl Component for GoBridge {
                     self.reset_socket(s);
                 }
                 true
-            }
-            Msg::Terminate => {
-                // SIGTERM: the program's handler is not reached yet (docs/go.md); the
-                // container ends at once.
-                if self.run.is_some() {
-                    self.exited("SIGTERM ends it".into(), ctx);
-                }
-                false
             }
             _ => false,
         };

@@ -111,7 +111,10 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
         return Err(BuildError::Release { found: release });
     }
     let goroot = PathBuf::from(go_env("GOROOT")?);
-    let dir = std::env::temp_dir().join(format!("reconsim-go-overlay-{}", std::process::id()));
+    // One folder per build, even for two builds at once in one process.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("reconsim-go-overlay-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| BuildError::Io(dir.clone(), e))?;
     let write = |name: &str, text: &str| {
         let p = dir.join(name);
@@ -147,6 +150,9 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
     if let Some(parent) = out_abs.parent() {
         std::fs::create_dir_all(parent).map_err(|e| BuildError::Io(parent.to_path_buf(), e))?;
     }
+    // Built beside `out` and renamed onto it: a reader (another build of the same
+    // program, in this process or another) sees the old file or the new one, whole.
+    let partial = out_abs.with_extension(format!("partial-{}-{n}", std::process::id()));
     let result = Command::new("go")
         .current_dir(&package)
         .env("GOOS", "wasip1")
@@ -156,18 +162,19 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
         .arg(format!("-overlay={}", overlay_file.display()))
         .arg("-trimpath")
         .arg("-o")
-        .arg(&out_abs)
+        .arg(&partial)
         .arg(".")
         .output()
         .map_err(|e| BuildError::NoGo(e.to_string()));
     let _ = std::fs::remove_dir_all(&dir);
     let result = result?;
     if !result.status.success() {
+        let _ = std::fs::remove_file(&partial);
         return Err(BuildError::Go(format!(
             "{}{}",
             String::from_utf8_lossy(&result.stdout),
             String::from_utf8_lossy(&result.stderr)
         )));
     }
-    Ok(())
+    std::fs::rename(&partial, &out_abs).map_err(|e| BuildError::Io(out_abs.clone(), e))
 }

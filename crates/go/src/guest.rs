@@ -166,6 +166,10 @@ impl Program {
             error,
         })?;
         let sha: [u8; 32] = Sha256::digest(&bytes).into();
+        // One load at a time: a second thread asking for the same program waits for
+        // the first one's compile instead of compiling it again.
+        static LOADING: Mutex<()> = Mutex::new(());
+        let _one = LOADING.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = LOADED.lock().expect("the programs' lock").get(&sha) {
             return Ok(Program {
                 path: path.to_path_buf(),

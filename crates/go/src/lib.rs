@@ -9,6 +9,7 @@
 
 pub mod bridge;
 pub mod build;
+pub mod family;
 pub mod files;
 pub mod guest;
 pub mod host;
@@ -17,6 +18,7 @@ pub mod wasi;
 pub mod world;
 
 pub use bridge::GoBridge;
+pub use family::GoFamily;
 pub use files::Files;
 pub use guest::{LoadError, Program, Running, Stop};
 pub use host::Host;

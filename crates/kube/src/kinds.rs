@@ -237,6 +237,66 @@ impl Kinds {
         self.serve::<K>(status, false)
     }
 
+    /// Serve the custom resource a CustomResourceDefinition manifest describes (as
+    /// kubebuilder writes them in `config/crd/bases`, read as JSON): its group, kind,
+    /// plural and scope from `spec`, its storage version (else the first served one),
+    /// that version's status subresource and structural schema, which the server
+    /// applies to every write (pruning, defaults, validation). An error names the
+    /// field that is missing or wrong.
+    pub fn crd_manifest(mut self, crd: &Value) -> Result<Self, String> {
+        if crd["kind"] != "CustomResourceDefinition" {
+            return Err(format!(
+                "`kind`: CustomResourceDefinition, not {}",
+                crd["kind"]
+            ));
+        }
+        let spec = &crd["spec"];
+        let text = |path: &str, v: &Value| {
+            v.as_str()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| format!("`{path}`: a non-empty string"))
+        };
+        let group = text("spec.group", &spec["group"])?;
+        let kind = text("spec.names.kind", &spec["names"]["kind"])?;
+        let plural = text("spec.names.plural", &spec["names"]["plural"])?;
+        let namespaced = match spec["scope"].as_str() {
+            Some("Namespaced") => true,
+            Some("Cluster") => false,
+            _ => return Err("`spec.scope`: Namespaced or Cluster".into()),
+        };
+        let versions = spec["versions"]
+            .as_array()
+            .filter(|v| !v.is_empty())
+            .ok_or("`spec.versions`: a non-empty list")?;
+        let version = versions
+            .iter()
+            .find(|v| v["storage"] == true)
+            .or_else(|| versions.iter().find(|v| v["served"] == true))
+            .unwrap_or(&versions[0]);
+        let name = text("spec.versions[].name", &version["name"])?;
+        let status = version["subresources"]["status"].is_object();
+        let world_kind = intern(&group, &name, &kind, &plural, namespaced);
+        if let Some(schema) = version["schema"]["openAPIV3Schema"].as_object() {
+            crate::schema::register(world_kind, Value::Object(schema.clone()));
+        }
+        self.by_path.insert(
+            (group, name, plural),
+            Served {
+                kind: world_kind,
+                status_subresource: status,
+                strategic_merge: false,
+            },
+        );
+        // Its schema is what a body must meet (no Rust type to decode into).
+        self.decoders.insert(world_kind, |v| {
+            v.is_object()
+                .then_some(())
+                .ok_or_else(|| "an object".to_string())
+        });
+        Ok(self)
+    }
+
     /// The kind at `/api(s)/{group}/{version}/{plural}`.
     pub fn at(&self, group: &str, version: &str, plural: &str) -> Option<Served> {
         // A handful of kinds: a scan without building the key's strings.

@@ -35,6 +35,7 @@
 //! - [`bridge`]: the process that runs a user's async code with its client;
 //! - [`custom`]: a user's program as a scenario's `custom` controller, in one call,
 //!   its entries' objects and actions manifests of its kinds;
+//! - [`cel`]: invariants and desired states written in CEL over objects' JSON;
 //! - [`check`]: checkers and desired states read as the controller's own types;
 //! - [`handle`]: the program's way to the world's services (the cloud), found as
 //!   `Handle::current()`;
@@ -48,6 +49,7 @@
 //! - [`world`]: a world for one program, the API server a network hop away.
 
 pub mod bridge;
+pub mod cel;
 pub mod check;
 pub mod controller;
 pub mod custom;

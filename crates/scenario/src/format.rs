@@ -100,7 +100,11 @@ struct ScenarioFile {
 
 impl ScenarioFile {
     /// Each section parsed by its family, in the registry's order.
-    fn into_scenario(self, families: &Families) -> Result<Scenario, ParamError> {
+    fn into_scenario(
+        self,
+        families: &Families,
+        base: Option<&Path>,
+    ) -> Result<Scenario, ParamError> {
         let mut sections = Vec::with_capacity(self.controllers.len());
         for (name, value) in &self.controllers {
             // A family not run: files written before 0.4.0 wrote every builtin one,
@@ -118,7 +122,7 @@ impl ScenarioFile {
                     ),
                 ));
             };
-            let section = family.parse(value).map_err(|e| e.under(&at))?;
+            let section = family.parse_in(value, base).map_err(|e| e.under(&at))?;
             sections.push((position, name.clone(), section));
         }
         sections.sort_by_key(|(position, _, _)| *position);
@@ -564,9 +568,13 @@ impl Scenario {
         sets: &[crate::variants::Set],
     ) -> Result<Scenario, LoadError> {
         let input: Value = crate::json::parse_object(file, text, "a scenario")?;
+        // Paths in a family's section are relative to the file's folder.
+        let base = path.and_then(Path::parent);
         if !crate::variants::extends(&input) && sets.is_empty() {
             // The plain route keeps serde's line and column in its errors.
-            return Self::parse(file, text, families);
+            let raw: ScenarioFile = crate::json::parse_object(file, text, "a scenario")?;
+            return Self::from_file(raw, &input, families, base)
+                .map_err(|e| LoadError::new(file, e));
         }
         let mut doc = crate::variants::expand(file, input, path, resolve)?;
         for set in sets {
@@ -576,14 +584,14 @@ impl Scenario {
                 message,
             })?;
         }
-        Self::from_value(file, "", &doc, families)
+        Self::from_value_in(file, "", &doc, families, base)
     }
 
     /// Parse and validate scenario JSON; `file` names it in errors.
     pub fn parse(file: &str, text: &str, families: &Families) -> Result<Scenario, LoadError> {
         let raw: ScenarioFile = crate::json::parse_object(file, text, "a scenario")?;
         let input: Value = parse_json(file, text)?;
-        Self::from_file(raw, &input, families).map_err(|e| LoadError::new(file, e))
+        Self::from_file(raw, &input, families, None).map_err(|e| LoadError::new(file, e))
     }
 
     /// A scenario embedded at `at` of a document `file` (a failure file's `.scenario`).
@@ -592,6 +600,17 @@ impl Scenario {
         at: &str,
         value: &Value,
         families: &Families,
+    ) -> Result<Scenario, LoadError> {
+        Self::from_value_in(file, at, value, families, None)
+    }
+
+    /// [`Scenario::from_value`], its sections' relative paths read from `base`.
+    fn from_value_in(
+        file: &str,
+        at: &str,
+        value: &Value,
+        families: &Families,
+        base: Option<&Path>,
     ) -> Result<Scenario, LoadError> {
         if !value.is_object() {
             return Err(LoadError {
@@ -612,7 +631,7 @@ impl Scenario {
                 message: e.inner().to_string(),
             }
         })?;
-        Self::from_file(raw, value, families).map_err(|e| LoadError::new(file, e.under(at)))
+        Self::from_file(raw, value, families, base).map_err(|e| LoadError::new(file, e.under(at)))
     }
 
     /// `input` is the document `raw` was read from: a struct given as an array there is
@@ -621,13 +640,24 @@ impl Scenario {
         raw: ScenarioFile,
         input: &Value,
         families: &Families,
+        base: Option<&Path>,
     ) -> Result<Scenario, ParamError> {
-        let scenario = raw.into_scenario(families)?;
+        let scenario = raw.into_scenario(families, base)?;
         let at = |(path, message): (String, String)| ParamError::at(path, message);
         scenario.validate().map_err(at)?;
         let canonical = serde_json::to_value(&scenario).expect("scenarios serialize");
         crate::json::check_objects(input, &canonical, "").map_err(at)?;
         Ok(scenario)
+    }
+
+    /// The invariant `name`: a registered family's, or one a section declares.
+    pub fn invariant(&self, name: &str) -> Option<reconsim_check::NamedCheck> {
+        if let Some(c) = self.families.invariant(name) {
+            return Some(c.clone());
+        }
+        self.sections()
+            .flat_map(|s| s.invariants())
+            .find(|c| c.name == name)
     }
 
     /// The families the scenario was loaded with.
@@ -979,12 +1009,20 @@ impl Scenario {
             }
         }
         for (i, name) in self.invariants.iter().enumerate() {
-            if self.families.invariant(name).is_none() {
+            if self.invariant(name).is_none() {
+                let mut names: Vec<String> = self
+                    .families
+                    .invariant_names()
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                names.extend(self.sections().flat_map(|s| s.invariants()).map(|c| c.name));
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 return err(
                     &format!(".invariants[{i}]"),
                     format!(
                         "an invariant a registered family checks ({}), not `{name}`",
-                        known(&self.families.invariant_names())
+                        known(&names)
                     ),
                 );
             }

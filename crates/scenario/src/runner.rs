@@ -259,9 +259,8 @@ fn run_here(
         .iter()
         .map(|name| {
             scenario
-                .families()
                 .invariant(name)
-                .expect("validated: a registered invariant")
+                .expect("validated: a registered or declared invariant")
                 .checker()
         })
         .collect();

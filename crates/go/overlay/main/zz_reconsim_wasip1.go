@@ -7,35 +7,37 @@
 
 package main
 
+// Every import is named apart: these names share the main package's file scope
+// with the user's own declarations.
 import (
-	"context"
-	"net"
-	"net/http"
-	"os"
-	"syscall"
-	"unsafe"
+	reconsimContext "context"
+	reconsimNet "net"
+	reconsimHTTP "net/http"
+	reconsimOS "os"
+	reconsimSyscall "syscall"
+	reconsimUnsafe "unsafe"
 )
 
 //go:wasmimport reconsim dial
-func reconsimDial(addr unsafe.Pointer, addrLen uint32, fd unsafe.Pointer) uint32
+func reconsimDial(addr reconsimUnsafe.Pointer, addrLen uint32, fd reconsimUnsafe.Pointer) uint32
 
-func reconsimDialContext(ctx context.Context, network, address string) (net.Conn, error) {
+func reconsimDialContext(ctx reconsimContext.Context, network, address string) (reconsimNet.Conn, error) {
 	b := []byte(address)
 	if len(b) == 0 {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.EINVAL}
+		return nil, &reconsimNet.OpError{Op: "dial", Net: network, Err: reconsimSyscall.EINVAL}
 	}
 	var fd int32
-	if errno := reconsimDial(unsafe.Pointer(&b[0]), uint32(len(b)), unsafe.Pointer(&fd)); errno != 0 {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.Errno(errno)}
+	if errno := reconsimDial(reconsimUnsafe.Pointer(&b[0]), uint32(len(b)), reconsimUnsafe.Pointer(&fd)); errno != 0 {
+		return nil, &reconsimNet.OpError{Op: "dial", Net: network, Err: reconsimSyscall.Errno(errno)}
 	}
-	f := os.NewFile(uintptr(fd), address)
-	c, err := net.FileConn(f)
+	f := reconsimOS.NewFile(uintptr(fd), address)
+	c, err := reconsimNet.FileConn(f)
 	f.Close()
 	return c, err
 }
 
 func init() {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+	if t, ok := reconsimHTTP.DefaultTransport.(*reconsimHTTP.Transport); ok {
 		t.DialContext = reconsimDialContext
 	}
 }

@@ -10,43 +10,45 @@
 
 package main
 
+// Every import is named apart: these names share the main package's file scope
+// with the user's own declarations (kubebuilder's main declares `scheme`).
 import (
-	"bytes"
-	"io"
-	"net/http"
-	"strings"
+	reconsimBytes "bytes"
+	reconsimIO "io"
+	reconsimHTTP "net/http"
+	reconsimStrings "strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
+	reconsimRuntime "k8s.io/apimachinery/pkg/runtime"
+	reconsimScheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-type reconsimJSON struct{ next http.RoundTripper }
+type reconsimJSON struct{ next reconsimHTTP.RoundTripper }
 
-func (t reconsimJSON) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body == nil || !strings.HasPrefix(req.Header.Get("Content-Type"), runtime.ContentTypeProtobuf) {
+func (t reconsimJSON) RoundTrip(req *reconsimHTTP.Request) (*reconsimHTTP.Response, error) {
+	if req.Body == nil || !reconsimStrings.HasPrefix(req.Header.Get("Content-Type"), reconsimRuntime.ContentTypeProtobuf) {
 		return t.next.RoundTrip(req)
 	}
-	body, err := io.ReadAll(req.Body)
+	body, err := reconsimIO.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
 		return nil, err
 	}
-	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	obj, gvk, err := reconsimScheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	js, err := runtime.Encode(scheme.Codecs.LegacyCodec(gvk.GroupVersion()), obj)
+	js, err := reconsimRuntime.Encode(reconsimScheme.Codecs.LegacyCodec(gvk.GroupVersion()), obj)
 	if err != nil {
 		return nil, err
 	}
 	out := req.Clone(req.Context())
-	out.Body = io.NopCloser(bytes.NewReader(js))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(js)), nil }
+	out.Body = reconsimIO.NopCloser(reconsimBytes.NewReader(js))
+	out.GetBody = func() (reconsimIO.ReadCloser, error) { return reconsimIO.NopCloser(reconsimBytes.NewReader(js)), nil }
 	out.ContentLength = int64(len(js))
-	out.Header.Set("Content-Type", runtime.ContentTypeJSON)
+	out.Header.Set("Content-Type", reconsimRuntime.ContentTypeJSON)
 	return t.next.RoundTrip(out)
 }
 
 func init() {
-	http.DefaultTransport = reconsimJSON{next: http.DefaultTransport}
+	reconsimHTTP.DefaultTransport = reconsimJSON{next: reconsimHTTP.DefaultTransport}
 }

@@ -1,0 +1,3 @@
+module example.invalid/reconsim/reconsimtest
+
+go 1.26

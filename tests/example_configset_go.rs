@@ -1,0 +1,306 @@
+//! The Go ConfigSet example (examples/configset-go): a controller-runtime manager as
+//! kubebuilder scaffolds it, built for wasip1 and named by a scenario file that the
+//! `reconsim` binary runs with no Rust of the user's (issue 58, docs/guide/real-go-code.md):
+//! - the buggy variant (its reconcile counts ConfigMaps from the informer cache) is
+//!   caught, and the fixed one (a consistent read through the API reader) holds over
+//!   its whole budget of 1,000 seeds;
+//! - determinism: every seed run twice gives one trace hash;
+//! - the CLI explains a failure with the program's requests and its log lines, and
+//!   replays it.
+//!
+//! Go 1.26 must be installed: loading the scenario builds the program.
+
+mod common;
+
+use common::{campaign, jobs, root, twice_each};
+use reconsim::scenario::{Expect, Scenario};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn path(name: &str) -> PathBuf {
+    root()
+        .join("examples/configset-go/testdata")
+        .join(format!("{name}.json"))
+}
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(&path(name), &reconsim::families::builtin())
+        .unwrap_or_else(|e| panic!("the example's scenario loads (Go 1.26 builds it): {e}"))
+}
+
+#[test]
+fn a_fuzz_campaign_catches_the_go_controller_that_counts_from_its_cache() {
+    let s = scenario("configset-go-buggy");
+    assert_eq!(s.expect, Expect::Violation);
+    let report = campaign(&s, 40, jobs(), false);
+    let first = report
+        .failures
+        .first()
+        .expect("a violation within 40 seeds");
+    assert_eq!(first.invariant, "configset_max_configmaps");
+    // The figures docs/guide/real-go-code.md shows: the first seed fails, and all 40.
+    assert_eq!(report.first_failure_seed, Some(0));
+    assert_eq!(report.failures.len(), 40);
+    assert!(
+        twice_each(&s, 0..8).len() == 8,
+        "each seed fails the same way twice"
+    );
+}
+
+#[test]
+fn the_go_controller_that_reads_the_api_server_holds_over_its_budget() {
+    let s = scenario("configset-go-fixed");
+    assert_eq!((s.expect, s.seeds), (Expect::Clean, 1000));
+    let report = campaign(&s, s.seeds, jobs(), true);
+    assert!(report.failures.is_empty(), "{:?}", report.failures.first());
+    // The self-check: the same trace hash twice, seed by seed.
+    assert!(twice_each(&s, 0..16).is_empty());
+}
+
+#[test]
+fn the_cli_explains_a_go_failure_with_its_requests_and_log_lines() {
+    let dir = common::scratch("configset-go");
+    let exe = env!("CARGO_BIN_EXE_reconsim");
+    let out = Command::new(exe)
+        .args(["fuzz", &path("configset-go-buggy").to_string_lossy()])
+        .args(["--seeds", "0..1", "--failures-dir"])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let failure = dir.join("configset-go-buggy-seed-0.json");
+    let explained = Command::new(exe)
+        .arg("explain")
+        .arg(&failure)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&explained.stdout);
+    assert!(
+        text.contains(
+            "configset-controller-0@master-0: POST /api/v1/namespaces/default/configmaps: web-*"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("go stderr: ") && text.contains("\"configmap\": \"web-"),
+        "{text}"
+    );
+    let replayed = Command::new(exe)
+        .arg("replay")
+        .arg(&failure)
+        .output()
+        .expect("runs");
+    assert_eq!(replayed.status.code(), Some(0), "0: reproduced");
+    assert!(String::from_utf8_lossy(&replayed.stdout).starts_with("reproduced: "));
+    // The failure file names the program by its hash, and a changed one is refused.
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&failure).unwrap()).unwrap();
+    let entry = &saved["scenario"]["controllers"]["go"][0];
+    assert_eq!(entry["sha256"].as_str().map(str::len), Some(64), "{entry}");
+    let mut tampered = saved.clone();
+    tampered["scenario"]["controllers"]["go"][0]["sha256"] = "0".repeat(64).into();
+    let other = dir.join("tampered.json");
+    std::fs::write(&other, tampered.to_string()).unwrap();
+    let refused = Command::new(exe)
+        .arg("replay")
+        .arg(&other)
+        .output()
+        .expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("is not the one this file names"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+/// `go test` in the example, as its authors run it: the Go package reconsimtest
+/// holds its scenarios to their expectations through the reconsim binary.
+fn go_test(reads: Option<&str>) -> std::process::Output {
+    let dir = common::scratch("configset-go-test");
+    let mut cmd = Command::new("go");
+    cmd.current_dir(root().join("examples/configset-go"))
+        .args(["test", "-count=1", "./internal/controller/"])
+        .env("RECONSIM", env!("CARGO_BIN_EXE_reconsim"))
+        .env("RECONSIM_FAILURES_DIR", &dir);
+    if let Some(r) = reads {
+        cmd.env("CONFIGSET_READS", r);
+    }
+    cmd.output().expect("go runs (Go 1.26 is needed)")
+}
+
+#[test]
+fn go_test_passes_on_the_fix_and_fails_naming_the_buggy_variant() {
+    let out = go_test(None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = go_test(Some("cache"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "configset-go-fixed: expected clean, but configset_max_configmaps is violated; replay: "
+        ),
+        "{text}"
+    );
+    // The replay command it prints reproduces the failure.
+    let replay = text
+        .lines()
+        .find_map(|l| l.split("; replay: ").nth(1))
+        .expect("a replay command");
+    let words: Vec<&str> = replay.split_whitespace().collect();
+    let again = Command::new(words[0])
+        .args(&words[1..])
+        .output()
+        .expect("runs");
+    assert_eq!(again.status.code(), Some(0), "0: reproduced");
+    assert!(String::from_utf8_lossy(&again.stdout).starts_with("reproduced: "));
+}
+
+/// The commands docs/guide/real-go-code.md prints, run as printed.
+const GUIDE: [&str; 2] = [
+    "reconsim fuzz examples/configset-go/testdata/configset-go-buggy.json --seeds 0..40 --failures-dir failures",
+    "reconsim explain failures/configset-go-buggy-seed-0.json",
+];
+
+#[test]
+fn the_guide_s_commands_run_as_printed() {
+    let guide = std::fs::read_to_string(root().join("docs/guide/real-go-code.md")).unwrap();
+    // A scratch folder that sees the repository's examples, so `failures/` lands there.
+    let dir = common::scratch("configset-go-guide");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("examples");
+    if !link.exists() {
+        std::os::unix::fs::symlink(root().join("examples"), &link).unwrap();
+    }
+    let mut outputs = Vec::new();
+    for (cmd, code) in GUIDE.iter().zip([1, 0]) {
+        assert!(guide.contains(cmd), "the guide prints `{cmd}`");
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+            .current_dir(&dir)
+            .args(&words[1..])
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    assert!(outputs[0].contains("40 failing"), "{}", outputs[0]);
+    // The lines the guide quotes of the story, as explain tells it.
+    for line in [
+        "configset-go-buggy seed 0: configset_max_configmaps at t=0.338s",
+        "0.334s  configset-controller-0@master-0: POST /api/v1/namespaces/default/configmaps: web-*",
+        "0.338s  api server: stored ConfigMap default/web-gqsj7 rv 14",
+    ] {
+        assert!(
+            guide.contains(line) && outputs[1].contains(line),
+            "{line}\n{}",
+            outputs[1]
+        );
+    }
+}
+
+/// `reconsim run` of the fixed scenario at seed 0 with `sets` (`--set`), its timeline.
+fn timeline(sets: &[&str]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reconsim"));
+    cmd.arg("run").arg(path("configset-go-fixed")).args([
+        "--seed",
+        "0",
+        "--timeline",
+        "--set",
+        "workload=[]",
+        "--set",
+        "convergence=null",
+    ]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_go_program_that_exits_is_restarted_by_its_kubelet_with_its_backoff() {
+    let text = timeline(&[
+        r#"controllers.go[0].args=["--configmap-reads=bogus"]"#,
+        "faults=[]",
+        "duration_ms=40000",
+    ]);
+    // The container exits with the status the program passed to os.Exit, and the
+    // kubelet starts it again after CrashLoopBackOff's 10 s, then 20 s more.
+    for (at, pod) in [
+        ("0.014s", "configset-controller-0"),
+        ("10.022s", "configset-controller-0#1"),
+        ("30.028s", "configset-controller-0#2"),
+    ] {
+        for line in [
+            format!(
+                "{at}  {pod}@master-0: go stderr: --configmap-reads: cache or api-server, not \"bogus\""
+            ),
+            format!("{at}  {pod}@master-0: go program: exit status 2; its container exits"),
+        ] {
+            assert!(text.contains(&line), "{line}\n{text}");
+        }
+    }
+}
+
+#[test]
+fn a_partition_breaks_the_go_program_s_watches_and_client_go_watches_again() {
+    let partition = r#"faults=[{"count":[1,1],"at_ms":[5000,5000],"duration_ms":[1000000,1000000],"fault":{"partition":{"hosts_a":["master-0"],"hosts_b":["api"],"mode":"drop"}}}]"#;
+    let text = timeline(&[partition, "duration_ms=1100000"]);
+    let watches = |t: &str| {
+        t.lines()
+            .filter(|l| {
+                l.contains("configset-controller-0@master-0: GET /api/v1/configmaps?")
+                    && l.contains("watch=true")
+            })
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let all = watches(&text);
+    // One watch at the start; TCP gives up on it under the partition (924.6 s after
+    // its last unacknowledged bytes), client-go's reflector reads the reset and
+    // watches again from the resourceVersion it had.
+    assert!(
+        text.contains("Warning: watch ended with error")
+            && text.contains("Connection reset by peer"),
+        "{text}"
+    );
+    assert_eq!(all.len(), 2, "{all:#?}");
+    assert!(!all[0].contains("resourceVersion="), "{}", all[0]);
+    assert!(all[1].contains("&resourceVersion="), "{}", all[1]);
+    // While cut off, each reconcile's list goes on a new connection, which fails 30 s
+    // later (the dial's timeout), and the work queue retries (every 31 s at first,
+    // then later as its per-item backoff doubles).
+    let cut_off = text
+        .lines()
+        .filter(|l| l.contains("configset-controller-0@master-0: GET /api/v1/namespaces/default/configmaps?labelSelector=configset.example.reconsim.dev/name=db"))
+        .filter_map(|l| l.trim_start().split('s').next()?.parse::<f64>().ok())
+        .filter(|t| (100.0..900.0).contains(t))
+        .count();
+    assert!(cut_off >= 10, "{cut_off} lists while cut off\n{text}");
+    assert!(
+        text.contains(r#"configmaps?labelSelector=configset.example.reconsim.dev%2Fname%3Ddb\": read tcp :0->:0: fd_read: Connection reset by peer"#),
+        "{text}"
+    );
+}
