@@ -304,3 +304,32 @@ fn a_partition_breaks_the_go_program_s_watches_and_client_go_watches_again() {
         "{text}"
     );
 }
+
+/// `reconsim check --json FILE`: its one scenario's verdict.
+fn check_json(name: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+        .args(["check", "--json"])
+        .arg(path(name))
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    v["scenarios"][0].clone()
+}
+
+#[test]
+fn a_deposed_go_leader_s_late_create_is_caught_and_indexed_names_hold() {
+    // Two replicas with controller-runtime's leader election: search puts a partition
+    // of the leader's node right before its create (plan #2 of reference seed 0); the
+    // leader stops leading at its renew deadline, the other takes the Lease and makes
+    // the ConfigMap, and the old leader's create lands when the link heals.
+    let buggy = check_json("configset-go-leader-buggy");
+    assert_eq!(buggy["holds"], true, "{buggy}");
+    assert_eq!(buggy["invariant"], "configset_max_configmaps");
+    assert_eq!(buggy["first_failure"]["arm"], "search", "{buggy}");
+    assert_eq!(buggy["first_failure"]["plan"], 2, "{buggy}");
+    // Naming ConfigMaps <set>-<i>: the late create is refused (AlreadyExists).
+    let fixed = check_json("configset-go-leader-fixed");
+    assert_eq!(fixed["holds"], true, "{fixed}");
+    assert_eq!(fixed["runs"], 200, "{fixed}");
+}

@@ -36,6 +36,10 @@ pub const APISERVER_ADDR: &str = "kubernetes.default.svc:80";
 /// Where the program finds its kubeconfig (`KUBECONFIG`).
 pub const KUBECONFIG_PATH: &str = "/etc/reconsim/kubeconfig";
 
+/// Where a pod finds its namespace.
+pub const SERVICE_ACCOUNT_NAMESPACE: &str =
+    "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
 /// The kubeconfig every Go program gets: the simulated API server over plain HTTP,
 /// no credentials, namespace `default`. client-go then uses `http.DefaultTransport`
 /// (`transport/cache.go`: no TLS, no dial holder, no proxy), which dials through
@@ -154,7 +158,14 @@ impl GoBridge {
                 "POD_NAMESPACE=default".to_string(),
                 "HOME=/".to_string(),
             ],
-            files: Arc::new(Files::default().with(KUBECONFIG_PATH, KUBECONFIG)),
+            // A pod's service account namespace, which controller-runtime's leader
+            // election reads when no LeaderElectionNamespace is given
+            // (pkg/leaderelection, getInClusterNamespace).
+            files: Arc::new(
+                Files::default()
+                    .with(KUBECONFIG_PATH, KUBECONFIG)
+                    .with(SERVICE_ACCOUNT_NAMESPACE, "default"),
+            ),
             program,
             kinds,
             backoff: Some(Backoff::new()),

@@ -25,10 +25,12 @@ func init() {
 }
 
 func main() {
-	var reads string
+	var reads, names string
 	var leaderElect bool
 	flag.StringVar(&reads, "configmap-reads", string(controller.Cache),
 		"where a reconcile lists ConfigMaps: cache (the manager's informers) or api-server")
+	flag.StringVar(&names, "configmap-names", string(controller.Generated),
+		"how a new ConfigMap is named: generated (generateName) or indexed (<set>-<i>)")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader before reconciling")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
@@ -38,6 +40,10 @@ func main() {
 
 	if reads != string(controller.Cache) && reads != string(controller.APIServer) {
 		fmt.Fprintf(os.Stderr, "--configmap-reads: cache or api-server, not %q\n", reads)
+		os.Exit(2)
+	}
+	if names != string(controller.Generated) && names != string(controller.Indexed) {
+		fmt.Fprintf(os.Stderr, "--configmap-names: generated or indexed, not %q\n", names)
 		os.Exit(2)
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
@@ -56,6 +62,7 @@ func main() {
 		Scheme:    mgr.GetScheme(),
 		APIReader: mgr.GetAPIReader(),
 		Reads:     controller.Reads(reads),
+		Names:     controller.Names(names),
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "ConfigSet")
 		os.Exit(1)

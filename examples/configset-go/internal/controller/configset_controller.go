@@ -24,6 +24,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -40,6 +41,19 @@ import (
 
 // Label is the label a ConfigSet finds its ConfigMaps by.
 const Label = "configset.example.reconsim.dev/name"
+
+// Names says how step 2 names a new ConfigMap.
+type Names string
+
+const (
+	// Generated names each new ConfigMap `<set>-<random>` (generateName): two writers
+	// that both find one missing both make one.
+	Generated Names = "generated"
+	// Indexed names them `<set>-0` .. `<set>-<replicas-1>`: a second writer's create of
+	// the same one is refused (AlreadyExists), so even a deposed leader's late create
+	// adds nothing.
+	Indexed Names = "indexed"
+)
 
 // Reads says where step 1 lists ConfigMaps from.
 type Reads string
@@ -58,6 +72,7 @@ type ConfigSetReconciler struct {
 	// APIReader reads from the API server, past the cache (mgr.GetAPIReader()).
 	APIReader client.Reader
 	Reads     Reads
+	Names     Names
 }
 
 // +kubebuilder:rbac:groups=example.reconsim.dev,resources=configsets,verbs=get;list;watch;update;patch
@@ -91,28 +106,62 @@ func (r *ConfigSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
 	want := int(cs.Spec.Replicas)
-	for i := len(owned); i < want; i++ {
+	create := func(name string) error {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{
-				GenerateName: cs.Name + "-",
-				Namespace:    cs.Namespace,
-				Labels:       map[string]string{Label: cs.Name},
+				Name:      name,
+				Namespace: cs.Namespace,
+				Labels:    map[string]string{Label: cs.Name},
 			},
 			Data: map[string]string{"owner": cs.Name},
 		}
+		if name == "" {
+			cm.GenerateName = cs.Name + "-"
+		}
 		if err := controllerutil.SetControllerReference(&cs, cm, r.Scheme); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		if err := r.Create(ctx, cm); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		log.Info("created", "configmap", cm.Name)
+		return nil
 	}
-	for i := len(owned) - 1; i >= want; i-- {
-		if err := r.Delete(ctx, &owned[i]); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
+	if r.Names == Indexed {
+		have := map[string]bool{}
+		for _, cm := range owned {
+			have[cm.Name] = true
 		}
-		log.Info("deleted", "configmap", owned[i].Name)
+		wanted := map[string]bool{}
+		for i := 0; i < want; i++ {
+			name := fmt.Sprintf("%s-%d", cs.Name, i)
+			wanted[name] = true
+			if !have[name] {
+				if err := create(name); client.IgnoreAlreadyExists(err) != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
+		for i := range owned {
+			if !wanted[owned[i].Name] {
+				if err := r.Delete(ctx, &owned[i]); client.IgnoreNotFound(err) != nil {
+					return ctrl.Result{}, err
+				}
+				log.Info("deleted", "configmap", owned[i].Name)
+			}
+		}
+	} else {
+		for i := len(owned); i < want; i++ {
+			if err := create(""); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		for i := len(owned) - 1; i >= want; i-- {
+			if err := r.Delete(ctx, &owned[i]); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+			log.Info("deleted", "configmap", owned[i].Name)
+		}
 	}
 	if cs.Status.Replicas != cs.Spec.Replicas {
 		cs.Status.Replicas = cs.Spec.Replicas
