@@ -167,9 +167,10 @@ fn go_test_passes_on_the_fix_and_fails_naming_the_buggy_variant() {
 }
 
 /// The commands docs/guide/real-go-code.md prints, run as printed.
-const GUIDE: [&str; 2] = [
+const GUIDE: [&str; 3] = [
     "reconsim fuzz examples/configset-go/testdata/configset-go-buggy.json --seeds 0..40 --failures-dir failures",
     "reconsim explain failures/configset-go-buggy-seed-0.json",
+    "reconsim search examples/configset-go/testdata/configset-go-leader-buggy.json --stop-on-first",
 ];
 
 #[test]
@@ -183,7 +184,7 @@ fn the_guide_s_commands_run_as_printed() {
         std::os::unix::fs::symlink(root().join("examples"), &link).unwrap();
     }
     let mut outputs = Vec::new();
-    for (cmd, code) in GUIDE.iter().zip([1, 0]) {
+    for (cmd, code) in GUIDE.iter().zip([1, 0, 1]) {
         assert!(guide.contains(cmd), "the guide prints `{cmd}`");
         let words: Vec<&str> = cmd.split_whitespace().collect();
         let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
@@ -200,6 +201,12 @@ fn the_guide_s_commands_run_as_printed() {
         outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     assert!(outputs[0].contains("40 failing"), "{}", outputs[0]);
+    let found = "first failure after 4 runs (seed 0): plan #2: scenario:1: partition master-1 | api (messages dropped) for 30580 ms before write of configset-controller-1 #9 (at 60033 ms: create ConfigMap default/web-*) -> configset_max_configmaps at 90613 ms; ";
+    assert!(
+        guide.contains(found) && outputs[2].contains(found),
+        "{}",
+        outputs[2]
+    );
     // The lines the guide quotes of the story, as explain tells it.
     for line in [
         "configset-go-buggy seed 0: configset_max_configmaps at t=0.338s",
