@@ -534,26 +534,10 @@ impl GoBridge {
             self.deliver(socket, &http1::response(status, &body));
             return true;
         }
-        if let Some(said) = said {
-            let got = match (&shape, result) {
-                (
-                    Shape::List { selector, page, .. },
-                    Ok(ApiOk::List {
-                        items,
-                        resource_version,
-                    }),
-                ) => {
-                    let n = reconsim_kube::page::select(items, selector, page, *resource_version)
-                        .items
-                        .len();
-                    Some(format!("{n} item{}", if n == 1 { "" } else { "s" }))
-                }
-                (_, Ok(_)) => None,
-                (_, Err(e)) => Some(format!("{e:?}")),
-            };
-            if let Some(got) = got {
-                ctx.note(|| format!("{said} => {got}"));
-            }
+        if let Some(said) = said
+            && let Some(got) = rest::outcome(&shape, result)
+        {
+            ctx.note(|| format!("{said} => {got}"));
         }
         let bytes = match (&shape, result) {
             (

@@ -93,6 +93,16 @@ fn mem<'a>(caller: &'a mut Caller<'_, Guest>) -> (&'a mut [u8], &'a mut Guest) {
     memory.data_and_store_mut(caller)
 }
 
+/// A call that reads or writes the guest's memory and its host: its errno.
+fn with_host(
+    c: &mut Caller<'_, Guest>,
+    f: impl FnOnce(&mut [u8], &mut Host) -> Result<(), i32>,
+) -> R {
+    let (m, g) = mem(c);
+    let mut h = g.host.lock().expect("the host's lock");
+    code(f(m, &mut h))
+}
+
 fn slice(m: &[u8], ptr: i32, len: u32) -> Result<&[u8], i32> {
     let start = ptr as u32 as usize;
     m.get(start..start + len as usize).ok_or(errno::FAULT)
@@ -462,50 +472,42 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
         WASI,
         "args_sizes_get",
         |mut c: Caller<'_, Guest>, count: i32, size: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            code(sizes(m, &h.args, count, size))
+            with_host(&mut c, |m, h| sizes(m, &h.args, count, size))
         },
     )?;
     linker.func_wrap(
         WASI,
         "args_get",
         |mut c: Caller<'_, Guest>, ptrs: i32, buf: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            code(put_strings(m, &h.args, ptrs, buf))
+            with_host(&mut c, |m, h| put_strings(m, &h.args, ptrs, buf))
         },
     )?;
     linker.func_wrap(
         WASI,
         "environ_sizes_get",
         |mut c: Caller<'_, Guest>, count: i32, size: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            code(sizes(m, &h.env, count, size))
+            with_host(&mut c, |m, h| sizes(m, &h.env, count, size))
         },
     )?;
     linker.func_wrap(
         WASI,
         "environ_get",
         |mut c: Caller<'_, Guest>, ptrs: i32, buf: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            code(put_strings(m, &h.env, ptrs, buf))
+            with_host(&mut c, |m, h| put_strings(m, &h.env, ptrs, buf))
         },
     )?;
     linker.func_wrap(
         WASI,
         "clock_time_get",
         |mut c: Caller<'_, Guest>, id: i32, _precision: i64, at: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            let t = match id {
-                0 => h.read_wall_ns(),
-                1..=3 => h.monotonic_ns(),
-                _ => return Ok(errno::INVAL),
-            };
-            code(put_u64(m, at, t))
+            with_host(&mut c, |m, h| {
+                let t = match id {
+                    0 => h.read_wall_ns(),
+                    1..=3 => h.monotonic_ns(),
+                    _ => return Err(errno::INVAL),
+                };
+                put_u64(m, at, t)
+            })
         },
     )?;
     linker.func_wrap(
@@ -520,15 +522,10 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
         WASI,
         "random_get",
         |mut c: Caller<'_, Guest>, buf: i32, len: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            match slice_mut(m, buf, len as u32) {
-                Ok(out) => {
-                    h.fill(out);
-                    Ok(errno::SUCCESS)
-                }
-                Err(e) => Ok(e),
-            }
+            with_host(&mut c, |m, h| {
+                h.fill(slice_mut(m, buf, len as u32)?);
+                Ok(())
+            })
         },
     )?;
     linker.func_wrap(WASI, "sched_yield", |c: Caller<'_, Guest>| -> R {
@@ -546,47 +543,38 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
         WASI,
         "fd_write",
         |mut c: Caller<'_, Guest>, fd: i32, iovs: i32, len: i32, nwritten: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            let r = (|| {
+            with_host(&mut c, |m, h| {
                 let mut n = 0u32;
                 for (ptr, l) in iovecs(m, iovs, len)? {
-                    n += write_fd(&mut h, fd as u32, slice(m, ptr as i32, l)?)?;
+                    n += write_fd(h, fd as u32, slice(m, ptr as i32, l)?)?;
                 }
                 put_u32(m, nwritten, n)
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
         WASI,
         "fd_read",
         |mut c: Caller<'_, Guest>, fd: i32, iovs: i32, len: i32, nread: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            let r = (|| {
+            with_host(&mut c, |m, h| {
                 let bufs = iovecs(m, iovs, len)?;
-                let n = read_fd(&mut h, fd as u32, m, &bufs, None)?;
+                let n = read_fd(h, fd as u32, m, &bufs, None)?;
                 put_u32(m, nread, n)
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
         WASI,
         "fd_pread",
         |mut c: Caller<'_, Guest>, fd: i32, iovs: i32, len: i32, offset: i64, nread: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            let r = (|| {
+            with_host(&mut c, |m, h| {
                 if matches!(h.fds.get(&(fd as u32)), Some(Fd::Socket(_))) {
                     return Err(errno::SPIPE);
                 }
                 let bufs = iovecs(m, iovs, len)?;
-                let n = read_fd(&mut h, fd as u32, m, &bufs, Some(offset as u64))?;
+                let n = read_fd(h, fd as u32, m, &bufs, Some(offset as u64))?;
                 put_u32(m, nread, n)
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
@@ -613,9 +601,9 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
         WASI,
         "fd_fdstat_get",
         |mut c: Caller<'_, Guest>, fd: i32, at: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            code(fdstat(&h, fd as u32).and_then(|b| put(m, at as u32, &b)))
+            with_host(&mut c, |m, h| {
+                fdstat(h, fd as u32).and_then(|b| put(m, at as u32, &b))
+            })
         },
     )?;
     linker.func_wrap(
@@ -730,10 +718,8 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
         WASI,
         "fd_readdir",
         |mut c: Caller<'_, Guest>, fd: i32, buf: i32, len: i32, cookie: i64, used: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            let r = (|| {
-                let dir = dir_of(&h, fd as u32)?;
+            with_host(&mut c, |m, h| {
+                let dir = dir_of(h, fd as u32)?;
                 let mut out = Vec::new();
                 let mut entries = vec![(".".to_string(), true), ("..".to_string(), true)];
                 entries.extend(h.files.list(&dir));
@@ -752,8 +738,7 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
                 let k = out.len().min(len as usize);
                 put(m, buf as u32, &out[..k])?;
                 put_u32(m, used, k as u32)
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
@@ -770,10 +755,8 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
          _fdflags: i32,
          at: i32|
          -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            let r = (|| {
-                let dir = dir_of(&h, dirfd as u32)?;
+            with_host(&mut c, |m, h| {
+                let dir = dir_of(h, dirfd as u32)?;
                 let full = files::join(&dir, &path_arg(m, path, path_len)?);
                 // O_CREAT, O_EXCL or O_TRUNC ask to write: the tree is read-only.
                 let writes = oflags & (0x1 | 0x4 | 0x8) != 0;
@@ -786,8 +769,7 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
                     Some(Entry::File(data)) => h.open(Fd::File { data, pos: 0 }),
                 };
                 put_u32(m, at, fd)
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
@@ -800,15 +782,12 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
          path_len: i32,
          at: i32|
          -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            let r = (|| {
-                let dir = dir_of(&h, dirfd as u32)?;
+            with_host(&mut c, |m, h| {
+                let dir = dir_of(h, dirfd as u32)?;
                 let full = files::join(&dir, &path_arg(m, path, path_len)?);
                 let e = h.files.lookup(&full).ok_or(errno::NOENT)?;
                 put(m, at as u32, &entry_stat(&full, &e))
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
@@ -822,17 +801,14 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
          _len: i32,
          _used: i32|
          -> R {
-            let (m, g) = mem(&mut c);
-            let h = g.host.lock().expect("the host's lock");
-            let r = (|| {
-                let dir = dir_of(&h, dirfd as u32)?;
+            with_host(&mut c, |m, h| {
+                let dir = dir_of(h, dirfd as u32)?;
                 let full = files::join(&dir, &path_arg(m, path, path_len)?);
                 // Nothing in the tree is a link.
                 h.files
                     .lookup(&full)
                     .map_or(Err(errno::NOENT), |_| Err(errno::INVAL))
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap(
@@ -855,14 +831,11 @@ pub fn add_to_linker(linker: &mut Linker<Guest>, module: &Module) -> wasmtime::R
         "reconsim",
         "dial",
         |mut c: Caller<'_, Guest>, addr: i32, len: i32, at: i32| -> R {
-            let (m, g) = mem(&mut c);
-            let mut h = g.host.lock().expect("the host's lock");
-            let r = (|| {
+            with_host(&mut c, |m, h| {
                 let addr = path_arg(m, addr, len)?;
                 let fd = h.dial(&addr)?;
                 put_u32(m, at, fd)
-            })();
-            code(r)
+            })
         },
     )?;
     linker.func_wrap_async(WASI, "poll_oneoff", poll_oneoff)?;

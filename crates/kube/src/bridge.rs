@@ -474,28 +474,12 @@ impl KubeBridge {
         else {
             return false;
         };
-        if let Some(said) = said {
-            // What a list found, or why a request failed, so a story told from the
-            // trace can count it (the kernel's own lines tell the rest).
-            let got = match (&shape, result) {
-                (
-                    Shape::List { selector, page, .. },
-                    Ok(ApiOk::List {
-                        items,
-                        resource_version,
-                    }),
-                ) => {
-                    let n = crate::page::select(items, selector, page, *resource_version)
-                        .items
-                        .len();
-                    Some(format!("{n} item{}", if n == 1 { "" } else { "s" }))
-                }
-                (_, Ok(_)) => None,
-                (_, Err(e)) => Some(format!("{e:?}")),
-            };
-            if let Some(got) = got {
-                ctx.note(|| format!("{said} => {got}"));
-            }
+        // What a list found, or why a request failed, so a story told from the trace
+        // can count it (the kernel's own lines tell the rest).
+        if let Some(said) = said
+            && let Some(got) = rest::outcome(&shape, result)
+        {
+            ctx.note(|| format!("{said} => {got}"));
         }
         // A watch keeps its connection until it ends; any other answer is read whole and
         // its connection goes back to the pool, unless the program dropped the request

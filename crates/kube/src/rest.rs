@@ -831,6 +831,28 @@ fn internal(what: String) -> (u16, Value) {
     )
 }
 
+/// What an answer tells the timeline beyond its request: how many items a list found
+/// (one page of it, as the client reads it), or why the request failed; `None` for a
+/// success that says no more.
+pub fn outcome(shape: &Shape, result: &Result<ApiOk, ApiError>) -> Option<String> {
+    match (shape, result) {
+        (
+            Shape::List { selector, page, .. },
+            Ok(ApiOk::List {
+                items,
+                resource_version,
+            }),
+        ) => {
+            let n = crate::page::select(items, selector, page, *resource_version)
+                .items
+                .len();
+            Some(format!("{n} item{}", if n == 1 { "" } else { "s" }))
+        }
+        (_, Ok(_)) => None,
+        (_, Err(e)) => Some(format!("{e:?}")),
+    }
+}
+
 /// The answer to a routed operation as its status and JSON text: [`answer`]'s, with an
 /// object and a list's items written straight from the store ([`text`]).
 pub fn answer_text(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Vec<u8>) {
