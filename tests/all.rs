@@ -22,6 +22,8 @@ mod doc_commands;
 mod example_allocator;
 #[path = "example_configset.rs"]
 mod example_configset;
+// Go programs: the `go` feature (a default one).
+#[cfg(feature = "go")]
 #[path = "example_configset_go.rs"]
 mod example_configset_go;
 #[path = "example_launcher.rs"]

@@ -74,7 +74,7 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
     // README.md
     (
         "README.md",
-        "cargo run --profile dist -- fuzz machineapi-no-leader-election",
+        "cargo run --profile dist --no-default-features -- fuzz machineapi-no-leader-election",
         Outside::Template(
             "cargo builds the fast binary first (about 2 minutes); tests/newcomer.rs runs the same campaign with the installed binary",
         ),

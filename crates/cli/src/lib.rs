@@ -120,13 +120,17 @@ pub mod families {
 
     /// The builtin families, in the order their processes spawn (machine-api, MCO,
     /// KubeadmControlPlane, then Go programs named by the scenario file,
-    /// `controllers.go`): the `reconsim` binary's registry, and the start of a user's
-    /// (`builtin().with(mine)`).
+    /// `controllers.go`, with the `go` feature, a default one): the `reconsim` binary's
+    /// registry, and the start of a user's (`builtin().with(mine)`).
     pub fn builtin() -> Families {
-        Families::new()
+        let families = Families::new()
             .with(machineapi::MachineApi)
             .with(mco::Mco)
-            .with(capi::Kcp)
-            .with(reconsim_go::GoFamily)
+            .with(capi::Kcp);
+        // Built without the `go` feature, a `controllers.go` section is refused as any
+        // unknown family's is, with the families this binary has.
+        #[cfg(feature = "go")]
+        let families = families.with(reconsim_go::GoFamily);
+        families
     }
 }

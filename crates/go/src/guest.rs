@@ -104,7 +104,8 @@ impl std::fmt::Debug for Program {
 }
 
 /// Where compiled modules are kept across processes: `RECONSIM_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/reconsim`, else `$HOME/.cache/reconsim`.
+/// `$XDG_CACHE_HOME/reconsim`, else `$HOME/.cache/reconsim`; the latest
+/// [`CACHED_MODULES_MAX`] only.
 pub fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("RECONSIM_CACHE_DIR") {
         return Some(PathBuf::from(d));
@@ -151,8 +152,35 @@ fn compile(path: &Path, bytes: &[u8], sha: &[u8; 32]) -> Result<Module, LoadErro
         if std::fs::write(&tmp, data).is_ok() && std::fs::rename(&tmp, &file).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
+        evict(dir);
     }
     Ok(module)
+}
+
+/// Compiled modules the cache keeps: a manager's is about 220 MB, so the cache holds
+/// the latest few builds and no more.
+pub const CACHED_MODULES_MAX: usize = 6;
+
+/// Removes all but the [`CACHED_MODULES_MAX`] most recently written modules.
+fn evict(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut modules: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "cwasm")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("go-"))
+        })
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .collect();
+    modules.sort();
+    let excess = modules.len().saturating_sub(CACHED_MODULES_MAX);
+    for (_, p) in modules.into_iter().take(excess) {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 impl Program {
