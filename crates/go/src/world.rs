@@ -5,8 +5,8 @@
 use crate::bridge::GoBridge;
 use crate::guest::Program;
 use reconsim_kube::Kinds;
-use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, TraceMode};
-use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
+use reconsim_sim::{FaultPlan, ProcId, Sim, TraceMode};
+use reconsim_world::apiserver::ApiServerConfig;
 use reconsim_world::fault::WorldFault;
 use reconsim_world::proc::Proc;
 
@@ -28,16 +28,8 @@ impl GoWorld {
         program: Program,
         faults: FaultPlan<WorldFault>,
     ) -> Self {
-        let mut config = SimConfig::new(seed);
-        config.trace = trace;
-        let mut sim = Sim::new(config, faults);
-        let api_host = sim.add_host("api");
-        let user_host = sim.add_host("user");
-        let apiserver = ApiServerConfig {
-            namespace_lifecycle: true,
-            ..apiserver
-        };
-        let apiserver = sim.spawn(api_host, "apiserver", Proc::new(ApiServer::new(apiserver)));
+        let (mut sim, apiserver, user_host) =
+            reconsim_kube::world::cluster(seed, trace, apiserver, faults);
         let program = sim.spawn(
             user_host,
             "go-program",

@@ -4,10 +4,32 @@
 
 use crate::bridge::{KubeBridge, Program};
 use crate::kinds::Kinds;
-use reconsim_sim::{FaultPlan, ProcId, Sim, SimConfig, TraceMode};
+use reconsim_sim::{FaultPlan, HostId, ProcId, Sim, SimConfig, TraceMode};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use reconsim_world::fault::WorldFault;
 use reconsim_world::proc::Proc;
+
+/// A program's cluster for a test: the API server (with namespace admission, as a
+/// real one has) on host `api`, and host `user` for the program's process.
+pub fn cluster(
+    seed: u64,
+    trace: TraceMode,
+    apiserver: ApiServerConfig,
+    faults: FaultPlan<WorldFault>,
+) -> (Sim<Proc>, ProcId, HostId) {
+    let mut config = SimConfig::new(seed);
+    config.trace = trace;
+    let mut sim = Sim::new(config, faults);
+    let api_host = sim.add_host("api");
+    let user_host = sim.add_host("user");
+    // A real API server's admission: a program's namespace must exist.
+    let apiserver = ApiServerConfig {
+        namespace_lifecycle: true,
+        ..apiserver
+    };
+    let apiserver = sim.spawn(api_host, "apiserver", Proc::new(ApiServer::new(apiserver)));
+    (sim, apiserver, user_host)
+}
 
 /// A kube-rs program's world for a test: run it for a while of virtual time and read
 /// what it returned, or what the API server holds.
@@ -75,17 +97,7 @@ impl KubeWorld {
         program: Program,
         faults: FaultPlan<WorldFault>,
     ) -> Self {
-        let mut config = SimConfig::new(seed);
-        config.trace = trace;
-        let mut sim = Sim::new(config, faults);
-        let api_host = sim.add_host("api");
-        let user_host = sim.add_host("user");
-        // A real API server's admission: a program's namespace must exist.
-        let apiserver = ApiServerConfig {
-            namespace_lifecycle: true,
-            ..apiserver
-        };
-        let apiserver = sim.spawn(api_host, "apiserver", Proc::new(ApiServer::new(apiserver)));
+        let (mut sim, apiserver, user_host) = cluster(seed, trace, apiserver, faults);
         let program = sim.spawn(
             user_host,
             "kube-program",
