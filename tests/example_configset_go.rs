@@ -349,3 +349,49 @@ fn a_deposed_go_leader_s_late_create_is_caught_and_indexed_names_hold() {
     assert_eq!(fixed["holds"], true, "{fixed}");
     assert_eq!(fixed["runs"], 200, "{fixed}");
 }
+
+#[test]
+fn a_go_entry_s_bad_inputs_are_refused_by_field_and_a_fifo_never_hangs() {
+    let dir = common::scratch("configset-go-hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.yaml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let fixed = path("configset-go-fixed").to_string_lossy().into_owned();
+    for (set, at, says) in [
+        (
+            format!("controllers.go[0].manifests=[{:?}]", fifo.to_string_lossy()),
+            ".controllers.go[0].manifests[0]",
+            "not a regular file or a folder of them",
+        ),
+        (
+            format!("controllers.go[0].program={}", fifo.to_string_lossy()),
+            ".controllers.go[0].program",
+            "not a regular file",
+        ),
+        (
+            "controllers.go[0].program=configset-go-fixed.json".to_string(),
+            ".controllers.go[0].program",
+            "not a WebAssembly module",
+        ),
+        (
+            "controllers.go[0].invariants[0].at_most_replicas.replicas=self.spec.(".to_string(),
+            ".controllers.go[0].invariants[0].at_most_replicas.replicas",
+            "not CEL",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+            .args(["run", &fixed, "--seed", "0", "--set", &set])
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{set}: {err}");
+        assert!(
+            err.contains(&format!("at {at}: ")) && err.contains(says),
+            "{set}: {err}"
+        );
+    }
+}

@@ -189,6 +189,13 @@ fn documents(path: &Path) -> Result<Vec<Value>, String> {
     };
     let mut docs = Vec::new();
     for f in files {
+        // A FIFO or a device would block the read: only regular files.
+        if !std::fs::metadata(&f).is_ok_and(|m| m.is_file()) {
+            return Err(format!(
+                "{}: not a regular file or a folder of them",
+                f.display()
+            ));
+        }
         let text = reconsim_scenario::json::read_text(&f).map_err(|e| e.to_string())?;
         let parsed: Vec<Value> = serde_saphyr::from_multiple(&text)
             .map_err(|e| format!("{}: not YAML: {e}", f.display()))?;

@@ -189,10 +189,25 @@ impl Program {
     /// disk ([`cache_dir`]).
     pub fn load(path: &Path) -> Result<Program, LoadError> {
         static LOADED: Mutex<BTreeMap<[u8; 32], Program>> = Mutex::new(BTreeMap::new());
+        // A FIFO or a device would block the read or never end: only a regular file.
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return Err(LoadError::Read {
+                path: path.to_path_buf(),
+                error: std::io::Error::other(
+                    "not a regular file (a .wasm, or a folder holding a Go main package)",
+                ),
+            });
+        }
         let bytes = std::fs::read(path).map_err(|error| LoadError::Read {
             path: path.to_path_buf(),
             error,
         })?;
+        if !bytes.starts_with(b"\0asm") {
+            return Err(LoadError::NotWasip1 {
+                path: path.to_path_buf(),
+                why: "not a WebAssembly module (no \\0asm header)".into(),
+            });
+        }
         let sha: [u8; 32] = Sha256::digest(&bytes).into();
         // One load at a time: a second thread asking for the same program waits for
         // the first one's compile instead of compiling it again.
