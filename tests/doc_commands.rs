@@ -131,6 +131,11 @@ const OUTSIDE: &[(&str, &str, Outside)] = &[
     ),
     // The help pages.
     (
+        "help build",
+        "reconsim build examples/configset-go/cmd",
+        Outside::RunBy("tests/example_configset_go.rs"),
+    ),
+    (
         "help fuzz",
         "reconsim fuzz machineapi-leader-election --seeds 0..1000000 --shard 3/16",
         Outside::Template(

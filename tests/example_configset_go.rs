@@ -395,3 +395,134 @@ fn a_go_entry_s_bad_inputs_are_refused_by_field_and_a_fifo_never_hangs() {
         );
     }
 }
+
+/// `reconsim help build`'s examples: one command from a kubebuilder `cmd/` to the
+/// program a scenario names.
+const BUILD_HELP: [&str; 2] = [
+    "reconsim build examples/configset-go/cmd -o out/configset-go.wasm --force",
+    "reconsim build examples/configset-go/cmd -o out/configset-go.wasm --force --json",
+];
+
+#[test]
+fn reconsim_build_makes_the_program_a_scenario_names_and_refuses_what_it_cannot_write() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = common::scratch("configset-go-build");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(root().join("examples"), dir.join("examples")).unwrap();
+    let reconsim = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_reconsim"))
+            .current_dir(&dir)
+            .args(args)
+            .output()
+            .expect("runs")
+    };
+    let help = String::from_utf8(reconsim(&["help", "build"]).stdout).unwrap();
+    let mut json = None;
+    for cmd in BUILD_HELP {
+        assert!(help.contains(cmd), "`reconsim help build` prints `{cmd}`");
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        let out = reconsim(&words[1..]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json = serde_json::from_slice::<serde_json::Value>(&out.stdout).ok();
+    }
+    let json = json.expect("--json prints one document");
+    let wasm = dir.join("out/configset-go.wasm");
+    let bytes = std::fs::read(&wasm).unwrap();
+    assert!(bytes.starts_with(b"\0asm"));
+    assert_eq!(json["bytes"], bytes.len() as u64);
+    let sha = json["sha256"].as_str().unwrap().to_string();
+    assert_eq!(sha.len(), 64);
+
+    // The scenario names the built program instead of the folder, and runs the same.
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path("configset-go-fixed")).unwrap())
+            .unwrap();
+    let folder = root().join("examples/configset-go/testdata");
+    let entry = &mut doc["controllers"]["go"][0];
+    entry["program"] = wasm.display().to_string().into();
+    for key in ["crds", "manifests"] {
+        for p in entry[key].as_array_mut().unwrap() {
+            *p = folder
+                .join(p.as_str().unwrap())
+                .display()
+                .to_string()
+                .into();
+        }
+    }
+    let built = dir.join("fixed-built.json");
+    std::fs::write(&built, doc.to_string()).unwrap();
+    let run = |scenario: &str| {
+        let out = reconsim(&["run", scenario, "--seed", "3", "--json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["trace_hash"].clone()
+    };
+    assert_eq!(
+        run(built.to_str().unwrap()),
+        run(path("configset-go-fixed").to_str().unwrap()),
+        "the built program runs as the folder does"
+    );
+
+    // Refusals, each by its field, exit 2, nothing written.
+    let refused = |args: &[&str], says: &str| {
+        let out = reconsim(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    };
+    refused(
+        &[
+            "build",
+            "examples/configset-go/cmd",
+            "-o",
+            "out/configset-go.wasm",
+        ],
+        "--output: the file exists",
+    );
+    let fifo = dir.join("fifo.wasm");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    refused(
+        &[
+            "build",
+            "examples/configset-go/cmd",
+            "-o",
+            "fifo.wasm",
+            "--force",
+        ],
+        "fifo.wasm: --output: it is a FIFO",
+    );
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    refused(
+        &["build", "examples/configset-go/api/v1", "-o", "lib.wasm"],
+        "is package v1, not a main package",
+    );
+    refused(&["build", "no-such-folder"], "PACKAGE: expected a folder");
+    assert!(!dir.join("lib.wasm").exists());
+    assert_eq!(
+        std::fs::read(&wasm).unwrap(),
+        bytes,
+        "the refusals left the program as it was"
+    );
+}

@@ -19,6 +19,8 @@
 //! name), since only a binary that registers a scenario's controllers can replay it.
 
 mod app;
+#[cfg(feature = "go")]
+mod build;
 mod check;
 mod explain;
 mod flags;
@@ -428,6 +430,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Build a Go main package (a kubebuilder project's cmd/) for GOOS=wasip1 with
+    /// reconsim's overlay, and compile it for this machine: the program a scenario's
+    /// `controllers.go` entry names. Needs Go 1.26.
+    #[cfg(feature = "go")]
+    #[command(after_help = concat!(
+        "Examples:\n  reconsim build examples/configset-go/cmd -o out/configset-go.wasm --force\n  reconsim build examples/configset-go/cmd -o out/configset-go.wasm --force --json\n\n",
+        "A scenario may name the folder itself (it is then built at load, in the cache folder); a\n",
+        "built .wasm starts a run without Go installed. The module cache is $RECONSIM_CACHE_DIR,\n",
+        "else $XDG_CACHE_HOME/reconsim, else ~/.cache/reconsim (docs/go.md).\n\n",
+        "Exit codes: 0 built; 2 bad usage or bad input (no Go 1.26, a package that does not build, an output that exists)."
+    ))]
+    Build {
+        /// The folder of the Go main package.
+        #[arg(value_parser = Utf8Path, value_name = "PACKAGE")]
+        package: PathBuf,
+        /// Where to write the program (default: `out/<the folder's name>.wasm`, or
+        /// the project's name for a `cmd/` folder).
+        #[arg(value_parser = Utf8Path, short = 'o', long = "output", value_name = "PROGRAM.wasm")]
+        output: Option<PathBuf>,
+        /// Replace the output file if it exists.
+        #[arg(long)]
+        force: bool,
+        /// Print `{"package","program","sha256","bytes","cache"}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-run a failure file and check it fails the same way (the same invariant and
     /// the same trace hash).
     #[command(after_help = concat!(
@@ -755,6 +783,25 @@ fn run_cli(families: &Families, program: Option<String>) -> ExitCode {
             )
         }),
         Command::Merge { results, json: _ } => merge::merge(&results),
+        #[cfg(feature = "go")]
+        Command::Build {
+            package,
+            output,
+            force,
+            json,
+        } => {
+            let output = output.unwrap_or_else(|| {
+                // A kubebuilder project's `cmd/` is named after its project.
+                let dir = std::fs::canonicalize(&package).unwrap_or_else(|_| package.clone());
+                let named = match dir.file_name() {
+                    Some(n) if n == "cmd" => dir.parent().and_then(|p| p.file_name()),
+                    n => n,
+                };
+                let name = named.map_or("program".into(), |n| n.to_string_lossy().into_owned());
+                std::path::Path::new("out").join(format!("{name}.wasm"))
+            });
+            build::build(&package, &output, force, json)
+        }
         Command::Replay {
             failure,
             chrome_trace,
