@@ -210,7 +210,7 @@ fn the_guide_s_commands_run_as_printed() {
         outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     assert!(outputs[0].contains("40 failing"), "{}", outputs[0]);
-    let found = "first failure after 4 runs (seed 0): plan #2: scenario:1: partition master-1 | api (messages dropped) for 30580 ms before write of configset-controller-1 #9 (at 60033 ms: create ConfigMap default/web-*) -> configset_max_configmaps at 90613 ms; ";
+    let found = "first failure after 4 runs (seed 0): plan #2: scenario:1: partition master-1 | api (messages dropped) for 53248 ms before write of configset-controller-1 #9 (at 60040 ms: create ConfigMap default/web-*) -> configset_max_configmaps at 113288 ms; ";
     assert!(
         guide.contains(found) && outputs[2].contains(found),
         "{}",

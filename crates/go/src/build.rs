@@ -21,6 +21,8 @@ use std::process::Command;
 pub const GO_RELEASE: &str = "go1.26";
 
 const LOCK_WASIP1: &str = include_str!("../overlay/runtime/lock_wasip1.go");
+const RESEED: &str = include_str!("../overlay/runtime/zz_reconsim_wasip1.go");
+const MAIN: &str = include_str!("../overlay/main/zz_reconsim_wasip1_main.go");
 const DIAL: &str = include_str!("../overlay/main/zz_reconsim_wasip1.go");
 const KUBE_JSON: &str = include_str!("../overlay/main/zz_reconsim_wasip1_kube.go");
 /// A package the program depends on when it uses client-go's typed objects; with it,
@@ -142,7 +144,15 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
         );
     };
     add(goroot.join("src/runtime/lock_wasip1.go"), lock);
+    add(
+        goroot.join("src/runtime/zz_reconsim_wasip1.go"),
+        write("zz_reconsim_wasip1_runtime.go", RESEED)?,
+    );
     add(package.join("zz_reconsim_wasip1.go"), dial);
+    add(
+        package.join("zz_reconsim_wasip1_main.go"),
+        write("zz_reconsim_wasip1_main.go", MAIN)?,
+    );
     let deps = deps(&package)?;
     if let Some((path, name)) = deps.last()
         && name != "main"
@@ -185,6 +195,9 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
         .env("GOARCH", "wasm")
         .env("CGO_ENABLED", "0")
         .arg("build")
+        // `_initialize` and `reconsim_main` instead of `_start`: initialisation apart
+        // from main, so a run starts from a snapshot taken after it.
+        .arg("-buildmode=c-shared")
         .arg(format!("-overlay={}", overlay_file.display()))
         .arg("-trimpath")
         .arg("-o")

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 /// Files by absolute path ("/var/run/secrets/.../token"); directories are the paths'
 /// prefixes.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Files {
     files: BTreeMap<String, Arc<[u8]>>,
 }

@@ -13,7 +13,9 @@
 //! [`SLICES_PER_STEP_MAX`] slices is a livelock, the same on every run); no epoch
 //! interruption (its trap point would follow wall time).
 
+use crate::files::Files;
 use crate::host::{Host, Wait};
+use crate::snapshot::{self, Snapshot};
 use crate::wasi::{self, Guest, ProcExit};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -92,7 +94,14 @@ pub struct Program {
     pub sha256: [u8; 32],
     pub path: PathBuf,
     pre: InstancePre<Guest>,
+    /// For a program built for snapshots (`_initialize` and `reconsim_main`): its
+    /// globals' count, and its snapshots by the inputs of initialisation.
+    reactor: Option<(u32, Arc<Mutex<Snapshots>>)>,
 }
+
+/// A program's snapshots by what its initialisation reads (arguments, environment,
+/// files); `None` for inputs whose initialisation cannot be snapshotted.
+type Snapshots = BTreeMap<(Vec<String>, Vec<String>, Files), Option<Arc<Snapshot>>>;
 
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,12 +132,25 @@ fn hex(bytes: &[u8]) -> String {
 /// The module for `bytes`, from the disk cache when it holds one compiled by this
 /// engine, else compiled and put there (best effort: a cache that cannot be written
 /// only costs the next process a compile).
-fn compile(path: &Path, bytes: &[u8], sha: &[u8; 32]) -> Result<Module, LoadError> {
+///
+/// A program built for snapshots is compiled with its globals exported
+/// ([`snapshot::export_globals`], `globals` is their count), under a name of its own;
+/// the rewrite is made only when the module is compiled.
+fn compile(
+    path: &Path,
+    bytes: &[u8],
+    sha: &[u8; 32],
+    globals: Option<u32>,
+) -> Result<Module, LoadError> {
     let engine = engine();
     let mut h = std::hash::DefaultHasher::new();
     std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut h);
     let compat = std::hash::Hasher::finish(&h);
-    let cached = cache_dir().map(|d| d.join(format!("go-{}-{compat:016x}.cwasm", hex(sha))));
+    let form = match globals {
+        Some(_) => snapshot::REWRITE,
+        None => "start",
+    };
+    let cached = cache_dir().map(|d| d.join(format!("go-{}-{form}-{compat:016x}.cwasm", hex(sha))));
     if let Some(file) = &cached
         && file.is_file()
     {
@@ -139,10 +161,18 @@ fn compile(path: &Path, bytes: &[u8], sha: &[u8; 32]) -> Result<Module, LoadErro
             return Ok(m);
         }
     }
-    let module = Module::new(engine, bytes).map_err(|e| LoadError::Compile {
+    let compile_error = |error: String| LoadError::Compile {
         path: path.to_path_buf(),
-        error: format!("{e:#}"),
-    })?;
+        error,
+    };
+    let module = match globals {
+        Some(n) => {
+            let code = snapshot::export_globals(bytes, n).map_err(|e| compile_error(e.0))?;
+            Module::new(engine, code)
+        }
+        None => Module::new(engine, bytes),
+    }
+    .map_err(|e| compile_error(format!("{e:#}")))?;
     if let Some(file) = cached
         && let Ok(data) = module.serialize()
         && let Some(dir) = file.parent()
@@ -219,12 +249,16 @@ impl Program {
                 ..p.clone()
             });
         }
-        let module = compile(path, &bytes, &sha)?;
+        let globals = snapshot::reactor_globals(&bytes).map_err(|e| LoadError::Compile {
+            path: path.to_path_buf(),
+            error: e.0,
+        })?;
+        let module = compile(path, &bytes, &sha, globals)?;
         let not = |why: &str| LoadError::NotWasip1 {
             path: path.to_path_buf(),
             why: why.to_string(),
         };
-        if module.get_export("_start").is_none() {
+        if globals.is_none() && module.get_export("_start").is_none() {
             return Err(not("it exports no _start"));
         }
         if module.get_export("memory").is_none() {
@@ -239,6 +273,7 @@ impl Program {
             sha256: sha,
             path: path.to_path_buf(),
             pre,
+            reactor: globals.map(|g| (g, Arc::new(Mutex::new(Snapshots::new())))),
         };
         LOADED
             .lock()
@@ -250,6 +285,44 @@ impl Program {
     pub fn sha256_hex(&self) -> String {
         hex(&self.sha256)
     }
+
+    /// How a start of this program in `host` begins: from `_start`, or from
+    /// `_initialize` then `reconsim_main`, with the snapshot of initialisation when
+    /// one can be taken (taken at the first start with these inputs).
+    fn begin(&self, host: &Host) -> Begin {
+        let Some((globals, snapshots)) = &self.reactor else {
+            return Begin::Start;
+        };
+        let key = (host.args.clone(), host.env.clone(), (*host.files).clone());
+        let mut snapshots = snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = snapshots.entry(key).or_insert_with(|| {
+            let init = Host::initializing(host.args.clone(), host.env.clone(), host.files.clone());
+            Snapshot::take(&self.pre, *globals, init).map(Arc::new)
+        });
+        match taken {
+            Some(s) => Begin::Snapshot(s.clone()),
+            None => Begin::Initialize,
+        }
+    }
+
+    /// The snapshot a start in `host` begins from, if any (taking it if need be).
+    pub fn snapshot(&self, host: &Host) -> Option<Arc<Snapshot>> {
+        match self.begin(host) {
+            Begin::Snapshot(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// How a start of a program begins.
+enum Begin {
+    /// `_start`: a program built without reconsim's overlay.
+    Start,
+    /// `_initialize` in the run, then `reconsim_main`: initialisation that cannot be
+    /// snapshotted.
+    Initialize,
+    /// The snapshot written into the instance, then `reconsim_main`.
+    Snapshot(Arc<Snapshot>),
 }
 
 /// Why the guest stopped running.
@@ -277,6 +350,7 @@ pub struct Running {
 impl Running {
     /// Starts `program` in `host`'s world. Nothing runs until [`Running::resume`].
     pub fn start(program: &Program, host: Host) -> Running {
+        let begin = program.begin(&host);
         let host = Arc::new(Mutex::new(host));
         let pre = program.pre.clone();
         let shared = host.clone();
@@ -284,7 +358,7 @@ impl Running {
             let mut store = Store::new(
                 engine(),
                 Guest {
-                    host: shared,
+                    host: shared.clone(),
                     memory: None,
                 },
             );
@@ -292,8 +366,27 @@ impl Running {
             store.fuel_async_yield_interval(Some(FUEL_SLICE))?;
             let instance = pre.instantiate_async(&mut store).await?;
             store.data_mut().memory = wasi::memory_of(&instance, &mut store);
-            let start = instance.get_typed_func::<(), ()>(&mut store, "_start")?;
-            start.call_async(&mut store, ()).await
+            let call = |store: &mut Store<Guest>, name: &str| {
+                instance.get_typed_func::<(), ()>(store, name)
+            };
+            match begin {
+                Begin::Start => {
+                    let start = call(&mut store, "_start")?;
+                    start.call_async(&mut store, ()).await
+                }
+                Begin::Initialize => {
+                    let init = call(&mut store, snapshot::INITIALIZE)?;
+                    init.call_async(&mut store, ()).await?;
+                    let main = call(&mut store, snapshot::MAIN)?;
+                    main.call_async(&mut store, ()).await
+                }
+                Begin::Snapshot(s) => {
+                    s.restore(&mut store, &instance)?;
+                    shared.lock().expect("the host's lock").adopt(&s.init);
+                    let main = call(&mut store, snapshot::MAIN)?;
+                    main.call_async(&mut store, ()).await
+                }
+            }
         });
         Running {
             host,

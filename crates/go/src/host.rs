@@ -96,6 +96,17 @@ pub struct Wait {
     pub deadline_ns: Option<u64>,
 }
 
+/// What a program's initialisation left in its host, carried into each run that
+/// starts from its snapshot ([`crate::snapshot`]).
+#[derive(Debug, Clone)]
+pub struct InitState {
+    wall_reads: u64,
+    fds: BTreeMap<u32, Fd>,
+    next_fd: u32,
+    line: [Vec<u8>; 2],
+    lines: Vec<(Stream, String)>,
+}
+
 /// A Go program's world, one per start of its process.
 #[derive(Debug)]
 pub struct Host {
@@ -121,6 +132,8 @@ pub struct Host {
     pub wait: Option<Wait>,
     /// `sched_yield` calls since the last wait: a program that only yields is busy.
     pub yields: u64,
+    /// Dials the program attempted, reached or refused.
+    pub dials: u64,
 }
 
 impl Host {
@@ -153,7 +166,50 @@ impl Host {
             lines: Vec::new(),
             wait: None,
             yields: 0,
+            dials: 0,
         }
+    }
+
+    /// The world a program's initialisation runs in when its snapshot is taken: the
+    /// clocks at the run's time 0 (never moved), entropy from a stream seeded by the
+    /// arguments and the environment, so the state it leaves is the same whenever it
+    /// is taken, and differs between two replicas (their `POD_NAME`s differ).
+    pub fn initializing(args: Vec<String>, env: Vec<String>, files: Arc<Files>) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for s in args.iter().chain([&String::new()]).chain(env.iter()) {
+            h.update(s.as_bytes());
+            h.update([0]);
+        }
+        let digest = h.finalize();
+        let seed = u64::from_le_bytes(digest[..8].try_into().expect("eight bytes"));
+        Host::new(&mut SimRng::seed_from_u64(seed), args, env, files)
+    }
+
+    /// What initialisation left here.
+    pub fn init_state(&self) -> InitState {
+        InitState {
+            wall_reads: self.wall_reads,
+            fds: self.fds.clone(),
+            next_fd: self.next_fd,
+            line: self.line.clone(),
+            lines: self.lines.clone(),
+        }
+    }
+
+    /// Takes on what a snapshot's initialisation left (`init`): its descriptors, its
+    /// unfinished and finished lines, and its wall-clock reads, which go on counting
+    /// when the wall clock still reads the epoch (a start at time 0 without skew).
+    pub fn adopt(&mut self, init: &InitState) {
+        if self.wall_ns == EPOCH_NS {
+            self.wall_reads = init.wall_reads;
+        }
+        self.fds = init.fds.clone();
+        self.next_fd = init.next_fd;
+        self.line = init.line.clone();
+        let mut lines = init.lines.clone();
+        lines.append(&mut self.lines);
+        self.lines = lines;
     }
 
     /// The clocks at this instant: the monotonic one follows true time, the wall one
@@ -202,6 +258,7 @@ impl Host {
     /// A new connection to `addr`: its descriptor, or ECONNREFUSED for an address
     /// nobody serves. The bridge sends its bytes when the program writes them.
     pub fn dial(&mut self, addr: &str) -> Result<u32, i32> {
+        self.dials += 1;
         if !self.reachable.iter().any(|r| r == addr) {
             return Err(errno::CONNREFUSED);
         }

@@ -5,7 +5,12 @@
 //!   until it waits;
 //! - [`wasi`]: WASI preview 1 as the run answers it (clocks, entropy, files, sockets);
 //! - [`host`]: what the program sees of the world, as data;
-//! - [`files`]: its read-only file tree (kubeconfig, service-account files).
+//! - [`files`]: its read-only file tree (kubeconfig, service-account files);
+//! - [`snapshot`]: its state after Go's initialisation, taken once, each run started
+//!   from it;
+//! - [`build`]: a `main` package built for wasip1 with reconsim's overlay;
+//! - [`bridge`], [`family`], [`world`]: the program as a process of a run, as a
+//!   scenario's `controllers.go` entry, and in a world of its own for tests.
 
 pub mod bridge;
 pub mod build;
@@ -14,6 +19,7 @@ pub mod files;
 pub mod guest;
 pub mod host;
 pub mod http1;
+pub mod snapshot;
 pub mod wasi;
 pub mod world;
 

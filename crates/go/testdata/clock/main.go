@@ -1,5 +1,6 @@
 // A program that shows what it reads of the world: the clock, entropy, map order,
-// select's choice, a sleep, a timer and a signal handler, then exits with status 3.
+// select's choice, a sleep, a timer and a signal handler, then exits with status 3;
+// and what its initialisation read.
 package main
 
 import (
@@ -11,6 +12,19 @@ import (
 	"syscall"
 	"time"
 )
+
+// Drawn and printed during initialisation: from the snapshot reconsim takes after it,
+// the same for every seed. CLOCK_INIT_SLEEP makes initialisation wait, so that no
+// snapshot can be taken.
+var initDraw = mrand.Intn(1000)
+
+func init() {
+	fmt.Println("init", time.Now().UTC().Format(time.RFC3339Nano), initDraw)
+	if os.Getenv("CLOCK_INIT_SLEEP") != "" {
+		time.Sleep(time.Second)
+		fmt.Println("init slept")
+	}
+}
 
 func main() {
 	start := time.Now()
