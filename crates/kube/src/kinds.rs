@@ -278,7 +278,11 @@ impl Kinds {
         let status = version["subresources"]["status"].is_object();
         let world_kind = intern(&group, &name, &kind, &plural, namespaced);
         if let Some(schema) = version["schema"]["openAPIV3Schema"].as_object() {
-            crate::schema::register(world_kind, Value::Object(schema.clone()));
+            let schema = Value::Object(schema.clone());
+            // The API server refuses a CRD whose validation rule does not compile.
+            crate::validations::compile_all(&schema)
+                .map_err(|e| format!("`spec.versions[{name}].schema.openAPIV3Schema`: {e}"))?;
+            crate::schema::register(world_kind, schema);
         }
         self.by_path.insert(
             (group, name, plural),

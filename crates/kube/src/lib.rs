@@ -71,6 +71,7 @@ pub mod selfcheck;
 pub mod strategic;
 pub mod text;
 pub mod transport;
+pub mod validations;
 pub mod wire;
 pub mod world;
 pub mod world_kinds;

@@ -386,7 +386,7 @@ fn route_or_refuse(
             // A custom resource's schema prunes, defaults and validates it (semantics 4.17).
             if let Some(schema) = crate::schema::of(kind) {
                 let name = v["metadata"]["name"].as_str().unwrap_or("").to_string();
-                crate::schema::admit(&mut v, &schema, kind, &name)
+                crate::schema::admit(&mut v, &schema, None, kind, &name)
                     .map_err(|why| refuse(422, "Invalid", why))?;
             }
             let mut parsed = wire::from_json(&v, t.served, ns)?;

@@ -33,9 +33,17 @@ pub fn of(kind: Kind) -> Option<Arc<Value>> {
 }
 
 /// Prune, default and validate the object `doc` of `kind` named `name` against
-/// `schema`, in that order, as the server does before it stores a write. `Err`: the
-/// 422 message, every error of the object in it.
-pub fn admit(doc: &mut Value, schema: &Value, kind: Kind, name: &str) -> Result<(), String> {
+/// `schema`, in that order, as the server does before it stores a write; then, if no
+/// error blocks them, its `x-kubernetes-validations` rules in CEL, `old` the stored
+/// object an update replaces (for transition rules, over `oldSelf`). `Err`: the 422
+/// message, every error of the object in it.
+pub fn admit(
+    doc: &mut Value,
+    schema: &Value,
+    old: Option<&Value>,
+    kind: Kind,
+    name: &str,
+) -> Result<(), String> {
     let mut errors = Vec::new();
     if let Some(object) = doc.as_object_mut()
         && schema.get("properties").is_some()
@@ -49,6 +57,20 @@ pub fn admit(doc: &mut Value, schema: &Value, kind: Kind, name: &str) -> Result<
             &mut errors,
         );
     }
+    // apiextensions-apiserver's customResourceStrategy.Validate and ValidateUpdate
+    // (pkg/registry/customresource/strategy.go): the rules run only when the schema's
+    // checks found no blocking error (hasBlockingErr: a wrong type, a missing
+    // required field, a value outside its enum, too long, too many items); else one
+    // more error says they were not checked.
+    if !crate::validations::any(schema) {
+        // No rules: nothing more (the server has no CEL validator for the kind).
+    } else if errors.iter().any(|e| blocking(e)) {
+        errors.push(
+            "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+        );
+    } else {
+        crate::validations::check(doc, old, schema, "", &mut errors);
+    }
     if errors.is_empty() {
         return Ok(());
     }
@@ -57,6 +79,20 @@ pub fn admit(doc: &mut Value, schema: &Value, kind: Kind, name: &str) -> Result<
         [one] => format!("{what} is invalid: {one}"),
         many => format!("{what} is invalid: [{}]", many.join(", ")),
     })
+}
+
+/// Whether a schema error keeps the CEL rules from running (hasBlockingErr's types:
+/// TypeInvalid, Required, NotSupported, TooLong, TooMany), by the messages this file
+/// writes for them.
+fn blocking(error: &str) -> bool {
+    [
+        " must be of type ",
+        ": Required value",
+        ": Unsupported value",
+        " should be at most ",
+    ]
+    .iter()
+    .any(|m| error.contains(m))
 }
 
 fn nullable(schema: &Value) -> bool {
@@ -355,7 +391,7 @@ mod tests {
             "spec": {"size": 2, "extra": true, "labels": {"a": "b"}, "free": {"any": [1]}, "note": null},
             "stray": 1
         });
-        admit(&mut doc, &schema(), kind(), "w").unwrap();
+        admit(&mut doc, &schema(), None, kind(), "w").unwrap();
         assert_eq!(
             doc,
             json!({
@@ -368,25 +404,25 @@ mod tests {
     #[test]
     fn what_the_schema_forbids_is_422_with_its_field_paths() {
         let mut doc = json!({"spec": {"size": 11, "mode": "slow", "tags": ["a", "b", "c"]}});
-        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        let e = admit(&mut doc, &schema(), None, kind(), "w").unwrap_err();
         assert_eq!(
             e,
             "Widget.test.reconsim.dev \"w\" is invalid: [spec.mode: Unsupported value: \"slow\": supported values: \"fast\", \"safe\", spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10, spec.tags: Invalid value: 3 items: spec.tags in body should be at most 2 items]"
         );
         let mut doc = json!({"spec": {"size": "big"}});
-        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        let e = admit(&mut doc, &schema(), None, kind(), "w").unwrap_err();
         assert!(e.ends_with("spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""), "{e}");
         let mut doc = json!({"spec": {}});
-        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        let e = admit(&mut doc, &schema(), None, kind(), "w").unwrap_err();
         assert!(e.ends_with("spec.size: Required value"), "{e}");
     }
 
     #[test]
     fn a_pattern_matches_anywhere_unless_anchored() {
         let mut doc = json!({"spec": {"size": 1, "code": "web-1", "word": "cabd"}});
-        assert_eq!(admit(&mut doc, &schema(), kind(), "w"), Ok(()));
+        assert_eq!(admit(&mut doc, &schema(), None, kind(), "w"), Ok(()));
         let mut doc = json!({"spec": {"size": 1, "code": "web-1x", "word": "ba"}});
-        let e = admit(&mut doc, &schema(), kind(), "w").unwrap_err();
+        let e = admit(&mut doc, &schema(), None, kind(), "w").unwrap_err();
         assert_eq!(
             e,
             "Widget.test.reconsim.dev \"w\" is invalid: [spec.code: Invalid value: \"web-1x\": spec.code in body should match '^[a-z]+-[0-9]+$', spec.word: Invalid value: \"ba\": spec.word in body should match 'ab']"

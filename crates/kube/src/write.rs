@@ -178,8 +178,14 @@ impl ObjectPatch for Write {
         // A custom resource's schema prunes, defaults and validates what the write left
         // (semantics 4.17).
         if let Some(schema) = crate::schema::of(current.kind()) {
-            crate::schema::admit(&mut written, &schema, current.kind(), &current.meta.name)
-                .map_err(invalid)?;
+            crate::schema::admit(
+                &mut written,
+                &schema,
+                Some(&stored),
+                current.kind(),
+                &current.meta.name,
+            )
+            .map_err(invalid)?;
         }
         if !matches!(self.change, Change::Apply { .. }) {
             managed.update(&self.manager, &stored, &written, reach);
@@ -259,7 +265,8 @@ impl ObjectPatch for Write {
             };
             served.prepare_for_create(&mut doc);
             if let Some(schema) = schema {
-                crate::schema::admit(&mut doc, &schema, key.kind, &key.name).map_err(invalid)?;
+                crate::schema::admit(&mut doc, &schema, None, key.kind, &key.name)
+                    .map_err(invalid)?;
             }
             let mut object = wire::from_json(&doc, served, &key.namespace)
                 .map_err(|r| invalid(r.message))?
