@@ -526,3 +526,100 @@ fn reconsim_build_makes_the_program_a_scenario_names_and_refuses_what_it_cannot_
         "the refusals left the program as it was"
     );
 }
+
+/// A rule across kinds (`over`): the ConfigMaps a ConfigSet owns, counted by CEL over
+/// two lists of objects.
+const OWNED: &str = "size(maps.filter(m, has(m.metadata.ownerReferences) && m.metadata.ownerReferences.exists(o, o.uid == s.metadata.uid)))";
+
+/// `name`'s scenario with its paths made absolute and `edit` applied, written into the
+/// scratch folder `dir`.
+fn variant(dir: &std::path::Path, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path(name)).unwrap()).unwrap();
+    let folder = root().join("examples/configset-go/testdata");
+    let entry = &mut doc["controllers"]["go"][0];
+    let program = folder.join(entry["program"].as_str().unwrap());
+    entry["program"] = program.display().to_string().into();
+    for key in ["crds", "manifests"] {
+        for p in entry[key].as_array_mut().unwrap() {
+            *p = folder
+                .join(p.as_str().unwrap())
+                .display()
+                .to_string()
+                .into();
+        }
+    }
+    edit(&mut doc);
+    let out = dir.join(format!("{name}-variant.json"));
+    std::fs::write(&out, doc.to_string()).unwrap();
+    out
+}
+
+#[test]
+fn a_rule_over_two_kinds_catches_the_bug_and_judges_the_fix_s_end_state() {
+    let dir = common::scratch("configset-go-over");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lists = serde_json::json!({
+        "sets": {"apiVersion": "example.reconsim.dev/v1", "kind": "ConfigSet"},
+        "maps": {"apiVersion": "v1", "kind": "ConfigMap"}
+    });
+    let run = |scenario: &PathBuf| {
+        let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+            .args(["run", scenario.to_str().unwrap(), "--seed", "0", "--json"])
+            .output()
+            .expect("runs");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), v)
+    };
+    // The buggy controller: a third ConfigMap for a set of two, at the same moment as
+    // the at_most_replicas invariant sees it (0.338 s).
+    let buggy = variant(&dir, "configset-go-buggy", |doc| {
+        doc["controllers"]["go"][0]["invariants"] = serde_json::json!([{
+            "name": "configset_owned_within_replicas",
+            "over": lists,
+            "rule": format!("sets.all(s, {OWNED} <= s.spec.replicas)"),
+        }]);
+        doc["invariants"] = serde_json::json!(["configset_owned_within_replicas"]);
+    });
+    let (code, v) = run(&buggy);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["invariant"], "configset_owned_within_replicas", "{v}");
+    assert_eq!(v["time_ms"], 338, "{v}");
+    // The fixed one: once faults heal, each set owns exactly its replicas.
+    let fixed = variant(&dir, "configset-go-fixed", |doc| {
+        doc["controllers"]["go"][0]["converged"] = serde_json::json!([{
+            "over": lists,
+            "rule": format!("sets.all(s, {OWNED} == s.spec.replicas)"),
+        }]);
+    });
+    let (code, v) = run(&fixed);
+    assert_eq!(code, Some(0), "{v}");
+    // And one that never holds, to show the end state is judged.
+    let never = variant(&dir, "configset-go-fixed", |doc| {
+        doc["controllers"]["go"][0]["converged"] = serde_json::json!([{
+            "over": lists,
+            "rule": format!("sets.all(s, {OWNED} == s.spec.replicas + 1)"),
+        }]);
+    });
+    let (code, v) = run(&never);
+    assert_eq!(code, Some(1), "{v}");
+    // A list's name must be one CEL can use.
+    let bad = variant(&dir, "configset-go-fixed", |doc| {
+        doc["controllers"]["go"][0]["converged"] = serde_json::json!([{
+            "over": {"self": {"apiVersion": "v1", "kind": "ConfigMap"}},
+            "rule": "true",
+        }]);
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_reconsim"))
+        .args(["run", bad.to_str().unwrap(), "--seed", "0"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("at .controllers.go[0].converged[0].over.self: ")
+            && err.contains("a CEL identifier"),
+        "{err}"
+    );
+}

@@ -72,7 +72,7 @@ pub struct GoSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invariants: Vec<GoInvariant>,
     /// The program's desired state, judged once faults heal: for each object of a
-    /// kind, a CEL rule over `self`.
+    /// kind, a CEL rule over `self`; or a rule over lists of objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub converged: Vec<EachRule>,
     /// The node of its one pod.
@@ -92,11 +92,15 @@ pub struct KindRef {
     pub kind: String,
 }
 
-/// For each object of a kind, a CEL expression over `self` that must be true.
+/// For each object of a kind (`each`), a CEL expression over `self` that must be
+/// true; or (`over`) one over lists of objects, each kind's under a name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EachRule {
-    pub each: KindRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub each: Option<KindRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<BTreeMap<String, KindRef>>,
     pub rule: String,
 }
 
@@ -123,6 +127,10 @@ pub struct GoInvariant {
     pub rule: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_most_replicas: Option<AtMost>,
+    /// Lists of objects by name, for a `rule` across kinds
+    /// (`{"sets": {ConfigSet}, "maps": {ConfigMap}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over: Option<BTreeMap<String, KindRef>>,
 }
 
 /// A declared invariant, compiled.
@@ -130,6 +138,13 @@ pub struct GoInvariant {
 enum Compiled {
     Rule(cel::Rule),
     AtMost(reconsim_check::replicas::AtMostReplicas),
+    Over(cel::Over),
+}
+
+/// A desired state, compiled.
+enum Desired {
+    Each(reconsim_world::object::Kind, Expr),
+    Over(cel::Over),
 }
 
 /// The parsed section: the entries with their paths resolved, and the same entries as
@@ -299,25 +314,50 @@ impl Family for GoFamily {
             };
             let expr =
                 |path: String, src: &str| Expr::compile(src).map_err(|m| ParamError::at(path, m));
+            // `over`'s names, each a CEL identifier, and their kinds.
+            let lists = |path: &dyn Fn(&str) -> String, over: &BTreeMap<String, KindRef>| {
+                if over.is_empty() {
+                    return Err(ParamError::at(
+                        path(""),
+                        "at least one name of a list of objects (`{\"sets\": {\"apiVersion\": ..., \"kind\": ...}}`)",
+                    ));
+                }
+                let mut out = Vec::new();
+                for (name, k) in over {
+                    if !cel::list_name_ok(name) {
+                        return Err(ParamError::at(
+                            path(&format!(".{name}")),
+                            "a name the rule can use: a CEL identifier (letters, digits, `_`), not `self` nor a reserved word",
+                        ));
+                    }
+                    out.push((name.clone(), kind(path(&format!(".{name}")), k)?));
+                }
+                Ok(out)
+            };
             let mut compiled = Vec::new();
             for (j, inv) in e.invariants.iter().enumerate() {
                 let at = |f: &str| at(&format!("invariants[{j}]{f}"));
-                let c = match (&inv.each, &inv.rule, &inv.at_most_replicas) {
-                    (Some(each), Some(rule), None) => Compiled::Rule(cel::Rule {
+                let c = match (&inv.each, &inv.rule, &inv.at_most_replicas, &inv.over) {
+                    (Some(each), Some(rule), None, None) => Compiled::Rule(cel::Rule {
                         invariant: inv.name.clone(),
                         kind: kind(at(".each"), each)?,
                         expr: expr(at(".rule"), rule)?,
                     }),
-                    (None, None, Some(m)) => Compiled::AtMost(cel::replicas(
+                    (None, None, Some(m), None) => Compiled::AtMost(cel::replicas(
                         &inv.name,
                         kind(at(".at_most_replicas.owner"), &m.owner)?,
                         kind(at(".at_most_replicas.child"), &m.child)?,
                         expr(at(".at_most_replicas.replicas"), &m.replicas)?,
                     )),
+                    (None, Some(rule), None, Some(over)) => Compiled::Over(cel::Over {
+                        invariant: inv.name.clone(),
+                        lists: lists(&|f: &str| at(&format!(".over{f}")), over)?,
+                        expr: expr(at(".rule"), rule)?,
+                    }),
                     _ => {
                         return Err(ParamError::at(
                             at(""),
-                            "one of `each` with `rule`, or `at_most_replicas`",
+                            "one of `each` with `rule`, `over` with `rule`, or `at_most_replicas`",
                         ));
                     }
                 };
@@ -331,13 +371,28 @@ impl Family for GoFamily {
                 checks.push(NamedCheck::new(&inv.name, move || match &made {
                     Compiled::Rule(r) => Box::new(r.clone()) as Box<dyn reconsim_check::Check>,
                     Compiled::AtMost(m) => Box::new(m.clone()),
+                    Compiled::Over(o) => Box::new(o.clone()),
                 }));
                 compiled.push(c);
             }
             let mut desired = Vec::new();
             for (j, r) in e.converged.iter().enumerate() {
                 let at = |f: &str| at(&format!("converged[{j}]{f}"));
-                desired.push((kind(at(".each"), &r.each)?, expr(at(".rule"), &r.rule)?));
+                let rule = expr(at(".rule"), &r.rule)?;
+                desired.push(match (&r.each, &r.over) {
+                    (Some(each), None) => Desired::Each(kind(at(".each"), each)?, rule),
+                    (None, Some(over)) => Desired::Over(cel::Over {
+                        invariant: String::new(),
+                        lists: lists(&|f: &str| at(&format!(".over{f}")), over)?,
+                        expr: rule,
+                    }),
+                    _ => {
+                        return Err(ParamError::at(
+                            at(""),
+                            "one of `each` or `over`, with `rule`",
+                        ));
+                    }
+                });
             }
             let (args, env) = (e.args.clone(), e.env.clone());
             let run = loaded.clone();
@@ -363,8 +418,11 @@ impl Family for GoFamily {
                             m.converged(view)?;
                         }
                     }
-                    for (kind, rule) in &desired {
-                        rule.holds_for_all(*kind, view)?;
+                    for d in &desired {
+                        match d {
+                            Desired::Each(kind, rule) => rule.holds_for_all(*kind, view)?,
+                            Desired::Over(over) => over.holds(view)?,
+                        }
                     }
                     Ok(())
                 }),

@@ -50,12 +50,28 @@ impl Expr {
     }
 
     fn eval(&self, object: &Value) -> Result<::cel::Value, String> {
+        self.eval_with(&[("self", object)])
+    }
+
+    /// The expression's value with each `(name, value)` bound.
+    fn eval_with(&self, vars: &[(&str, &Value)]) -> Result<::cel::Value, String> {
         let mut ctx = ::cel::Context::default();
-        let this = ::cel::to_value(object).map_err(|e| format!("the object as CEL: {e}"))?;
-        ctx.add_variable_from_value("self", this);
+        for (name, v) in vars {
+            let value = ::cel::to_value(v).map_err(|e| format!("`{name}` as CEL: {e}"))?;
+            ctx.add_variable_from_value(*name, value);
+        }
         self.program
             .execute(&ctx)
             .map_err(|e| format!("`{}` fails: {e}", self.source))
+    }
+
+    /// The expression's truth with each `(name, value)` bound (for [`Over`]: each
+    /// name a list of objects).
+    pub fn test_with(&self, vars: &[(&str, &Value)]) -> Result<bool, String> {
+        match self.eval_with(vars)? {
+            ::cel::Value::Bool(b) => Ok(b),
+            other => Err(format!("`{}` is {other:?}, not a bool", self.source)),
+        }
     }
 
     /// The expression's truth for `object` (as `self`).
@@ -128,6 +144,91 @@ impl Check for Rule {
     }
 }
 
+/// An expression over lists of objects, one list per kind, each under a name of its
+/// own (`sets`, `maps`): what must hold across kinds
+/// (`maps.all(m, sets.exists(s, s.metadata.name == m.metadata.labels['set']))`).
+#[derive(Clone, Debug)]
+pub struct Over {
+    pub invariant: String,
+    /// Each name, and the kind whose objects it lists (in the API server's order).
+    pub lists: Vec<(String, Kind)>,
+    pub expr: Expr,
+}
+
+impl Over {
+    /// Whether the expression holds of the world's objects now; `Err` says why not.
+    pub fn holds(&self, view: &View<'_>) -> Result<(), String> {
+        let lists: Vec<(&str, Value)> = self
+            .lists
+            .iter()
+            .map(|(name, kind)| {
+                let objects = view
+                    .api
+                    .list(*kind)
+                    .map(|o| wire::to_json(o).unwrap_or(Value::Null))
+                    .collect();
+                (name.as_str(), Value::Array(objects))
+            })
+            .collect();
+        let vars: Vec<(&str, &Value)> = lists.iter().map(|(n, v)| (*n, v)).collect();
+        match self.expr.test_with(&vars)? {
+            true => Ok(()),
+            false => Err(format!("`{}` is false", self.expr.source)),
+        }
+    }
+}
+
+impl Check for Over {
+    fn check(&mut self, view: &View<'_>) -> Option<Violation> {
+        let broken = self.holds(view).err()?;
+        Some(Violation {
+            invariant: self.invariant.clone(),
+            time: view.now,
+            message: broken,
+            objects: Vec::new(),
+        })
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::kinds(self.lists.iter().map(|(_, k)| *k))
+    }
+}
+
+/// Whether `name` can name a list in an [`Over`] expression: a CEL identifier that is
+/// not `self` nor one of CEL's reserved words.
+pub fn list_name_ok(name: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "self",
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ];
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !RESERVED.contains(&name)
+}
+
 /// "At most `replicas` live children of kind `child` per `owner`", `replicas` read
 /// from the owner by a CEL expression (an owner it fails on counts as 0).
 pub fn replicas(invariant: &str, owner: Kind, child: Kind, replicas: Expr) -> AtMostReplicas {
@@ -174,5 +275,28 @@ mod tests {
             Ok(false)
         );
         assert!(Expr::compile("self.spec.(").is_err());
+    }
+
+    #[test]
+    fn a_rule_over_lists_of_objects_relates_kinds() {
+        let sets = json!([{"metadata": {"name": "web"}}]);
+        let maps = json!([
+            {"metadata": {"name": "web-1", "labels": {"set": "web"}}},
+            {"metadata": {"name": "db-1", "labels": {"set": "db"}}}
+        ]);
+        let e = Expr::compile(
+            "maps.all(m, sets.exists(s, s.metadata.name == m.metadata.labels['set']))",
+        )
+        .unwrap();
+        assert_eq!(e.test_with(&[("sets", &sets), ("maps", &maps)]), Ok(false));
+        let one = json!([maps[0].clone()]);
+        assert_eq!(e.test_with(&[("sets", &sets), ("maps", &one)]), Ok(true));
+        assert!(
+            e.test_with(&[("sets", &sets)]).is_err(),
+            "an unbound name fails"
+        );
+        assert!(list_name_ok("maps") && list_name_ok("_x1"));
+        assert!(!list_name_ok("self") && !list_name_ok("in") && !list_name_ok("1a"));
+        assert!(!list_name_ok("") && !list_name_ok("a-b"));
     }
 }
