@@ -623,3 +623,30 @@ fn a_rule_over_two_kinds_catches_the_bug_and_judges_the_fix_s_end_state() {
         "{err}"
     );
 }
+
+#[test]
+fn a_deleted_pod_s_go_manager_gets_sigterm_and_shuts_down_gracefully() {
+    // The pod is deleted at 100 s: its kubelet sends SIGTERM, reconsim's overlay hands
+    // it to os/signal, controller-runtime's SetupSignalHandler cancels the manager's
+    // context, and the manager stops its controllers and returns; the container exits
+    // with status 0 and the Deployment's replacement starts.
+    let delete = r#"workload=[{"at_ms":100000,"action":{"go":{"controller":"configset-controller","delete":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"configset-controller-0","namespace":"default"}}}}}]"#;
+    let text = timeline(&[delete, "faults=[]", "duration_ms=110000"]);
+    let at = |line: &str| {
+        text.lines()
+            .position(|l| l.contains(line))
+            .unwrap_or_else(|| panic!("{line}\n{text}"))
+    };
+    let order = [
+        "kubelet: SIGTERM to the container of pod default/configset-controller-0",
+        "configset-controller-0@master-0: go program: SIGTERM delivered to it",
+        "configset-controller-0@master-0: go stderr: 2026-01-01T00:01:40Z\tINFO\tShutdown signal received, waiting for all workers to finish",
+        "configset-controller-0@master-0: go stderr: 2026-01-01T00:01:40Z\tINFO\tWait completed, proceeding to shutdown the manager",
+        "configset-controller-0@master-0: go program: exit status 0; its container exits",
+        "kubelet: confirming deletion of pod default/configset-controller-0",
+    ];
+    let places: Vec<usize> = order.iter().map(|l| at(l)).collect();
+    assert!(places.windows(2).all(|w| w[0] < w[1]), "{places:?}\n{text}");
+    assert!(!text.contains("SIGTERM: exiting"), "{text}");
+    assert!(!text.contains("grace period over"), "{text}");
+}

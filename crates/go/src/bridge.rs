@@ -758,6 +758,34 @@ impl Component for GoBridge {
         self.run = None;
     }
 
+    /// SIGTERM reaches the program (reconsim's overlay hands it to the Go runtime's
+    /// signal queue, so `signal.Notify` and controller-runtime's
+    /// `SetupSignalHandler` see it): a manager cancels its context, stops its
+    /// controllers (and releases its Lease if it was told to) and returns; its
+    /// container exits when the program does, or the kubelet kills it when the grace
+    /// period ends. A program that asked for no signal ends at once, as SIGTERM's
+    /// default action ends a process (exit status 143).
+    fn on_terminate(&mut self, _from: ProcId, ctx: &mut WorldCtx<'_>) -> bool {
+        if self.kubelet.is_none() {
+            return false;
+        }
+        let Some(run) = &mut self.run else {
+            return false;
+        };
+        if !run
+            .guest
+            .host
+            .lock()
+            .expect("the host's lock")
+            .signal(crate::host::SIGTERM)
+        {
+            return false;
+        }
+        ctx.note(|| "go program: SIGTERM delivered to it".to_string());
+        self.pump(ctx);
+        true
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }

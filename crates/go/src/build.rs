@@ -23,6 +23,7 @@ pub const GO_RELEASE: &str = "go1.26";
 const LOCK_WASIP1: &str = include_str!("../overlay/runtime/lock_wasip1.go");
 const RESEED: &str = include_str!("../overlay/runtime/zz_reconsim_wasip1.go");
 const MAIN: &str = include_str!("../overlay/main/zz_reconsim_wasip1_main.go");
+const SIGNALS: &str = include_str!("../overlay/signal/zz_reconsim_wasip1.go");
 const DIAL: &str = include_str!("../overlay/main/zz_reconsim_wasip1.go");
 const KUBE_JSON: &str = include_str!("../overlay/main/zz_reconsim_wasip1_kube.go");
 /// A package the program depends on when it uses client-go's typed objects; with it,
@@ -147,6 +148,10 @@ pub fn build(package: &Path, out: &Path) -> Result<(), BuildError> {
     add(
         goroot.join("src/runtime/zz_reconsim_wasip1.go"),
         write("zz_reconsim_wasip1_runtime.go", RESEED)?,
+    );
+    add(
+        goroot.join("src/os/signal/zz_reconsim_wasip1.go"),
+        write("zz_reconsim_wasip1_signal.go", SIGNALS)?,
     );
     add(package.join("zz_reconsim_wasip1.go"), dial);
     add(

@@ -134,7 +134,16 @@ pub struct Host {
     pub yields: u64,
     /// Dials the program attempted, reached or refused.
     pub dials: u64,
+    /// The socket reconsim's overlay reads signals from ([`SIGNALS`]), once dialled.
+    pub signals: Option<SocketId>,
 }
+
+/// The address the overlay dials for its signals: a socket of the host's own, never
+/// the network's, whose bytes are signal numbers.
+pub const SIGNALS: &str = "reconsim.signals";
+
+/// SIGTERM's number on wasip1 (`syscall/syscall_wasip1.go`).
+pub const SIGTERM: u8 = 15;
 
 impl Host {
     /// A program's world at `now`, its entropy a stream of its own seeded by one draw
@@ -167,6 +176,7 @@ impl Host {
             wait: None,
             yields: 0,
             dials: 0,
+            signals: None,
         }
     }
 
@@ -259,6 +269,19 @@ impl Host {
     /// nobody serves. The bridge sends its bytes when the program writes them.
     pub fn dial(&mut self, addr: &str) -> Result<u32, i32> {
         self.dials += 1;
+        if addr == SIGNALS && self.signals.is_none() {
+            self.next_socket += 1;
+            let id = SocketId(self.next_socket);
+            self.sockets.insert(
+                id,
+                Socket {
+                    addr: addr.to_string(),
+                    ..Socket::default()
+                },
+            );
+            self.signals = Some(id);
+            return Ok(self.open(Fd::Socket(id)));
+        }
         if !self.reachable.iter().any(|r| r == addr) {
             return Err(errno::CONNREFUSED);
         }
@@ -273,6 +296,18 @@ impl Host {
         );
         self.dialled.push(id);
         Ok(self.open(Fd::Socket(id)))
+    }
+
+    /// Sends the program signal `sig` through its signals socket: `false` if it has
+    /// none (a program built without reconsim's overlay, or one that closed it).
+    pub fn signal(&mut self, sig: u8) -> bool {
+        match self.signals.and_then(|id| self.sockets.get_mut(&id)) {
+            Some(s) if !s.closed => {
+                s.rx.push_back(sig);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Output to stdout or stderr, kept as whole lines.

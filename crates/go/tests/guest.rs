@@ -147,3 +147,35 @@ fn initialisation_that_waits_runs_in_each_run_on_its_clock() {
     assert!(text.contains(&"2500 slept 1.5s".to_string()), "{text:#?}");
     assert_eq!(run_in(&program, 1, env).0, lines, "the same twice");
 }
+
+#[test]
+fn sigterm_from_the_host_reaches_signal_notify() {
+    let program = Program::load(&fixture::wasm("clock")).expect("the fixture loads");
+    let mut r = Running::start(&program, host(1, vec![]));
+    let (mut now, mut lines) = (0u64, Vec::new());
+    let mut sent = false;
+    let stop = loop {
+        let t = SimTime::from_ms(now);
+        r.host.lock().unwrap().set_time(t, t);
+        let stop = r.resume();
+        for (_, l) in r.host.lock().unwrap().take_lines() {
+            lines.push(format!("{now} {l}"));
+        }
+        match stop {
+            Stop::Waiting(w) => {
+                let d = w.deadline_ns.expect("the program waits for a timer");
+                now = (d - MONOTONIC_BASE_NS).div_ceil(1_000_000).max(now);
+                // At 1 s, between its start and its sleep's end: SIGTERM.
+                if !sent && now > 1_000 {
+                    now = 1_000;
+                    assert!(r.host.lock().unwrap().signal(reconsim_go::host::SIGTERM));
+                    sent = true;
+                }
+            }
+            stop => break stop,
+        }
+    };
+    assert_eq!(stop, Stop::Exited(3), "{lines:#?}");
+    assert!(lines.contains(&"1000 signal".to_string()), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.contains("slept")), "{lines:#?}");
+}

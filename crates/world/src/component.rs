@@ -135,6 +135,13 @@ pub trait Component: fmt::Debug + 'static {
     fn on_timer(&mut self, _timer: Timer, _ctx: &mut WorldCtx<'_>) {}
     /// The process lost its memory (its restart calls `on_start` again).
     fn on_crash(&mut self) {}
+    /// SIGTERM from the kubelet that runs it: `true` when the component shuts down on
+    /// its own and tells the kubelet (`ContainerExited`) once it has, within the pod's
+    /// grace period or killed at its end; `false` (the default) ends the process now,
+    /// as SIGTERM's default action ends a process with no handler.
+    fn on_terminate(&mut self, _from: ProcId, _ctx: &mut WorldCtx<'_>) -> bool {
+        false
+    }
     fn on_fault(&mut self, _fault: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
     /// A count that grows whenever state a checker may read changes, and only then: a
     /// step after which it stands still (a poll answered, a read served) needs no check.

@@ -24,8 +24,12 @@ impl Actor for Proc {
 
     fn on_msg(&mut self, from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         if matches!(msg, Msg::Terminate) {
-            // SIGTERM: exit now and tell the kubelet that sent it (graceful shutdown,
-            // controller-runtime 0.7's GracefulShutdownTimeout, is not modelled).
+            // SIGTERM: a component with a handler shuts down on its own (a Go program's
+            // manager, `Component::on_terminate`); any other exits now and tells the
+            // kubelet that sent it.
+            if self.get_mut().on_terminate(from, ctx) {
+                return;
+            }
             ctx.note(|| "SIGTERM: exiting".to_string());
             ctx.send(from, Msg::ContainerExited);
             ctx.stop(ctx.me());
