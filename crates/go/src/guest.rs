@@ -99,6 +99,10 @@ pub struct Program {
     reactor: Option<(u32, Arc<Mutex<Snapshots>>)>,
 }
 
+/// Snapshots a program keeps, each about the size of the memory its initialisation
+/// changed (5.5 MB for the ConfigSet manager).
+pub const SNAPSHOTS_MAX: usize = 16;
+
 /// A program's snapshots by what its initialisation reads (arguments, environment,
 /// files); `None` for inputs whose initialisation cannot be snapshotted.
 type Snapshots = BTreeMap<(Vec<String>, Vec<String>, Files), Option<Arc<Snapshot>>>;
@@ -295,6 +299,12 @@ impl Program {
         };
         let key = (host.args.clone(), host.env.clone(), (*host.files).clone());
         let mut snapshots = snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        // Each pod name is an environment of its own (`POD_NAME`), and a replacement
+        // pod's name is drawn: the map is bounded. Which entry goes costs only time
+        // (a snapshot is the same whenever it is taken), never an outcome.
+        if !snapshots.contains_key(&key) && snapshots.len() >= SNAPSHOTS_MAX {
+            snapshots.pop_first();
+        }
         let taken = snapshots.entry(key).or_insert_with(|| {
             let init = Host::initializing(host.args.clone(), host.env.clone(), host.files.clone());
             Snapshot::take(&self.pre, *globals, init).map(Arc::new)

@@ -263,7 +263,10 @@ impl Snapshot {
             let g = instance
                 .get_global(&mut *store, &global_name(i as u32))
                 .ok_or_else(|| wasmtime::Error::msg(format!("global {i} is not exported")))?;
-            g.set(&mut *store, *v)?;
+            // A constant global holds its value already (Go's are all variables).
+            if g.ty(&*store).mutability() == wasmtime::Mutability::Var {
+                g.set(&mut *store, *v)?;
+            }
         }
         Ok(())
     }
