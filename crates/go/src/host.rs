@@ -270,21 +270,20 @@ impl Host {
     pub fn dial(&mut self, addr: &str) -> Result<u32, i32> {
         self.dials += 1;
         if addr == SIGNALS && self.signals.is_none() {
-            self.next_socket += 1;
-            let id = SocketId(self.next_socket);
-            self.sockets.insert(
-                id,
-                Socket {
-                    addr: addr.to_string(),
-                    ..Socket::default()
-                },
-            );
+            let id = self.new_socket(addr);
             self.signals = Some(id);
             return Ok(self.open(Fd::Socket(id)));
         }
         if !self.reachable.iter().any(|r| r == addr) {
             return Err(errno::CONNREFUSED);
         }
+        let id = self.new_socket(addr);
+        self.dialled.push(id);
+        Ok(self.open(Fd::Socket(id)))
+    }
+
+    /// A socket to `addr`, numbered after the last.
+    fn new_socket(&mut self, addr: &str) -> SocketId {
         self.next_socket += 1;
         let id = SocketId(self.next_socket);
         self.sockets.insert(
@@ -294,8 +293,7 @@ impl Host {
                 ..Socket::default()
             },
         );
-        self.dialled.push(id);
-        Ok(self.open(Fd::Socket(id)))
+        id
     }
 
     /// Sends the program signal `sig` through its signals socket: `false` if it has
