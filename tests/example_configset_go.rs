@@ -440,23 +440,9 @@ fn reconsim_build_makes_the_program_a_scenario_names_and_refuses_what_it_cannot_
     assert_eq!(sha.len(), 64);
 
     // The scenario names the built program instead of the folder, and runs the same.
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path("configset-go-fixed")).unwrap())
-            .unwrap();
-    let folder = root().join("examples/configset-go/testdata");
-    let entry = &mut doc["controllers"]["go"][0];
-    entry["program"] = wasm.display().to_string().into();
-    for key in ["crds", "manifests"] {
-        for p in entry[key].as_array_mut().unwrap() {
-            *p = folder
-                .join(p.as_str().unwrap())
-                .display()
-                .to_string()
-                .into();
-        }
-    }
-    let built = dir.join("fixed-built.json");
-    std::fs::write(&built, doc.to_string()).unwrap();
+    let built = variant(&dir, "configset-go-fixed", |doc| {
+        doc["controllers"]["go"][0]["program"] = wasm.display().to_string().into();
+    });
     let run = |scenario: &str| {
         let out = reconsim(&["run", scenario, "--seed", "3", "--json"]);
         assert_eq!(
