@@ -601,6 +601,14 @@ impl GoBridge {
 }
 
 impl Component for GoBridge {
+    /// The API server's host closed the program's connections to it: as a reset of
+    /// them all.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         if let Some(b) = &mut self.backoff {
             b.started = ctx.true_now();

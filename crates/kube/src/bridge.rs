@@ -112,8 +112,8 @@ struct Running {
     hook: Rc<BridgeHook>,
     /// The program's handle on the world's services, current while its runtime steps.
     handle: Handle,
-    /// Service calls sent and not yet answered, by request id.
-    calls: BTreeMap<u64, CallAnswer>,
+    /// Service calls sent and not yet answered, by request id, with the service called.
+    calls: BTreeMap<u64, (ProcId, CallAnswer)>,
     done: Arc<Mutex<Option<String>>>,
     /// Requests at the API server, by request id.
     pending: BTreeMap<u64, Pending>,
@@ -362,7 +362,7 @@ impl KubeBridge {
                 let id = self.next_id;
                 let services = &self.services;
                 ctx.note(|| format!("call {}: {:?}", service_name(services, call.to), call.body));
-                run.calls.insert(id, call.answer);
+                run.calls.insert(id, (call.to, call.answer));
                 ctx.send(
                     call.to,
                     Msg::Request {
@@ -595,7 +595,7 @@ impl Component for KubeBridge {
                 let Some(run) = &mut self.running else {
                     return;
                 };
-                if let Some(answer) = run.calls.remove(&id) {
+                if let Some((_, answer)) = run.calls.remove(&id) {
                     let service = service_name(&self.services, from);
                     ctx.note(|| format!("answer from {service}: {body:?}"));
                     run.driver.hand(Delivery::Call(answer, Ok(body)));
@@ -613,7 +613,7 @@ impl Component for KubeBridge {
                         if let Some(p) = run.pending.remove(&id) {
                             run.driver.hand(Delivery::Drop(Box::new(p.answer)));
                         }
-                        if let Some(answer) = run.calls.remove(&id) {
+                        if let Some((_, answer)) = run.calls.remove(&id) {
                             run.driver
                                 .hand(Delivery::Call(answer, Err(CallError::ConnectionLost)));
                         }
@@ -695,6 +695,31 @@ impl Component for KubeBridge {
             }
             _ => {}
         }
+    }
+
+    /// The API server's host closed the program's connections to it: as a reset of
+    /// them all. A service's: every call in flight to it fails, as hyper's request on a
+    /// connection reset by its peer does.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.apiserver {
+            return self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+        let Some(run) = &mut self.running else {
+            return;
+        };
+        let failed: Vec<u64> = run
+            .calls
+            .iter()
+            .filter(|(_, (to, _))| *to == peer)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in failed {
+            if let Some((_, answer)) = run.calls.remove(&id) {
+                run.driver
+                    .hand(Delivery::Call(answer, Err(CallError::ConnectionLost)));
+            }
+        }
+        self.pump(ctx);
     }
 
     fn on_timer(&mut self, timer: Timer, ctx: &mut WorldCtx<'_>) {

@@ -332,7 +332,7 @@ fn a_watch_from_0_or_no_version_starts_from_the_current_state() {
     // the changes. Before (issue 29 item 5), "0" after the history moved on answered
     // 410, and none replayed raw history: a's first version, gone's ADDED and DELETED.
     let config = ApiServerConfig {
-        watch_history_max: 1,
+        watch_cache: one_event(),
         ..Default::default()
     };
     let lines = run(5, config, program(from_now));
@@ -367,7 +367,7 @@ async fn too_old(client: kube::Client) -> Result<String, kube::Error> {
 fn a_watch_from_a_compacted_resource_version_gets_the_servers_410() {
     // The watch cache keeps one event: rv 1 is gone once rv 3 is written.
     let config = ApiServerConfig {
-        watch_history_max: 1,
+        watch_cache: one_event(),
         ..Default::default()
     };
     let lines = run(5, config, program(too_old));
@@ -513,7 +513,7 @@ async fn paging(client: kube::Client) -> Result<Vec<String>, kube::Error> {
 #[test]
 fn a_list_in_pages_is_one_snapshot_and_an_old_token_is_gone() {
     let config = ApiServerConfig {
-        watch_history_ms: 2_000,
+        compaction_ms: 2_000,
         ..ApiServerConfig::default()
     };
     let lines = run(7, config, program(paging));
@@ -587,4 +587,13 @@ fn a_name_the_server_refuses_is_422_with_its_rule() {
             ),
         ]
     );
+}
+
+/// A watch cache that keeps one event per type.
+fn one_event() -> reconsim_world::apiserver::WatchWindowConfig {
+    reconsim_world::apiserver::WatchWindowConfig {
+        capacity_min: 1,
+        capacity_max: 1,
+        ..Default::default()
+    }
 }

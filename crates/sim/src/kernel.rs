@@ -133,6 +133,14 @@ pub trait Actor: Sized {
     fn gave_up(_msg: &Self::Msg) -> Option<Self::Msg> {
         None
     }
+    /// What a process's peers receive from it when its host closes its sockets: it
+    /// crashed, or ended with its host still up (a killed container). Each process it
+    /// had a connection with gets this, as from it, behind what it sent before (a FIN,
+    /// or an RST where data was unread: RFC 9293 3.6 and 3.10.7; docs/semantics.md
+    /// 4.6). `None`, the default: peers hear nothing.
+    fn closed() -> Option<Self::Msg> {
+        None
+    }
 }
 /// The simulator.
 pub struct Sim<A: Actor> {
@@ -148,6 +156,9 @@ pub struct Sim<A: Actor> {
     streams: Streams,
     tiebreak_rng: SimRng,
     net_rng: SimRng,
+    /// Draws for what a process's end makes its host send (its peers' notices, its
+    /// refusals): a stream of their own, so a crash moves no other draw.
+    closed_rng: SimRng,
     plan: FaultPlan<A::Fault>,
     actions: Vec<FaultAction>,
     next_action: usize,
@@ -164,6 +175,9 @@ pub struct Sim<A: Actor> {
     signature: Option<Box<recorder::Signature>>,
     /// Processes paused by each active `PauseHost` fault (by plan index).
     host_pauses: Vec<(usize, Vec<ProcId>)>,
+    /// Hosts shut down (`Ctx::stop_host_of`) and not started again by a spawn on them:
+    /// no kernel answers for their processes, so their peers hear nothing.
+    hosts_down: Vec<HostId>,
     /// Active crash, pause and `Inject` faults whose process had not started when they
     /// took effect (a pod's container its kubelet starts later), by plan index: they
     /// take effect when a process of that name is spawned (down or paused from its
@@ -214,6 +228,7 @@ impl<A: Actor> Sim<A> {
             next_held: 0,
             tiebreak_rng: streams.stream("kernel/tiebreak"),
             net_rng: streams.stream("kernel/net"),
+            closed_rng: streams.stream("kernel/closed"),
             streams,
             plan,
             actions,
@@ -227,6 +242,7 @@ impl<A: Actor> Sim<A> {
             recorder,
             signature,
             host_pauses: Vec::new(),
+            hosts_down: Vec::new(),
             next_timer: 0,
             next_proc: 0,
             effects: Vec::new(),
@@ -273,6 +289,8 @@ impl<A: Actor> Sim<A> {
     }
 
     fn add_proc(&mut self, host: HostId, name: String, actor: A) -> ProcId {
+        // A process started on a host that was shut down boots it again.
+        self.hosts_down.retain(|h| *h != host);
         let id = ProcId(u32::try_from(self.procs.len()).expect("too many processes"));
         let rng = self.streams.stream(&format!("proc/{name}"));
         self.procs.push(ProcSlot {

@@ -209,6 +209,23 @@ impl Network {
         }
     }
 
+    /// The processes `proc` has a link with (it sent them something, or they it, since
+    /// either last ended), in id order.
+    pub fn peers(&self, proc: ProcId) -> Vec<ProcId> {
+        let mut out: Vec<ProcId> = self
+            .links
+            .keys()
+            .filter_map(|&(a, b, _)| match (a == proc, b == proc) {
+                (true, false) => Some(b),
+                (false, true) => Some(a),
+                _ => None,
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// Forget a link's history (a process restarted: new connections).
     pub fn forget(&mut self, proc: ProcId) {
         self.links.retain(|(a, b, _), _| *a != proc && *b != proc);

@@ -20,9 +20,11 @@
 //!   reference orphans; a delete in the foreground (`foregroundDeletion`) waits for the
 //!   dependents that block owner deletion, an orphaning one (`orphan`) unhooks them; the
 //!   pass is re-armed when the server restarts;
-//! - watches: ordered per stream, replayed from a bounded history (`watch_history_ms`,
-//!   trimmed by age also when no write comes, as etcd compaction is periodic), 410 Gone
-//!   for a resourceVersion older than the history (3.10);
+//! - watches: ordered per stream, resumed from each type's watch-cache buffer
+//!   ([`crate::watch_window`]: per type, evicted only when full, rebuilt at the current
+//!   revision when the server restarts), 410 Gone for a resourceVersion it no longer
+//!   holds (3.10); lists at an older resourceVersion (continue tokens) read etcd's
+//!   revisions, compacted by age (`compaction_ms`);
 //! - watch caches, one per resource type ([`crate::watch_cache`]): the real server
 //!   answers a write from etcd but feeds watches from its watch caches, which follow
 //!   etcd through watches of their own, so a client can get its write's response before
@@ -44,6 +46,8 @@ use crate::object::{
     Pod, TAINT_NOT_READY, TAINT_UNREACHABLE, TaintEffect, Toleration, pod_spec_update_forbidden,
 };
 use crate::watch_cache::{DelayRange, HeldEvent, WatchCaches};
+pub use crate::watch_window::WatchWindowConfig;
+use crate::watch_window::{Recorded, WatchWindows};
 use reconsim_sim::{ProcId, SimTime};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -63,10 +67,12 @@ pub use crate::timer::ApiServerTimer as Timer;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiServerConfig {
-    /// How far back watches can resume (the watch cache's history window).
-    pub watch_history_ms: u64,
-    /// Bound on the history, whatever its age.
-    pub watch_history_max: usize,
+    /// How long etcd keeps a revision: a list at an older resourceVersion (a continue
+    /// token, an exact list) is 410 Gone. kube-apiserver compacts every 5 minutes
+    /// (`--etcd-compaction-interval`).
+    pub compaction_ms: u64,
+    /// Each type's watch-cache buffer: which resourceVersions a watch resumes from.
+    pub watch_cache: WatchWindowConfig,
     /// Delay between an owner's removal and the collection of its dependents.
     pub gc_delay_ms: u64,
     /// The DefaultTolerationSeconds admission plugin's tolerationSeconds, given to a new
@@ -109,8 +115,8 @@ pub fn is_own_controller_note(text: &str) -> bool {
 impl Default for ApiServerConfig {
     fn default() -> Self {
         ApiServerConfig {
-            watch_history_ms: 300_000,
-            watch_history_max: 10_000,
+            compaction_ms: 300_000,
+            watch_cache: WatchWindowConfig::default(),
             gc_delay_ms: 500,
             default_toleration_seconds: Some(300),
             namespace_lifecycle: false,
@@ -157,16 +163,6 @@ impl Open {
 /// `bookmarkFrequency`, a minute).
 const BOOKMARK_FREQUENCY_MS: u64 = 60_000;
 
-#[derive(Clone, Debug)]
-struct HistoryEntry {
-    at: SimTime,
-    rv: u64,
-    event: EventType,
-    object: Arc<Object>,
-    /// The object before this write ([`WatchEvent::prev`]).
-    prev: Option<Arc<Object>>,
-}
-
 /// The namespaces a cluster has from its start: the API server's system namespaces
 /// controller creates them (kubernetes `pkg/controlplane/controller/systemnamespaces`:
 /// kube-system, kube-public, kube-node-lease, default).
@@ -190,7 +186,8 @@ pub struct ApiServer {
     terminating: BTreeMap<String, Uid>,
     resource_version: u64,
     next_uid: u64,
-    history: VecDeque<HistoryEntry>,
+    /// etcd's revisions still kept (lists at an older resourceVersion).
+    history: VecDeque<Recorded>,
     /// Every event with a resourceVersion above this one is still in `history`.
     history_floor: u64,
     watchers: Vec<Watcher>,
@@ -210,9 +207,8 @@ pub struct ApiServer {
     creates_and_removals: u64,
     /// The watch caches, one per resource type, and the events they hold back.
     caches: WatchCaches,
-    /// Processes whose watch connections died with a crash, to be told when the server
-    /// starts again ([`Msg::ConnectionReset`]).
-    reset_peers: BTreeSet<ProcId>,
+    /// Each type's watch-cache buffer (watch resumption, 410 Gone).
+    windows: WatchWindows,
 }
 
 impl ApiServer {
@@ -235,7 +231,7 @@ impl ApiServer {
             kind_writes: Vec::new(),
             creates_and_removals: 0,
             caches: WatchCaches::new(config.watch_delay_ms),
-            reset_peers: BTreeSet::new(),
+            windows: WatchWindows::new(config.watch_cache),
         }
     }
 
@@ -288,6 +284,11 @@ impl ApiServer {
         }
     }
 
+    /// The capacity of `kind`'s watch-cache buffer now, in events.
+    pub fn watch_cache_capacity(&self, kind: Kind) -> usize {
+        self.windows.capacity(kind)
+    }
+
     pub fn watcher_count(&self) -> usize {
         self.watchers.len()
     }
@@ -306,6 +307,7 @@ impl ApiServer {
         self.note_namespace(&arc);
         self.objects.insert(key, arc.clone());
         self.history_floor = self.resource_version;
+        self.windows.relist(self.resource_version);
         arc
     }
 }
@@ -322,21 +324,24 @@ impl Component for ApiServer {
                 Msg::Timer(AnyTimer::ApiServer(Timer::NamespaceSweep)),
             );
         }
-        for peer in std::mem::take(&mut self.reset_peers) {
-            ctx.send(peer, Msg::ConnectionReset);
-        }
     }
 
     fn on_crash(&mut self) {
         // etcd keeps the objects; open watches die with their connections, which the
-        // host resets (their clients hear of it when the server is back).
-        self.reset_peers
-            .extend(self.watchers.iter().map(|w| w.proc));
+        // host resets (the kernel tells every peer, docs/semantics.md 4.6). The watch
+        // caches are rebuilt by lists at the current revision when the server starts
+        // again: a watch from before the crash is 410 Gone.
         self.watchers.clear();
+        self.windows.relist(self.resource_version);
         self.gc_pending = false;
         // The watch caches are rebuilt from etcd when the server starts again; a fault's
         // end is not delivered to a crashed process.
         self.caches.clear();
+    }
+
+    /// A client ended: its watches ended with their connections.
+    fn on_peer_closed(&mut self, peer: ProcId, _ctx: &mut WorldCtx<'_>) {
+        self.watchers.retain(|w| w.proc != peer);
     }
 
     fn on_fault(&mut self, fault: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
@@ -1146,15 +1151,12 @@ impl ApiServer {
 
     fn watch(&mut self, open: Open, from_rv: u64, ctx: &mut WorldCtx<'_>) -> Result<(), ApiError> {
         self.unwatch(open.from, open.stream);
-        self.trim_history(ctx.now());
-        if from_rv < self.history_floor {
+        if !open.kinds.iter().all(|k| self.windows.holds(*k, from_rv)) {
             return Err(ApiError::Gone);
         }
         let mut watcher = self.open_watch(open, ctx);
-        for h in self.history.iter().filter(|h| h.rv > from_rv) {
-            if watcher.kinds.contains(&h.object.kind()) {
-                send_event(&mut watcher, h.event, (&h.object, &h.prev), ctx);
-            }
+        for h in self.windows.since(&watcher.kinds, from_rv) {
+            send_event(&mut watcher, h.event, (&h.object, &h.prev), ctx);
         }
         self.watchers.push(watcher);
         Ok(())
@@ -1326,21 +1328,22 @@ impl ApiServer {
             }
         }
         let now = ctx.now();
-        self.history.push_back(HistoryEntry {
+        let recorded = Recorded {
             at: now,
             rv: object.meta.resource_version,
             event,
             object: object.clone(),
             prev,
-        });
+        };
+        self.windows.record(recorded.clone());
+        self.history.push_back(recorded);
         self.trim_history(now);
     }
 
-    /// Forget events older than the window, or beyond the size bound.
+    /// Forget the revisions etcd compacted.
     fn trim_history(&mut self, now: SimTime) {
         while let Some(front) = self.history.front() {
-            let too_old = now.since(front.at) > self.config.watch_history_ms;
-            if !too_old && self.history.len() <= self.config.watch_history_max {
+            if now.since(front.at) <= self.config.compaction_ms {
                 break;
             }
             self.history_floor = front.rv;

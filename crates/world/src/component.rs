@@ -142,6 +142,13 @@ pub trait Component: fmt::Debug + 'static {
     fn on_terminate(&mut self, _from: ProcId, _ctx: &mut WorldCtx<'_>) -> bool {
         false
     }
+    /// Process `peer` ended (crashed, or exited with its host up) and its host closed
+    /// every connection this process had with it ([`Msg::PeerClosed`]): a client's
+    /// requests to it fail and its watches on it end now, not when it starts again, and
+    /// its new connections are refused until it does (docs/semantics.md 4.6). A server
+    /// forgets what the peer had open. The default does nothing: a component with no
+    /// connection worth telling.
+    fn on_peer_closed(&mut self, _peer: ProcId, _ctx: &mut WorldCtx<'_>) {}
     fn on_fault(&mut self, _fault: &WorldFault, _active: bool, _ctx: &mut WorldCtx<'_>) {}
     /// A count that grows whenever state a checker may read changes, and only then: a
     /// step after which it stands still (a poll answered, a read served) needs no check.

@@ -19,9 +19,10 @@
 //!   reflector re-watches from the last resourceVersion it saw (no relist; a 410 Gone
 //!   then relists). This also bounds how long an event lost without any later one
 //!   (a short dropping partition) can keep the cache stale;
-//! - the server process crashed: its host resets its connections, which the client
-//!   hears of when the server is back ([`Msg::ConnectionReset`]): every reflector relists
-//!   at once, as on a dead connection, without waiting for the health check.
+//! - the server process crashed: its host closes its connections at once
+//!   ([`Msg::PeerClosed`], handled as [`Msg::ConnectionReset`]): every reflector backs
+//!   off and relists, without waiting for the health check; its lists are refused until
+//!   the server is back (docs/semantics.md 4.19).
 //!
 //! Events never regress the cache: one whose resourceVersion is not newer than the
 //! cached object's is ignored, so overlapping list and watch replay are harmless.
@@ -131,7 +132,7 @@ pub enum RelistNotify {
 #[derive(Clone, Debug)]
 pub struct Informer {
     id: u32,
-    apiserver: ProcId,
+    pub(crate) apiserver: ProcId,
     ids: ReqIds,
     reflectors: Vec<Reflector>,
     cache: Cache,
@@ -550,6 +551,13 @@ impl Watcher {
 }
 
 impl Component for Watcher {
+    /// The API server's host closed its connection: as a reset of it.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.informer.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.informer.start(ctx);
     }

@@ -382,6 +382,13 @@ impl Kubelet {
 
 /// The kubelet as a process of the world.
 impl Component for Kubelet {
+    /// The API server's host closed its connection: as a reset of it.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.endpoints.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         if !self.stopped {
             self.boot(ctx);

@@ -214,7 +214,7 @@ impl Observed {
 pub struct LeaderElector {
     config: LeaderConfig,
     identity: String,
-    apiserver: ProcId,
+    pub(crate) apiserver: ProcId,
     /// Kept across resets, so a late answer never matches a new request.
     ids: ReqIds,
     /// Bumped whenever a run ends, so its pending timers do nothing.
@@ -686,6 +686,13 @@ impl Candidate {
 }
 
 impl Component for Candidate {
+    /// The API server's host closed its connection: as a reset of it.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.elector.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.elector.start(ctx);
     }

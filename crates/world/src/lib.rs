@@ -51,6 +51,7 @@ pub mod runtime;
 pub mod script;
 pub mod timer;
 pub mod watch_cache;
+mod watch_window;
 pub mod workloads;
 
 pub use component::{Component, Endpoints, Message, Payload, Proc, WorldCtx};

@@ -168,6 +168,13 @@ impl NodeLifecycle {
 
 /// The node lifecycle controller as a process of the world.
 impl Component for NodeLifecycle {
+    /// The API server's host closed its connection: as a reset of it.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.endpoints.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         // The informer starts cold: nothing is known until it lists.
         self.stale = true;

@@ -381,8 +381,8 @@ enum Wait {
     Read(Read),
     /// The answer of a write on the API server's connection, which a reset fails.
     Write,
-    /// The answer of a service's call (the cloud's), on a connection of its own.
-    Service,
+    /// The answer of a call to this service (the cloud's), on a connection of its own.
+    Service(ProcId),
     /// The end of a sleep.
     Sleep,
 }
@@ -598,6 +598,28 @@ impl Component for Manager {
         }
     }
 
+    /// The API server's end closed: its one connection broke, as on a reset. A
+    /// service's: the call in flight on it failed.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if self.exited {
+            return;
+        }
+        if peer == self.endpoints.apiserver {
+            return self.handle(Msg::ConnectionReset, ctx);
+        }
+        let calls: Vec<u64> = self
+            .controllers
+            .iter()
+            .filter_map(|c| match &c.in_flight {
+                Some((id, Wait::Service(to))) if *to == peer => Some(*id),
+                _ => None,
+            })
+            .collect();
+        for id in calls {
+            self.failed(id, |w| matches!(w, Wait::Service(_)), ctx);
+        }
+    }
+
     fn on_msg(&mut self, _from: ProcId, msg: Msg, ctx: &mut WorldCtx<'_>) {
         if self.exited {
             return;
@@ -709,7 +731,7 @@ impl Manager {
         match msg {
             Msg::ConnectionReset => return self.connection_reset(ctx),
             Msg::ConnectionLost(Lost::Request(id)) => {
-                return self.failed(id, |w| *w == Wait::Service, ctx);
+                return self.failed(id, |w| matches!(w, Wait::Service(_)), ctx);
             }
             _ => {}
         }
@@ -986,7 +1008,7 @@ impl Manager {
                         )
                     }
                     Call::Service { to, request } => {
-                        (to, Msg::Request { id, body: request }, Wait::Service)
+                        (to, Msg::Request { id, body: request }, Wait::Service(to))
                     }
                 };
                 c.in_flight = Some((id, wait));

@@ -30,9 +30,10 @@ pub enum Msg {
     },
     /// A one-way message between a family's own processes.
     Family(Payload),
-    /// The API server's host reset the connections of its crashed process: sent to every
-    /// process that had a watch open, when the server starts again (the OS answers a
-    /// dead process's connections with a reset; a client's next read fails at once).
+    /// A client-go client's one connection to the API server broke (a lost message of
+    /// it, or the server's host closed it: [`crate::Component::on_peer_closed`]); sent
+    /// by the kernel to the client itself. Every watch on it ends, every request on it
+    /// fails.
     ConnectionReset,
     /// A container process tells its kubelet it exited (same host, never partitioned);
     /// the kubelet knows the container by its process.
@@ -60,6 +61,11 @@ pub enum Msg {
     WatchEnd {
         watch_id: u64,
     },
+    /// The sender ended (crashed, or exited with its host up) and its host closed every
+    /// connection it had with the receiver: sent by the kernel as from the ended
+    /// process ([`reconsim_sim::Actor::closed`]), handed to
+    /// [`crate::Component::on_peer_closed`].
+    PeerClosed,
 }
 
 /// What a connection that gave up carried.

@@ -35,6 +35,9 @@ impl Actor for Proc {
             ctx.stop(ctx.me());
             return;
         }
+        if matches!(msg, Msg::PeerClosed) {
+            return self.get_mut().on_peer_closed(from, ctx);
+        }
         self.get_mut().on_msg(from, msg, ctx)
     }
 
@@ -152,6 +155,11 @@ impl Actor for Proc {
 
     fn broken_by_drop(&self, msg: &Msg) -> Option<Msg> {
         self.get().broken_by_drop(msg)
+    }
+
+    /// A world process's peers hear [`Msg::PeerClosed`] when it ends.
+    fn closed() -> Option<Msg> {
+        Some(Msg::PeerClosed)
     }
 
     fn describe(msg: &Msg) -> String {

@@ -137,6 +137,13 @@ impl Script {
 
 /// The scripted client as a process of the world.
 impl Component for Script {
+    /// The API server's host closed its connection: as a reset of it.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         let now = ctx.now().as_ms();
         for (i, step) in self.steps.iter().enumerate() {

@@ -151,6 +151,13 @@ impl Workloads {
 
 /// The Deployment controller and scheduler as a process of the world.
 impl Component for Workloads {
+    /// The API server's host closed its connection: as a reset of it.
+    fn on_peer_closed(&mut self, peer: ProcId, ctx: &mut WorldCtx<'_>) {
+        if peer == self.endpoints.apiserver {
+            self.on_msg(peer, Msg::ConnectionReset, ctx);
+        }
+    }
+
     fn on_start(&mut self, ctx: &mut WorldCtx<'_>) {
         self.informer.start(ctx);
         ctx.set_timer(

@@ -1,8 +1,9 @@
-//! API server: watches over the network, their bounded history, and the watch cache's lag.
+//! API server: watches over the network, each type's watch-cache history, and the watch
+//! cache's lag.
 
 use reconsim_sim::{Fault, FaultPlan, TimedFault};
 use reconsim_world::api::{ApiError, ApiOk, ApiOp, EventType, PatchOp, WatchEvent};
-use reconsim_world::apiserver::ApiServerConfig;
+use reconsim_world::apiserver::{ApiServerConfig, WatchWindowConfig};
 use reconsim_world::object::Resource;
 use reconsim_world::script::{Script, Step};
 use reconsim_world::{Proc, WorldFault};
@@ -112,44 +113,98 @@ fn a_watch_replays_from_a_resource_version() {
 }
 
 #[test]
-fn a_watch_from_before_the_history_is_gone() {
-    let mut w = World::new(ApiServerConfig {
-        watch_history_ms: 10_000,
-        watch_history_max: 1_000,
-        ..Default::default()
-    });
+fn a_quiet_type_s_watch_resumes_from_an_old_resource_version_whatever_else_is_written() {
+    // One watch cache per type, evicting only when full (watch_cache.go `updateCache`):
+    // 150 WidgetSet writes over 20 minutes do not touch the Widget cache, so a Widget
+    // watch resumes from `a`'s resourceVersion (probe P-F of fidelity review 3: before,
+    // one 5-minute history for all kinds answered 410 here).
+    let mut w = World::new(Default::default());
     let k = wkey("a");
     let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
-    w.run_to(5_000);
     w.obj(patch(
         &k,
         vec![PatchOp::SetLabel("x".into(), Some("1".into()))],
     ));
-    // Within the window: fine.
-    let ok = w.watcher("ok", 6_000, vec![Widget::KIND], a.meta.resource_version);
-    w.run_to(6_100);
+    for i in 0..150 {
+        w.run_to(10_000 + i * 8_000);
+        w.obj(ApiOp::Create(Box::new(widget_set(&format!("s{i}")))));
+    }
+    let at = w.t + 10;
+    let ok = w.watcher("ok", at, vec![Widget::KIND], a.meta.resource_version);
+    w.run_for(100);
     assert!(matches!(
         w.script(ok).response(0).unwrap().result,
         Ok(ApiOk::Watching { .. })
     ));
-    assert_eq!(w.events(ok).len(), 1);
-    // 20 s later, with no write since, the create (and the patch) aged out: 410 Gone.
-    let gone = w.watcher("gone", 26_000, vec![Widget::KIND], a.meta.resource_version);
-    let current = w.watcher(
-        "cur",
-        26_500,
-        vec![Widget::KIND],
-        w.server().resource_version(),
+    assert_eq!(w.events(ok).len(), 1, "the patch, replayed");
+    // The WidgetSet cache filled within 75 s of its oldest event only at first; it
+    // evicted its oldest events, so a WidgetSet watch from the start is gone.
+    let sets = w.watcher(
+        "sets",
+        w.t + 10,
+        vec![WidgetSet::KIND],
+        a.meta.resource_version,
     );
-    w.run_to(27_000);
+    w.run_for(100);
     assert_eq!(
-        w.script(gone).response(0).unwrap().result,
+        w.script(sets).response(0).unwrap().result,
         Err(ApiError::Gone)
     );
-    assert!(w.events(gone).is_empty());
-    // From the current resourceVersion a watch still opens.
+    assert_eq!(w.server().watch_cache_capacity(WidgetSet::KIND), 100);
+}
+
+#[test]
+fn a_type_s_watch_cache_doubles_while_its_events_are_fresh() {
+    // Full, with its oldest event younger than 75 s: the buffer doubles
+    // (`resizeCacheLocked`), so a burst keeps its history.
+    let mut w = World::new(Default::default());
+    let first = w.obj(ApiOp::Create(Box::new(widget_set("s0"))));
+    for i in 1..250 {
+        w.obj(ApiOp::Create(Box::new(widget_set(&format!("s{i}")))));
+    }
+    assert_eq!(w.server().watch_cache_capacity(WidgetSet::KIND), 400);
+    let all = w.watcher(
+        "all",
+        w.t + 10,
+        vec![WidgetSet::KIND],
+        first.meta.resource_version - 1,
+    );
+    w.run_for(100);
+    assert_eq!(w.events(all).len(), 250);
+}
+
+#[test]
+fn a_watch_from_before_the_server_restarted_is_gone() {
+    // The restarted server's caches are lists at the current revision (`Replace` sets
+    // `listResourceVersion`): a watch from before it is 410 and its client relists
+    // (probe P-I of fidelity review 3: before, the history survived the crash).
+    let crash = TimedFault {
+        at_ms: 5_000,
+        duration_ms: Some(1_000),
+        fault: Fault::Crash {
+            process: "apiserver".into(),
+        },
+        on: None,
+    };
+    let mut w = World::with_plan(1, Default::default(), FaultPlan::new(vec![crash]));
+    let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
+    w.obj(ApiOp::Create(Box::new(widget_set("s"))));
+    let before = w.watcher("before", 2_000, vec![Widget::KIND], a.meta.resource_version);
+    w.run_to(10_000);
     assert!(matches!(
-        w.script(current).response(0).unwrap().result,
+        w.script(before).response(0).unwrap().result,
+        Ok(ApiOk::Watching { .. })
+    ));
+    let rv = w.server().resource_version();
+    let old = w.watcher("old", 10_010, vec![Widget::KIND], a.meta.resource_version);
+    let now = w.watcher("now", 10_020, vec![Widget::KIND], rv);
+    w.run_to(11_000);
+    assert_eq!(
+        w.script(old).response(0).unwrap().result,
+        Err(ApiError::Gone)
+    );
+    assert!(matches!(
+        w.script(now).response(0).unwrap().result,
         Ok(ApiOk::Watching { .. })
     ));
 }
@@ -157,8 +212,11 @@ fn a_watch_from_before_the_history_is_gone() {
 #[test]
 fn a_watch_beyond_the_bounded_history_is_gone() {
     let mut w = World::new(ApiServerConfig {
-        watch_history_ms: 300_000,
-        watch_history_max: 3,
+        watch_cache: WatchWindowConfig {
+            capacity_min: 3,
+            capacity_max: 3,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let k = wkey("a");
@@ -169,7 +227,7 @@ fn a_watch_beyond_the_bounded_history_is_gone() {
             vec![PatchOp::SetLabel("i".into(), Some(i.to_string()))],
         ));
     }
-    let rv = w.server().resource_version(); // 6; the history holds 4..=6
+    let rv = w.server().resource_version(); // 6; the Widget cache holds 4..=6
     let at = w.t + 10;
     let gone = w.watcher("gone", at, vec![Widget::KIND], rv - 4);
     let edge = w.watcher("edge", at + 5, vec![Widget::KIND], rv - 3);

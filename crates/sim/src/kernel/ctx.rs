@@ -263,6 +263,9 @@ impl<A: Actor> Sim<A> {
             Effect::Stop(p) => self.stop(p),
             Effect::StopHost(p) => {
                 let host = self.procs[p.index()].host;
+                if !self.hosts_down.contains(&host) {
+                    self.hosts_down.push(host);
+                }
                 for q in (0..self.procs.len() as u32).map(ProcId) {
                     if self.procs[q.index()].host == host {
                         self.stop(q);

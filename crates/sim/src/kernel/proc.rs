@@ -70,17 +70,22 @@ impl<A: Actor> Sim<A> {
         true
     }
 
-    /// End a process for good (idempotent).
+    /// End a process for good (idempotent). With its host up, its host closes its
+    /// sockets; a host shut down (`hosts_down`) closes nothing.
     pub(super) fn stop(&mut self, p: ProcId) {
         let slot = &mut self.procs[p.index()];
         if slot.state == ProcState::Stopped {
             return;
         }
+        let was_running = slot.state != ProcState::Crashed;
         slot.state = ProcState::Stopped;
         slot.incarnation += 1;
         slot.pending.clear();
         slot.deferred.clear();
         slot.down_at = self.now;
+        if was_running {
+            self.close_sockets(p);
+        }
     }
 
     /// Kill a process: its memory, timers and connections are gone.
@@ -95,7 +100,7 @@ impl<A: Actor> Sim<A> {
         slot.deferred.clear();
         slot.down_at = self.now;
         slot.actor.on_crash();
-        self.net.forget(p);
+        self.close_sockets(p);
         true
     }
 

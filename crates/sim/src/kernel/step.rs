@@ -140,6 +140,11 @@ impl<A: Actor> Sim<A> {
                                 reason: DropReason::ReceiverDown,
                             },
                         );
+                        // Its host answers with a reset, if the reset can get back.
+                        let from_host = self.procs[from.index()].host;
+                        if self.net.cut(to_host, from_host).is_none() {
+                            self.refused(from, to, &msg);
+                        }
                         return Some(StepKind::Lost(to));
                     }
                     if conn != self.net.conn(from, to) {

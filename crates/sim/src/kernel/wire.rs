@@ -8,6 +8,7 @@ use super::{Actor, Sim, StepKind};
 use crate::id::ProcId;
 use crate::time::SimTime;
 use crate::trace::{DropReason, RecordKind};
+use rand::Rng;
 
 pub(super) struct Held<M> {
     from: ProcId,
@@ -108,6 +109,66 @@ impl<A: Actor> Sim<A> {
             self.now,
             DUE_EARLIER,
             Event::deliver(client, client, inc, self.net.conn(client, client), notice),
+        );
+    }
+
+    /// `p` ended (a crash, or an exit with its host up): its host's kernel closes its
+    /// sockets, so every peer it had a connection with hears [`Actor::closed`] from it
+    /// after the link's latency, behind what it sent before (FIFO); a partition holds
+    /// or loses that as any segment. New connections to it are refused
+    /// ([`Sim::refused`]). A host shut down closes nothing: its peers find out by their
+    /// own timeouts. Its links are forgotten: a new incarnation has new connections.
+    pub(super) fn close_sockets(&mut self, p: ProcId) {
+        let host = self.procs[p.index()].host;
+        if !self.hosts_down.contains(&host)
+            && let Some(notice) = A::closed()
+        {
+            for q in self.net.peers(p) {
+                let peer = &self.procs[q.index()];
+                if !matches!(peer.state, ProcState::Running | ProcState::Paused) {
+                    continue;
+                }
+                let (inc, to_host) = (peer.incarnation, peer.host);
+                let latency = self.net.latency.draw(&mut self.closed_rng)
+                    + self.net.extra_latency_ms(host, to_host);
+                let tb = self.closed_rng.next_u32().max(DUE_EARLIER + 1);
+                let lane = self.procs[p.index()].actor.lane(&notice);
+                let (at, tb) = self.net.fifo(p, q, lane, self.now.plus_ms(latency), tb);
+                let conn = self.net.conn(p, q);
+                self.enqueue_with(at, tb, Event::deliver(p, q, inc, conn, notice.clone()));
+            }
+        }
+        self.net.forget(p);
+    }
+
+    /// A request reached a process that is not there (down, or a later incarnation than
+    /// the one it was sent to) on a host that is up: its kernel answers the connection
+    /// with a reset ("connection refused" for a new one), which reaches the sender one
+    /// link latency later. The sender hears what a broken connection tells it
+    /// ([`Sim::broken_notice`]). Nothing for a host shut down or a message that is not a
+    /// request.
+    pub(super) fn refused(&mut self, from: ProcId, to: ProcId, msg: &A::Msg) {
+        let host = self.procs[to.index()].host;
+        if A::request_id(msg).is_none() || self.hosts_down.contains(&host) {
+            return;
+        }
+        let Some(Broken { notice, .. }) = self.broken_notice(from, to, msg) else {
+            return;
+        };
+        let slot = &self.procs[from.index()];
+        if matches!(slot.state, ProcState::Crashed | ProcState::Stopped) {
+            return;
+        }
+        let inc = slot.incarnation;
+        let (fh, th) = (slot.host, host);
+        let latency =
+            self.net.latency.draw(&mut self.closed_rng) + self.net.extra_latency_ms(th, fh);
+        let tb = self.closed_rng.next_u32().max(DUE_EARLIER + 1);
+        let conn = self.net.conn(from, from);
+        self.enqueue_with(
+            self.now.plus_ms(latency),
+            tb,
+            Event::deliver(from, from, inc, conn, notice),
         );
     }
 
