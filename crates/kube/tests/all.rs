@@ -19,6 +19,8 @@ mod crd;
 mod determinism;
 #[path = "failpoints.rs"]
 mod failpoints;
+#[path = "fidelity.rs"]
+mod fidelity;
 #[path = "namespaces.rs"]
 mod namespaces;
 #[path = "network.rs"]

@@ -880,7 +880,7 @@ impl ApiServer {
         let unblocked = refs_changed
             && prev.as_ref().is_some_and(|p| {
                 p.meta.owner_references.iter().any(|r| {
-                    r.block_owner_deletion
+                    r.blocks_owner_deletion()
                         && !arc.meta.owner_references.contains(r)
                         && self.waits_for_dependents(r.uid)
                 })
@@ -1024,7 +1024,7 @@ impl ApiServer {
                     d.meta
                         .owner_references
                         .iter()
-                        .any(|r| r.uid == uid && r.block_owner_deletion)
+                        .any(|r| r.uid == uid && r.blocks_owner_deletion())
                 });
                 if !blocked {
                     owners_done.push((k.clone(), FINALIZER_FOREGROUND));
