@@ -3,11 +3,13 @@
 //! API server. Each test failed on the simulator before its fix: the simulator was wrong,
 //! not the controller under test.
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use reconsim_kube::{Kinds, Program};
 use reconsim_world::apiserver::ApiServerConfig;
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -37,6 +39,17 @@ fn config_map(name: &str) -> ConfigMap {
     cm.metadata.labels = Some(BTreeMap::from([("e".to_string(), "1".to_string())]));
     cm.data = Some(BTreeMap::from([("k".to_string(), "v1".to_string())]));
     cm
+}
+
+/// A workload of kind `K` with one container and no replicas, from JSON.
+fn workload<K: serde::de::DeserializeOwned>(name: &str) -> K {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "app", "image": "app:1"}]}}},
+    }))
+    .expect("a workload")
 }
 
 /// P-H: references as kube-rs makes them, and one with both flags an explicit `false`,
@@ -83,6 +96,57 @@ fn an_owner_reference_reads_back_exactly_as_written() {
             "kid: controller None blockOwnerDeletion None contains true",
             "ward: controller Some(true) blockOwnerDeletion None contains true",
             "guest: controller Some(false) blockOwnerDeletion Some(false) contains true",
+        ]
+    );
+}
+
+/// P-A: an annotation, then a label, merge-patched onto each workload kind; its
+/// generation after each.
+async fn generations(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    async fn probe<K>(api: Api<K>, name: &str) -> Result<String, kube::Error>
+    where
+        K: Resource<DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + serde::de::DeserializeOwned,
+    {
+        let created = api.create(&PostParams::default(), &workload(name)).await?;
+        let mut seen = vec![created.meta().generation.unwrap_or(0)];
+        let pp = PatchParams::default();
+        for patch in [
+            json!({"metadata": {"annotations": {"note": "a"}}}),
+            json!({"metadata": {"labels": {"tier": "web"}}}),
+            json!({"spec": {"replicas": 1}}),
+        ] {
+            let patched = api.patch(name, &pp, &Patch::Merge(&patch)).await?;
+            seen.push(patched.meta().generation.unwrap_or(0));
+        }
+        Ok(format!("{name}: {seen:?}"))
+    }
+    let ns = "default";
+    Ok(vec![
+        probe::<Deployment>(Api::namespaced(client.clone(), ns), "deployment").await?,
+        probe::<ReplicaSet>(Api::namespaced(client.clone(), ns), "replicaset").await?,
+        probe::<StatefulSet>(Api::namespaced(client, ns), "statefulset").await?,
+    ])
+}
+
+/// D5: a Deployment's generation counts its annotations (deployment/strategy.go,
+/// PrepareForUpdate); ReplicaSet's and StatefulSet's count their spec alone, and no
+/// kind's counts its labels.
+#[test]
+fn a_deployments_annotations_bump_its_generation_and_other_kinds_do_not() {
+    let kinds = Kinds::new()
+        .with::<ReplicaSet>(true)
+        .with::<StatefulSet>(true);
+    let lines = common::result_lines(1, ApiServerConfig::default(), kinds, program(generations));
+    assert_eq!(
+        lines,
+        [
+            "deployment: [1, 2, 2, 3]",
+            "replicaset: [1, 1, 1, 2]",
+            "statefulset: [1, 1, 1, 2]",
         ]
     );
 }

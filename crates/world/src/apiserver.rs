@@ -747,7 +747,13 @@ impl ApiServer {
         {
             return Err(ApiError::Invalid(reason));
         }
-        if !next.body.same_spec(&current.body) {
+        // A Deployment's annotations count as spec: "annotation updates bump the
+        // generation because annotations are copied from deployments to their replica
+        // sets" (registry/apps/deployment/strategy.go, PrepareForUpdate). The other
+        // kinds' strategies (ReplicaSet, StatefulSet, DaemonSet, ...) look at spec alone.
+        if !next.body.same_spec(&current.body)
+            || (is_deployment(current.kind()) && next.meta.annotations != current.meta.annotations)
+        {
             next.meta.generation = current.meta.generation + 1;
         }
         next.meta.resource_version = current.meta.resource_version;
@@ -1357,6 +1363,12 @@ const NAMESPACE_DELETION_GRACE_MS: u64 = 5_000;
 /// Whether `kind` is core/v1 Namespace.
 fn is_namespace(kind: Kind) -> bool {
     kind.group().is_empty() && kind.as_str() == "Namespace"
+}
+
+/// apps/v1 Deployment, the world's or a program's (whose generation its annotations
+/// bump too).
+fn is_deployment(kind: Kind) -> bool {
+    kind.group() == "apps" && kind.as_str() == "Deployment"
 }
 
 /// The finalizer a deletion in the foreground holds its object with
