@@ -6,7 +6,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use reconsim_kube::{Kinds, Program};
 use reconsim_world::apiserver::ApiServerConfig;
 use serde_json::json;
@@ -147,6 +147,85 @@ fn a_deployments_annotations_bump_its_generation_and_other_kinds_do_not() {
             "deployment: [1, 2, 2, 3]",
             "replicaset: [1, 1, 1, 2]",
             "statefulset: [1, 1, 1, 2]",
+        ]
+    );
+}
+
+/// A CRD whose `spec.policy` defaults to `{}`, and whose members have defaults of their
+/// own.
+fn policies_crd() -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "policies.test.reconsim.dev"},
+        "spec": {
+            "group": "test.reconsim.dev",
+            "names": {"kind": "Policy", "plural": "policies"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {
+                        "type": "object",
+                        "properties": {"policy": {
+                            "type": "object",
+                            "default": {},
+                            "properties": {
+                                "mode": {"type": "string", "default": "safe"},
+                                "retry": {
+                                    "type": "object",
+                                    "default": {},
+                                    "properties": {"limit": {"type": "integer", "default": 3}}
+                                }
+                            }
+                        }}
+                    }}
+                }}
+            }]
+        }
+    })
+}
+
+async fn policies(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    let resource = ApiResource {
+        group: "test.reconsim.dev".into(),
+        version: "v1".into(),
+        api_version: "test.reconsim.dev/v1".into(),
+        kind: "Policy".into(),
+        plural: "policies".into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
+    let mut out = Vec::new();
+    for (name, spec) in [
+        ("bare", json!({})),
+        ("half", json!({"policy": {"mode": "fast"}})),
+    ] {
+        let o: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "test.reconsim.dev/v1", "kind": "Policy",
+            "metadata": {"name": name, "namespace": "default"}, "spec": spec,
+        }))
+        .expect("a DynamicObject");
+        let created = api.create(&PostParams::default(), &o).await?;
+        out.push(format!("{name}: {}", created.data["spec"]));
+    }
+    Ok(out)
+}
+
+/// D9: a default the server inserts gets its own members' defaults, as
+/// apiextensions-apiserver's `Default` recurses into every member, inserted ones
+/// included.
+#[test]
+fn a_crds_default_object_gains_its_own_members_defaults() {
+    let kinds = Kinds::new()
+        .crd_manifest(&policies_crd())
+        .expect("the CRD is served");
+    let lines = common::result_lines(5, ApiServerConfig::default(), kinds, program(policies));
+    assert_eq!(
+        lines,
+        [
+            r#"bare: {"policy":{"mode":"safe","retry":{"limit":3}}}"#,
+            r#"half: {"policy":{"mode":"fast","retry":{"limit":3}}}"#,
         ]
     );
 }
