@@ -6,7 +6,9 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams, VersionMatch,
+};
 use reconsim_kube::{Kinds, Program};
 use reconsim_world::apiserver::ApiServerConfig;
 use serde_json::json;
@@ -39,6 +41,14 @@ fn config_map(name: &str) -> ConfigMap {
     cm.metadata.labels = Some(BTreeMap::from([("e".to_string(), "1".to_string())]));
     cm.data = Some(BTreeMap::from([("k".to_string(), "v1".to_string())]));
     cm
+}
+
+fn code<T>(r: Result<T, kube::Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(kube::Error::Api(s)) => format!("{} {}: {}", s.code, s.reason, s.message),
+        Err(e) => format!("error {e}"),
+    }
 }
 
 /// A workload of kind `K` with one container and no replicas, from JSON.
@@ -226,6 +236,74 @@ fn a_crds_default_object_gains_its_own_members_defaults() {
         [
             r#"bare: {"policy":{"mode":"safe","retry":{"limit":3}}}"#,
             r#"half: {"policy":{"mode":"fast","retry":{"limit":3}}}"#,
+        ]
+    );
+}
+
+/// P-E: lists at the version `e-a` was created at, exact and (a `limit` with a
+/// version and no match) legacy exact, then once the history has moved past it.
+async fn exact(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let pp = PostParams::default();
+    let a = api.create(&pp, &config_map("e-a")).await?;
+    let at = a.metadata.resource_version.clone().unwrap_or_default();
+    api.create(&pp, &config_map("e-b")).await?;
+    let shown = |l: kube::core::ObjectList<ConfigMap>| {
+        let names: Vec<String> = l
+            .items
+            .iter()
+            .filter_map(|c| c.metadata.name.clone())
+            .collect();
+        format!(
+            "{} at the version asked: {}",
+            names.join(","),
+            l.metadata.resource_version.as_deref() == Some(at.as_str())
+        )
+    };
+    let mut out = Vec::new();
+    let lp = ListParams::default().labels("e=1");
+    out.push(format!(
+        "exact: {}",
+        shown(
+            api.list(&lp.clone().at(&at).matching(VersionMatch::Exact))
+                .await?
+        )
+    ));
+    out.push(format!(
+        "limit: {}",
+        shown(api.list(&lp.clone().limit(10).at(&at)).await?)
+    ));
+    out.push(format!(
+        "not older than: {}",
+        shown(api.list(&lp.clone().at(&at)).await?)
+    ));
+    // The history is kept 2 s here: a version from before it is gone.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    api.create(&pp, &config_map("e-c")).await?;
+    out.push(format!(
+        "compacted: {}",
+        code(api.list(&lp.at(&at).matching(VersionMatch::Exact)).await)
+    ));
+    Ok(out)
+}
+
+/// D7: an exact list answers the data as of its version, stamped with it, or 410 once
+/// that version is compacted; "not older than" may answer newer data.
+#[test]
+fn an_exact_list_is_the_data_at_its_version_or_gone() {
+    let config = ApiServerConfig {
+        watch_history_ms: 2_000,
+        ..ApiServerConfig::default()
+    };
+    let kinds = Kinds::new().core::<ConfigMap>();
+    let lines = common::result_lines(3, config, kinds, program(exact));
+    assert_eq!(
+        lines,
+        [
+            "exact: e-a at the version asked: true",
+            "limit: e-a at the version asked: true",
+            "not older than: e-a,e-b at the version asked: false",
+            "compacted: 410 Expired: The resourceVersion for the provided list is too old.",
         ]
     );
 }
