@@ -413,7 +413,19 @@ fn route_or_refuse(
             crate::managed::set(&mut parsed.object, managed);
             op(ApiOp::Create(Box::new(parsed.object)), Shape::Created)
         }
-        (&http::Method::GET, Some(name)) => op(ApiOp::Get(key(name)), Shape::Object),
+        // Unset: a consistent read of the store. Any other version goes to the watch
+        // cache as the real cacher's `Get` does: "0" (kube's `GetParams::any()`) takes
+        // it as it is, lagging or not; N wants it at N or later (docs/semantics.md 3.15).
+        (&http::Method::GET, Some(name)) => {
+            let get = match rv_param(uri)? {
+                None => ApiOp::Get(key(name)),
+                Some(not_older_than) => ApiOp::GetCached {
+                    key: key(name),
+                    not_older_than,
+                },
+            };
+            op(get, Shape::Object)
+        }
         (&http::Method::GET, None) => {
             let label_text = query(uri, "labelSelector").unwrap_or_default();
             let selector = Selector::parse(&label_text).ok_or_else(|| {

@@ -7,10 +7,12 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
 use kube::api::{
-    Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams, VersionMatch,
+    Api, ApiResource, DynamicObject, GetParams, ListParams, Patch, PatchParams, PostParams,
+    VersionMatch,
 };
 use reconsim_kube::{Kinds, Program};
 use reconsim_world::apiserver::ApiServerConfig;
+use reconsim_world::watch_cache::DelayRange;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -304,6 +306,81 @@ fn an_exact_list_is_the_data_at_its_version_or_gone() {
             "limit: e-a at the version asked: true",
             "not older than: e-a,e-b at the version asked: false",
             "compacted: 410 Expired: The resourceVersion for the provided list is too old.",
+        ]
+    );
+}
+
+/// GETs with resourceVersion "0" and N while the watch cache is 5 s behind the store.
+async fn cached_gets(client: kube::Client) -> Result<Vec<String>, kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let data = |c: Result<ConfigMap, kube::Error>| match c {
+        Ok(c) => c.data.and_then(|d| d.get("k").cloned()).unwrap_or_default(),
+        Err(e) => code::<()>(Err(e)),
+    };
+    let mut out = Vec::new();
+    let created = api.create(&PostParams::default(), &config_map("c")).await?;
+    let first = created
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_default();
+    out.push(format!(
+        "any, at once: {}",
+        data(api.get_with("c", &GetParams::any()).await)
+    ));
+    out.push(format!("unset, at once: {}", data(api.get("c").await)));
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    out.push(format!(
+        "any, 6 s on: {}",
+        data(api.get_with("c", &GetParams::any()).await)
+    ));
+    let patch = json!({"data": {"k": "v2"}});
+    let patched = api
+        .patch("c", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let second = patched
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap_or_default();
+    out.push(format!(
+        "any, after a patch: {}",
+        data(api.get_with("c", &GetParams::any()).await)
+    ));
+    out.push(format!(
+        "not older than the create: {}",
+        data(api.get_with("c", &GetParams::at(&first)).await)
+    ));
+    out.push(format!(
+        "not older than the patch: {}",
+        data(api.get_with("c", &GetParams::at(&second)).await)
+    ));
+    Ok(out)
+}
+
+/// D8: a GET with a resourceVersion is the watch cache's answer, as the real cacher's
+/// `Get`: "0" however far behind (404 for an object its events have not brought yet),
+/// N once the cache has reached N (else, for want of the real wait, the store's).
+#[test]
+fn a_get_with_a_resource_version_reads_the_lagging_watch_cache() {
+    let config = ApiServerConfig {
+        watch_delay_ms: Some(DelayRange {
+            lo_ms: 5_000,
+            hi_ms: 5_000,
+        }),
+        ..ApiServerConfig::default()
+    };
+    let kinds = Kinds::new().core::<ConfigMap>();
+    let lines = common::result_lines(4, config, kinds, program(cached_gets));
+    assert_eq!(
+        lines,
+        [
+            "any, at once: 404 NotFound: not found",
+            "unset, at once: v1",
+            "any, 6 s on: v1",
+            "any, after a patch: v1",
+            "not older than the create: v1",
+            "not older than the patch: v2",
         ]
     );
 }

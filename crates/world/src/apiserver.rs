@@ -403,6 +403,15 @@ impl ApiServer {
                 .get(&key)
                 .map(|o| ApiOk::Object(o.clone()))
                 .ok_or(ApiError::NotFound),
+            ApiOp::GetCached {
+                key,
+                not_older_than,
+            } => self
+                .caches
+                .get(&key, not_older_than, self.resource_version)
+                .unwrap_or_else(|| self.objects.get(&key))
+                .map(|o| ApiOk::Object(o.clone()))
+                .ok_or(ApiError::NotFound),
             ApiOp::List {
                 kind,
                 namespace,
