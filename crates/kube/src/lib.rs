@@ -61,6 +61,7 @@ pub mod handle;
 pub mod http;
 pub mod intercept;
 pub mod kinds;
+pub mod list_types;
 pub mod managed;
 pub mod page;
 pub mod pool;
