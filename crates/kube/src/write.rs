@@ -16,6 +16,7 @@
 
 use crate::doc::JsonDoc;
 use crate::kinds::Served;
+use crate::list_types::Schema;
 use crate::managed::{Conflict, Operation, Reach, dotted};
 use crate::wire;
 use reconsim_world::api::{ApiError, ObjectPatch};
@@ -158,7 +159,7 @@ impl ObjectPatch for Write {
             // merge list's item without its key) is refused 422 here, with its message.
             Change::Strategic(p) => {
                 let mut doc = stored.clone();
-                crate::strategic::apply(&mut doc, &parse(p), current.kind().as_str())
+                crate::strategic::apply(&mut doc, &parse(p), &Schema::of(current.kind()))
                     .map_err(|r| invalid(r.message))?;
                 doc
             }
