@@ -19,6 +19,8 @@ mod crd;
 mod determinism;
 #[path = "failpoints.rs"]
 mod failpoints;
+#[path = "lists.rs"]
+mod lists;
 #[path = "namespaces.rs"]
 mod namespaces;
 #[path = "network.rs"]
