@@ -409,6 +409,7 @@ fn route_or_refuse(
                 crate::managed::Reach::Object {
                     status_subresource: t.served.status_subresource,
                 },
+                &crate::list_types::Schema::of(kind),
             );
             crate::managed::set(&mut parsed.object, managed);
             op(ApiOp::Create(Box::new(parsed.object)), Shape::Created)

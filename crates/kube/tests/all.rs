@@ -21,6 +21,8 @@ mod determinism;
 mod failpoints;
 #[path = "fidelity.rs"]
 mod fidelity;
+#[path = "lists.rs"]
+mod lists;
 #[path = "namespaces.rs"]
 mod namespaces;
 #[path = "network.rs"]
