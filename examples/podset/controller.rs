@@ -319,8 +319,8 @@ fn pod_for(podset: &Object) -> Object {
         kind: PodSet::KIND,
         name: name.clone(),
         uid: podset.meta.uid,
-        controller: true,
-        block_owner_deletion: false,
+        controller: Some(true),
+        block_owner_deletion: None,
     }];
     let pod = Pod {
         spec: PodSpec {

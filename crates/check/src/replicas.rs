@@ -256,8 +256,8 @@ mod tests {
                 kind: Lease::KIND,
                 name: "a".into(),
                 uid: Uid(*uid),
-                controller: true,
-                block_owner_deletion: false,
+                controller: Some(true),
+                block_owner_deletion: None,
             });
             api.seed_object(Object::new(meta, Pod::default()));
         }

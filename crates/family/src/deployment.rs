@@ -44,8 +44,8 @@ pub fn seed(
             kind: Deployment::KIND,
             name: name.to_string(),
             uid: deployment.meta.uid,
-            controller: true,
-            block_owner_deletion: false,
+            controller: Some(true),
+            block_owner_deletion: None,
         }];
         server.seed_object(Object::new(
             meta,

@@ -30,6 +30,9 @@
 //!   apply, applied at the server to the stored object;
 //! - [`managed`]: who owns which field (managedFields), and server-side apply's merge
 //!   and conflicts;
+//! - [`list_types`]: how each list merges, for apply (its list type) and for a
+//!   strategic merge patch (its merge key): every built-in kind's, and a custom
+//!   resource's from its CRD schema;
 //! - [`pool`]: the client's connections as hyper's pool keeps them, which tells how
 //!   each request fares under a partition;
 //! - [`bridge`]: the process that runs a user's async code with its client;
@@ -61,6 +64,7 @@ pub mod handle;
 pub mod http;
 pub mod intercept;
 pub mod kinds;
+pub mod list_types;
 pub mod managed;
 pub mod page;
 pub mod pool;

@@ -12,17 +12,42 @@
 //!   field the apply would change that another manager owns is a conflict (409) unless
 //!   `force=true`, which takes it; applying the value it already has shares it.
 //!
-//! What is modelled of the schema: maps (objects) are granular, field by field; lists are
-//! atomic (the default of a CRD's lists), but `metadata.finalizers`, a set of strings.
-//! ownerReferences and the lists of built-in kinds that real schemas key by name are
-//! atomic here.
+//! What is modelled of the schema (typed/merge.go, typed/tofieldset.go, typed/compare.go):
+//! maps (objects) are granular, member by member; a list merges by its list type
+//! ([`crate::list_types`]: a built-in kind's from k8s.io/api's markers, a custom
+//! resource's from its CRD schema's `x-kubernetes-list-type`, ObjectMeta's everywhere):
+//! - `atomic` (a CRD's default): one field, replaced whole by an apply;
+//! - `set` (`metadata.finalizers`): each item a field of its own (`v:<json>`);
+//! - `map` by its keys (`metadata.ownerReferences` by uid, a pod template's containers
+//!   by name, a Service's ports by port and protocol, a CRD's `x-kubernetes-list-map-keys`):
+//!   each item a field of its own (`k:{"name":"a"}`), and each of the item's members
+//!   inside it. Two managers applying their own items share the list without a
+//!   conflict; an apply that stops naming its item removes that item (unless another
+//!   manager owns it), and only that one.
+//!
+//! An item's own path is compared by presence, not by value: a change inside an item is
+//! a change of the member changed, so it conflicts only with that member's owner
+//! (compare.go adds and removes a map-list item's path, never modifies it).
+//! Not modelled: atomic maps and structs (`x-kubernetes-map-type: atomic`, a Service's
+//! selector), the `.` of a map an Update created, managedFields on the wire.
 
+use crate::list_types::{ListType, Member, Node, Schema};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
-/// A field's path from the object's root: member names, and for an item of a set list
-/// (`metadata.finalizers`) the item as `v:<its JSON>`, as fieldsV1 writes it.
-pub type Path = Vec<String>;
+/// One step of a field's path, as fieldsV1 writes it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Seg {
+    /// An object's member (`f:<name>`).
+    Field(String),
+    /// A map-list's item by its key fields, a JSON object (`k:{"name":"a"}`).
+    Key(String),
+    /// A set list's item by its value, as JSON (`v:"x"`).
+    Value(String),
+}
+
+/// A field's path from the object's root.
+pub type Path = Vec<Seg>;
 
 /// What made a manager's fields: an apply of its config, or any other write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,6 +79,18 @@ pub struct Conflict {
     pub manager: String,
     pub operation: Operation,
     pub fields: Vec<Path>,
+}
+
+/// Why an apply is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Other managers own fields it would change (409).
+    Conflicts(Vec<Conflict>),
+    /// Its config is not a typed object: a map-list item without a key or twice, a set
+    /// item that is an object (structured-merge-diff's typed conversion errors, which
+    /// the apiserver answers 500 with "failed to create typed patch object"): each
+    /// error, as `path: why`.
+    Untyped(Vec<String>),
 }
 
 /// The field ownership of a stored object: a served document keeps it in its body, a
@@ -93,27 +130,45 @@ pub struct ManagedFields {
 /// The metadata fields a client owns (the server owns the rest).
 const OWNED_METADATA: [&str; 4] = ["labels", "annotations", "finalizers", "ownerReferences"];
 
-fn is_set_list(path: &[String]) -> bool {
-    path.len() == 2 && path[0] == "metadata" && path[1] == "finalizers"
+/// Each item's path step in a list of type `list`, or `None` when the list is one
+/// field: atomic, or with an item the type cannot key (a live object's list the server
+/// would have refused to type; owned whole here rather than refused).
+fn item_segs(items: &[Value], list: ListType<'_>) -> Option<Vec<Seg>> {
+    match list {
+        ListType::Atomic => None,
+        ListType::Set => items
+            .iter()
+            .map(|i| match i {
+                Value::Object(_) | Value::Array(_) => None,
+                scalar => Some(Seg::Value(scalar.to_string())),
+            })
+            .collect(),
+        ListType::Map(keys) => items
+            .iter()
+            .map(|i| keys.of(i).ok().map(Seg::Key))
+            .collect(),
+    }
 }
 
 /// The fields of `object` (an object's JSON, or an apply's config) that `reach` takes.
-pub fn fields(object: &Value, reach: Reach) -> BTreeSet<Path> {
+pub fn fields(object: &Value, reach: Reach, schema: &Schema) -> BTreeSet<Path> {
     let mut out = BTreeSet::new();
     let Value::Object(top) = object else {
         return out;
     };
+    let root = schema.root();
     let mut path = Vec::new();
     for (k, v) in top {
         let take = match (k.as_str(), reach) {
             ("apiVersion" | "kind", _) => false,
             ("metadata", Reach::Object { .. }) => {
                 if let Value::Object(meta) = v {
-                    path.push(k.clone());
+                    path.push(Seg::Field(k.clone()));
+                    let node = root.member(k).node;
                     for field in OWNED_METADATA {
                         if let Some(x) = meta.get(field) {
-                            path.push(field.to_string());
-                            walk(x, &mut path, &mut out);
+                            path.push(Seg::Field(field.to_string()));
+                            walk(x, node.member(field), &mut path, &mut out);
                             path.pop();
                         }
                     }
@@ -128,75 +183,110 @@ pub fn fields(object: &Value, reach: Reach) -> BTreeSet<Path> {
             (_, Reach::Status) => false,
         };
         if take {
-            path.push(k.clone());
-            walk(v, &mut path, &mut out);
+            path.push(Seg::Field(k.clone()));
+            walk(v, root.member(k), &mut path, &mut out);
             path.pop();
         }
     }
     out
 }
 
-fn walk(v: &Value, path: &mut Path, out: &mut BTreeSet<Path>) {
+/// The fields of `v`, the value of member `m` at `path` (typed/tofieldset.go: a leaf,
+/// an atomic list whole, each item of a set or map list, and a map-list item's members).
+fn walk(v: &Value, m: Member<'_>, path: &mut Path, out: &mut BTreeSet<Path>) {
     match v {
         Value::Null => {}
-        Value::Object(m) if !m.is_empty() => {
-            for (k, x) in m {
-                path.push(k.clone());
-                walk(x, path, out);
-                path.pop();
-            }
-        }
-        Value::Array(items) if is_set_list(path) => {
-            for item in items {
-                path.push(format!("v:{item}"));
+        Value::Object(map) if !map.is_empty() => members_of(map, m.node, path, out),
+        Value::Array(items) => match item_segs(items, m.list) {
+            None => {
                 out.insert(path.clone());
-                path.pop();
             }
-        }
+            Some(segs) => {
+                for (item, seg) in items.iter().zip(segs) {
+                    path.push(seg);
+                    out.insert(path.clone());
+                    if let (Value::Object(map), Some(Seg::Key(_))) = (item, path.last()) {
+                        members_of(map, m.node, path, out);
+                    }
+                    path.pop();
+                }
+            }
+        },
         _ => {
             out.insert(path.clone());
         }
     }
 }
 
+fn members_of(map: &Map<String, Value>, node: Node<'_>, path: &mut Path, out: &mut BTreeSet<Path>) {
+    for (k, x) in map {
+        path.push(Seg::Field(k.clone()));
+        walk(x, node.member(k), path, out);
+        path.pop();
+    }
+}
+
 /// The value at `path` in `v`, if any.
-fn at<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {
+fn at<'a>(v: &'a Value, path: &[Seg], schema: &Schema) -> Option<&'a Value> {
     let mut cur = v;
-    for (i, seg) in path.iter().enumerate() {
-        if let Some(item) = seg.strip_prefix("v:")
-            && is_set_list(&path[..i])
-        {
-            let Value::Array(a) = cur else { return None };
-            let item: Value = serde_json::from_str(item).ok()?;
-            return a.iter().find(|x| **x == item);
+    let mut m = Member::of(schema.root());
+    for seg in path {
+        match seg {
+            Seg::Field(name) => {
+                cur = cur.as_object()?.get(name)?;
+                m = m.node.member(name);
+            }
+            Seg::Key(_) | Seg::Value(_) => {
+                let items = cur.as_array()?;
+                let i = item_segs(items, m.list)?.iter().position(|s| s == seg)?;
+                cur = &items[i];
+                m = Member::of(m.node);
+            }
         }
-        cur = cur.as_object()?.get(seg)?;
     }
     Some(cur)
 }
 
-/// What a write did to the fields `reach` takes: (added or changed, removed).
-fn compare(old: &Value, new: &Value, reach: Reach) -> (BTreeSet<Path>, BTreeSet<Path>) {
-    let before = fields(old, reach);
-    let after = fields(new, reach);
+/// What a write did to the fields `reach` takes: (added or changed, removed). A list
+/// item's own path is there when the item is added or removed, not when what is in it
+/// changes (typed/compare.go).
+fn compare(
+    old: &Value,
+    new: &Value,
+    reach: Reach,
+    schema: &Schema,
+) -> (BTreeSet<Path>, BTreeSet<Path>) {
+    let before = fields(old, reach, schema);
+    let after = fields(new, reach, schema);
     let removed = before.difference(&after).cloned().collect();
     let changed = after
         .into_iter()
-        .filter(|p| !before.contains(p) || at(old, p) != at(new, p))
+        .filter(|p| {
+            !before.contains(p)
+                || (!matches!(p.last(), Some(Seg::Key(_) | Seg::Value(_)))
+                    && at(old, p, schema) != at(new, p, schema))
+        })
         .collect();
     (changed, removed)
 }
 
-/// `path` as a field's name in a conflict's message: `.spec.holderIdentity`.
-pub fn dotted(path: &[String]) -> String {
+/// `path` as a field's name in a conflict's message, as structured-merge-diff prints a
+/// path: `.spec.holderIdentity`, `.spec.containers[name="a"].image`,
+/// `.metadata.finalizers[="x"]`.
+pub fn dotted(path: &[Seg]) -> String {
     let mut s = String::new();
     for seg in path {
-        match seg.strip_prefix("v:") {
-            Some(item) => s.push_str(&format!("[{item}]")),
-            None => {
+        match seg {
+            Seg::Field(name) => {
                 s.push('.');
-                s.push_str(seg);
+                s.push_str(name);
             }
+            Seg::Key(key) => {
+                let fields: Map<String, Value> = serde_json::from_str(key).unwrap_or_default();
+                let each: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                s.push_str(&format!("[{}]", each.join(",")));
+            }
+            Seg::Value(v) => s.push_str(&format!("[={v}]")),
         }
     }
     s
@@ -223,8 +313,15 @@ impl ManagedFields {
 
     /// An Update by `manager` that turned `old` into `new` (structured-merge-diff's
     /// `Updater.Update`: forced, so it never conflicts).
-    pub fn update(&mut self, manager: &str, old: &Value, new: &Value, reach: Reach) {
-        let (changed, removed) = compare(old, new, reach);
+    pub fn update(
+        &mut self,
+        manager: &str,
+        old: &Value,
+        new: &Value,
+        reach: Reach,
+        schema: &Schema,
+    ) {
+        let (changed, removed) = compare(old, new, reach, schema);
         if changed.is_empty() && removed.is_empty() {
             return;
         }
@@ -263,8 +360,8 @@ impl ManagedFields {
         }
     }
 
-    /// An apply of `config` by `manager` to `live`: the object to store, or the
-    /// conflicts that stop it (structured-merge-diff's `Updater.Apply`).
+    /// An apply of `config` by `manager` to `live`: the object to store, or why not
+    /// (structured-merge-diff's `Updater.Apply`).
     pub fn apply(
         &mut self,
         manager: &str,
@@ -272,16 +369,28 @@ impl ManagedFields {
         config: &Value,
         force: bool,
         reach: Reach,
-    ) -> Result<Value, Vec<Conflict>> {
+        schema: &Schema,
+    ) -> Result<Value, Refusal> {
+        let mut errors = Vec::new();
+        check(
+            config,
+            Member::of(schema.root()),
+            &mut Vec::new(),
+            &mut errors,
+        );
+        if !errors.is_empty() {
+            return Err(Refusal::Untyped(errors));
+        }
         let mut merged = live.clone();
-        merge(&mut merged, config, &mut Vec::new());
-        let applied = fields(config, reach);
+        merge(&mut merged, config, schema.root());
+        let applied = fields(config, reach, schema);
         let last = self
             .position(manager, Operation::Apply)
             .map(|i| self.entries[i].fields.clone())
             .unwrap_or_default();
         // The manager's set is now the config's; what it applied before and no longer
-        // does goes, unless another manager (or the config) still owns it.
+        // does goes, unless another manager (or the config) still owns it: a field, or
+        // a list item whole (with what is in it).
         let mut next = self.clone();
         match next.position(manager, Operation::Apply) {
             Some(i) => next.entries[i].fields = applied.clone(),
@@ -293,10 +402,10 @@ impl ManagedFields {
         }
         for p in last.difference(&applied) {
             if !next.owned_by_another(p, manager, Operation::Apply) {
-                remove(&mut merged, p);
+                remove(&mut merged, p, schema);
             }
         }
-        let (changed, removed) = compare(live, &merged, reach);
+        let (changed, removed) = compare(live, &merged, reach, schema);
         let mut conflicts = Vec::new();
         for e in &next.entries {
             if e.manager == manager && e.operation == Operation::Apply {
@@ -312,7 +421,7 @@ impl ManagedFields {
             }
         }
         if !conflicts.is_empty() && !force {
-            return Err(conflicts);
+            return Err(Refusal::Conflicts(conflicts));
         }
         next.hand_over(manager, Operation::Apply, &changed, &removed);
         next.entries.retain(|e| !e.fields.is_empty());
@@ -321,9 +430,58 @@ impl ManagedFields {
     }
 }
 
-/// Merge an apply's `config` into `live`: maps member by member, the finalizers set item
-/// by item, any other value (lists included) replaced; a null in the config sets nothing.
-fn merge(live: &mut Value, config: &Value, path: &mut Path) {
+/// The errors that keep `config` (member `m`'s value) from being typed: a map-list item
+/// without a key or with one an earlier item has, a set item that is an object or a
+/// list (typed/helpers.go, typed/merge.go `indexListPathElements`).
+fn check(config: &Value, m: Member<'_>, path: &mut Path, errors: &mut Vec<String>) {
+    match config {
+        Value::Object(map) => {
+            for (k, v) in map {
+                path.push(Seg::Field(k.clone()));
+                check(v, m.node.member(k), path, errors);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            let mut seen = BTreeSet::new();
+            for (i, item) in items.iter().enumerate() {
+                let seg = match m.list {
+                    ListType::Atomic => return,
+                    ListType::Set => match item {
+                        Value::Object(_) | Value::Array(_) => Err(
+                            "associative list without keys has an element that's a map type"
+                                .to_string(),
+                        ),
+                        scalar => Ok(Seg::Value(scalar.to_string())),
+                    },
+                    ListType::Map(keys) => keys.of(item).map(Seg::Key).map_err(|e| e.0),
+                };
+                match seg {
+                    Err(why) => errors.push(format!("{}: element {i}: {why}", dotted(path))),
+                    Ok(seg) => {
+                        if !seen.insert(seg.clone()) {
+                            errors.push(format!(
+                                "{}: duplicate entries for key {}",
+                                dotted(path),
+                                dotted(std::slice::from_ref(&seg))
+                            ));
+                        }
+                        if matches!(m.list, ListType::Map(_)) {
+                            path.push(seg);
+                            check(item, Member::of(m.node), path, errors);
+                            path.pop();
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Merge an apply's `config` (an object) into `live` at `node`: maps member by member,
+/// lists by their list type ([`merge_list`]); a null in the config sets nothing.
+fn merge(live: &mut Value, config: &Value, node: Node<'_>) {
     let Value::Object(c) = config else {
         if !config.is_null() {
             *live = config.clone();
@@ -333,54 +491,150 @@ fn merge(live: &mut Value, config: &Value, path: &mut Path) {
     if !live.is_object() {
         *live = Value::Object(Map::new());
     }
-    let l = live.as_object_mut().expect("made an object");
+    let Value::Object(l) = live else { return };
     for (k, v) in c {
-        path.push(k.clone());
-        if v.is_null() {
-        } else if is_set_list(path) {
-            let entry = l
-                .entry(k.clone())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let (Value::Array(have), Value::Array(add)) = (entry, v) {
-                for item in add {
-                    if !have.contains(item) {
-                        have.push(item.clone());
+        let m = node.member(k);
+        match v {
+            Value::Null => {}
+            Value::Object(_) => merge(l.entry(k.clone()).or_insert(Value::Null), v, m.node),
+            Value::Array(add) => match (l.get_mut(k), item_segs(add, m.list)) {
+                (Some(Value::Array(have)), Some(add_segs)) => match item_segs(have, m.list) {
+                    Some(have_segs) => {
+                        let out =
+                            merge_list(std::mem::take(have), have_segs, add, add_segs, m.node);
+                        *have = out;
                     }
+                    None => {
+                        *have = add.clone();
+                    }
+                },
+                _ => {
+                    l.insert(k.clone(), v.clone());
                 }
-            } else {
+            },
+            _ => {
                 l.insert(k.clone(), v.clone());
             }
-        } else if v.is_object() {
-            merge(l.entry(k.clone()).or_insert(Value::Null), v, path);
-        } else {
-            l.insert(k.clone(), v.clone());
         }
-        path.pop();
     }
 }
 
-/// Remove the field at `path` from `v`.
-fn remove(v: &mut Value, path: &[String]) {
+/// A set or map list merged as typed/merge.go `visitListItems` merges one: the live
+/// items the config does not name where they were, the config's in its order, the
+/// items both have merged (a map-list item member by member) where the config puts
+/// them among the live ones.
+fn merge_list(
+    live: Vec<Value>,
+    live_segs: Vec<Seg>,
+    config: &[Value],
+    config_segs: Vec<Seg>,
+    items: Node<'_>,
+) -> Vec<Value> {
+    let in_config = |seg: &Seg| config_segs.iter().position(|s| s == seg);
+    let first_live = |seg: &Seg| live_segs.iter().position(|s| s == seg);
+    // The config's items that live has too, in the config's order.
+    let mut shared = config_segs.iter().filter(|s| first_live(s).is_some());
+    let mut next_shared = shared.next();
+    let mut out = Vec::with_capacity(live.len().max(config.len()));
+    let mut merged = BTreeSet::new();
+    let mut live: Vec<Option<Value>> = live.into_iter().map(Some).collect();
+    let both = |live_item: Option<Value>, cfg: &Value| -> Value {
+        match live_item {
+            Some(mut l) if cfg.is_object() => {
+                merge(&mut l, cfg, items);
+                l
+            }
+            _ => cfg.clone(),
+        }
+    };
+    let (n_live, n_config) = (live_segs.len(), config_segs.len());
+    let (mut li, mut ri) = (0, 0);
+    while li < n_live || ri < n_config {
+        if li < n_live && ri < n_config {
+            let pe = &live_segs[li];
+            if *pe == config_segs[ri] {
+                merged.insert(pe.clone());
+                let l = first_live(pe).and_then(|i| live[i].take());
+                out.push(both(l, &config[ri]));
+                li += 1;
+                ri += 1;
+                next_shared = shared.next();
+                continue;
+            }
+            if in_config(pe).is_some() && next_shared.is_some_and(|s| s != pe) {
+                li += 1;
+                continue;
+            }
+        }
+        if li < n_live {
+            let pe = &live_segs[li];
+            if in_config(pe).is_none() {
+                if let Some(item) = live[li].take() {
+                    out.push(item);
+                }
+                li += 1;
+                continue;
+            } else if merged.contains(pe) {
+                li += 1;
+            }
+        }
+        if ri < n_config {
+            let pe = &config_segs[ri];
+            merged.insert(pe.clone());
+            let l = first_live(pe).and_then(|i| live[i].take());
+            out.push(both(l, &config[ri]));
+            ri += 1;
+            if next_shared == Some(pe) {
+                next_shared = shared.next();
+            }
+        }
+    }
+    out
+}
+
+/// Remove the field at `path` from `v`: a member, or a list's item (every item with
+/// that key or value).
+fn remove(v: &mut Value, path: &[Seg], schema: &Schema) {
     let Some((last, parent)) = path.split_last() else {
         return;
     };
     let mut cur = v;
+    let mut m = Member::of(schema.root());
     for seg in parent {
-        match cur.as_object_mut().and_then(|m| m.get_mut(seg)) {
-            Some(next) => cur = next,
-            None => return,
+        match seg {
+            Seg::Field(name) => {
+                m = m.node.member(name);
+                match cur.as_object_mut().and_then(|o| o.get_mut(name)) {
+                    Some(next) => cur = next,
+                    None => return,
+                }
+            }
+            Seg::Key(_) | Seg::Value(_) => {
+                let Value::Array(items) = cur else { return };
+                let Some(i) =
+                    item_segs(items, m.list).and_then(|s| s.iter().position(|s| s == seg))
+                else {
+                    return;
+                };
+                cur = &mut items[i];
+                m = Member::of(m.node);
+            }
         }
     }
-    if let Some(item) = last.strip_prefix("v:")
-        && is_set_list(parent)
-    {
-        if let (Value::Array(a), Ok(item)) = (cur, serde_json::from_str::<Value>(item)) {
-            a.retain(|x| *x != item);
+    match last {
+        Seg::Field(name) => {
+            if let Value::Object(o) = cur {
+                o.remove(name);
+            }
         }
-        return;
-    }
-    if let Value::Object(m) = cur {
-        m.remove(last);
+        Seg::Key(_) | Seg::Value(_) => {
+            let Value::Array(items) = cur else { return };
+            let Some(segs) = item_segs(items, m.list) else {
+                return;
+            };
+            let mut segs = segs.into_iter();
+            items.retain(|_| segs.next().as_ref() != Some(last));
+        }
     }
 }
 
@@ -393,6 +647,9 @@ mod tests {
         status_subresource: false,
     };
 
+    /// A ConfigMap's or a Lease's: nothing but ObjectMeta's lists.
+    const PLAIN: Schema = Schema::Builtin(None);
+
     fn lease(holder: &str, renew: &str) -> Value {
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                "metadata": {"name": "l", "resourceVersion": "3"},
@@ -403,24 +660,26 @@ mod tests {
     fn an_apply_of_another_managers_field_conflicts_unless_forced_or_the_same() {
         let mut m = ManagedFields::default();
         let live = m
-            .apply("a", &json!({}), &lease("a", "t0"), false, OBJECT)
+            .apply("a", &json!({}), &lease("a", "t0"), false, OBJECT, &PLAIN)
             .unwrap();
         // b applies a different holder: a owns it.
-        let err = m
-            .apply("b", &live, &lease("b", "t1"), false, OBJECT)
-            .unwrap_err();
+        let Err(Refusal::Conflicts(err)) =
+            m.apply("b", &live, &lease("b", "t1"), false, OBJECT, &PLAIN)
+        else {
+            panic!("a conflict")
+        };
         assert_eq!(err[0].manager, "a");
         assert_eq!(
             err[0].fields.iter().map(|p| dotted(p)).collect::<Vec<_>>(),
             [".spec.holderIdentity", ".spec.renewTime"]
         );
         // The same values: shared, no conflict.
-        m.apply("b", &live, &lease("a", "t0"), false, OBJECT)
+        m.apply("b", &live, &lease("a", "t0"), false, OBJECT, &PLAIN)
             .unwrap();
         assert_eq!(m.entries().len(), 2);
         // Forced: b takes them, a keeps nothing.
         let next = m
-            .apply("b", &live, &lease("b", "t1"), true, OBJECT)
+            .apply("b", &live, &lease("b", "t1"), true, OBJECT, &PLAIN)
             .unwrap();
         assert_eq!(next["spec"]["holderIdentity"], "b");
         assert_eq!(m.entries().len(), 1);
@@ -431,12 +690,12 @@ mod tests {
     fn an_update_takes_what_it_changes_and_a_removal_frees_it() {
         let mut m = ManagedFields::default();
         let live = m
-            .apply("a", &json!({}), &lease("a", "t0"), false, OBJECT)
+            .apply("a", &json!({}), &lease("a", "t0"), false, OBJECT, &PLAIN)
             .unwrap();
         // An update by b of renewTime takes it from a.
         let mut renewed = live.clone();
         renewed["spec"]["renewTime"] = json!("t1");
-        m.update("b", &live, &renewed, OBJECT);
+        m.update("b", &live, &renewed, OBJECT, &PLAIN);
         let a = &m.entries()[0];
         assert_eq!(a.fields.len(), 1, "{a:?}");
         // b removes holderIdentity (a strategic patch of null): no one owns it, and an
@@ -446,11 +705,13 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("holderIdentity");
-        m.update("b", &renewed, &released, OBJECT);
+        m.update("b", &renewed, &released, OBJECT, &PLAIN);
         assert!(m.entries().iter().all(|e| e.manager == "b"));
         let config = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                             "spec": {"holderIdentity": "c"}});
-        let next = m.apply("c", &released, &config, false, OBJECT).unwrap();
+        let next = m
+            .apply("c", &released, &config, false, OBJECT, &PLAIN)
+            .unwrap();
         assert_eq!(next["spec"]["holderIdentity"], "c");
     }
 
@@ -458,11 +719,13 @@ mod tests {
     fn a_field_no_longer_applied_is_removed_unless_another_owns_it() {
         let mut m = ManagedFields::default();
         let config = json!({"metadata": {"labels": {"x": "1", "y": "2"}, "finalizers": ["f"]}});
-        let live = m.apply("a", &json!({}), &config, false, OBJECT).unwrap();
+        let live = m
+            .apply("a", &json!({}), &config, false, OBJECT, &PLAIN)
+            .unwrap();
         // b also sets y (an update of the same value changes nothing: a keeps it alone).
         let mut shared = live.clone();
         shared["metadata"]["labels"]["z"] = json!("3");
-        m.update("b", &live, &shared, OBJECT);
+        m.update("b", &live, &shared, OBJECT, &PLAIN);
         let again = m
             .apply(
                 "a",
@@ -470,9 +733,51 @@ mod tests {
                 &json!({"metadata": {"labels": {"y": "2"}}}),
                 false,
                 OBJECT,
+                &PLAIN,
             )
             .unwrap();
         assert_eq!(again["metadata"]["labels"], json!({"y": "2", "z": "3"}));
         assert_eq!(again["metadata"]["finalizers"], json!([]));
+    }
+
+    #[test]
+    fn set_and_map_items_merge_in_structured_merge_diffs_order_and_name_their_paths() {
+        let mut m = ManagedFields::default();
+        let live = json!({"metadata": {"finalizers": ["x", "y"]}});
+        m.update("u", &json!({}), &live, OBJECT, &PLAIN);
+        // The config's items both have come where the config puts them among the live.
+        let merged = m
+            .apply(
+                "a",
+                &live,
+                &json!({"metadata": {"finalizers": ["z", "x"]}}),
+                false,
+                OBJECT,
+                &PLAIN,
+            )
+            .unwrap();
+        assert_eq!(merged["metadata"]["finalizers"], json!(["z", "x", "y"]));
+        let pod = Schema::builtin("", "v1", "Pod");
+        let config =
+            json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
+        let owned = fields(&config, OBJECT, &pod);
+        let names: Vec<String> = owned.iter().map(|p| dotted(p)).collect();
+        assert_eq!(
+            names,
+            [
+                r#".spec.containers[name="a"]"#,
+                r#".spec.containers[name="a"].name"#,
+                r#".spec.containers[name="a"].ports[containerPort=80,protocol="TCP"]"#,
+                r#".spec.containers[name="a"].ports[containerPort=80,protocol="TCP"].containerPort"#,
+            ]
+        );
+        assert_eq!(
+            dotted(&[
+                Seg::Field("metadata".into()),
+                Seg::Field("finalizers".into()),
+                Seg::Value("\"x\"".into())
+            ]),
+            r#".metadata.finalizers[="x"]"#
+        );
     }
 }

@@ -409,11 +409,24 @@ fn route_or_refuse(
                 crate::managed::Reach::Object {
                     status_subresource: t.served.status_subresource,
                 },
+                &crate::list_types::Schema::of(kind),
             );
             crate::managed::set(&mut parsed.object, managed);
             op(ApiOp::Create(Box::new(parsed.object)), Shape::Created)
         }
-        (&http::Method::GET, Some(name)) => op(ApiOp::Get(key(name)), Shape::Object),
+        // Unset: a consistent read of the store. Any other version goes to the watch
+        // cache as the real cacher's `Get` does: "0" (kube's `GetParams::any()`) takes
+        // it as it is, lagging or not; N wants it at N or later (docs/semantics.md 3.15).
+        (&http::Method::GET, Some(name)) => {
+            let get = match rv_param(uri)? {
+                None => ApiOp::Get(key(name)),
+                Some(not_older_than) => ApiOp::GetCached {
+                    key: key(name),
+                    not_older_than,
+                },
+            };
+            op(get, Shape::Object)
+        }
         (&http::Method::GET, None) => {
             let label_text = query(uri, "labelSelector").unwrap_or_default();
             let selector = Selector::parse(&label_text).ok_or_else(|| {
@@ -547,11 +560,45 @@ fn route_or_refuse(
                     },
                 );
             }
+            // "Exact" (`resourceVersionMatch=Exact`, or a `limit` with a version other
+            // than 0 and no match, the legacy case): the data as of that version, from
+            // the store's history, stamped with it; 410 once the history no longer
+            // reaches it (website api-concepts, "Semantics for get and list"; apiserver
+            // `storage/etcd3/store.go`, `GetList` at `withRev`; docs/semantics.md 4.16).
+            let version_match = query(uri, "resourceVersionMatch").unwrap_or_default();
+            let exact = match (version_match.as_str(), rv) {
+                // As apimachinery's ValidateListOptions words it.
+                ("Exact", None | Some(0)) => {
+                    let why = if rv.is_none() {
+                        "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+                    } else {
+                        "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""
+                    };
+                    return Err(refuse(422, "Invalid", why.into()));
+                }
+                ("Exact", Some(at)) => Some(at),
+                ("", Some(at)) if at != 0 && limit.is_some() => Some(at),
+                _ => None,
+            };
+            if let Some(resource_version) = exact {
+                return op(
+                    ApiOp::ListAt {
+                        kind,
+                        namespace,
+                        resource_version,
+                    },
+                    Shape::List {
+                        kind,
+                        selector,
+                        page: Page { limit, after: None },
+                    },
+                );
+            }
             // resourceVersion=0 (kube's `ListParams::match_any`) lets the server answer
             // from its watch cache, which can lag the store (docs/semantics.md 3.15),
-            // whole: the watch cache takes no `limit`. None is a consistent read. An
-            // exact or not-older-than version other than 0 is served as a consistent
-            // read, which is at least as new.
+            // whole: the watch cache takes no `limit`. None is a consistent read. A
+            // not-older-than version other than 0 is served as a consistent read, which
+            // is at least as new.
             let from_watch_cache = rv == Some(0);
             op(
                 ApiOp::List {
@@ -988,6 +1035,16 @@ pub fn answer(result: &Result<ApiOk, ApiError>, shape: &Shape) -> (u16, Value) {
                 410,
                 "Expired",
                 "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+            ),
+        ),
+        // An exact list at a version the history no longer reaches (etcd3/errors.go,
+        // `interpretListError`: ErrCompacted).
+        (Err(ApiError::Gone), Shape::List { .. }) => (
+            410,
+            status(
+                410,
+                "Expired",
+                "The resourceVersion for the provided list is too old.",
             ),
         ),
         (Err(ApiError::Gone), _) => (410, status(410, "Expired", "too old resource version")),

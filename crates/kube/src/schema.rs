@@ -149,6 +149,14 @@ fn walk(v: &mut Value, schema: &Value, path: &str, errors: &mut Vec<String>) {
         Value::Array(items) => {
             if let Some(s) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
+                    // A null item the schema does not allow takes its default
+                    // (defaulting's `Default`, the array case).
+                    if item.is_null()
+                        && !nullable(s)
+                        && let Some(d) = s.get("default")
+                    {
+                        *item = d.clone();
+                    }
                     walk(item, s, &format!("{path}[{i}]"), errors);
                 }
             }
@@ -244,11 +252,20 @@ fn members(
             Some(s) => {
                 let child = object.get_mut(&k).expect("listed");
                 if child.is_null() && !nullable(s) {
-                    object.remove(&k);
-                } else if path.is_empty() {
-                    walk(child, s, &k, errors);
+                    // A null the schema does not allow: its default if it has one
+                    // (defaulting's isNonNullableNull), else dropped
+                    // (PruneNonNullableNullsWithoutDefaults).
+                    match s.get("default") {
+                        Some(d) => {
+                            *child = d.clone();
+                            walk(child, s, &member_path(path, &k), errors);
+                        }
+                        None => {
+                            object.remove(&k);
+                        }
+                    }
                 } else {
-                    walk(child, s, &format!("{path}.{k}"), errors);
+                    walk(child, s, &member_path(path, &k), errors);
                 }
             }
             None if preserves(schema) => {}
@@ -257,8 +274,17 @@ fn members(
             }
         }
     }
-    defaults(object, schema);
+    defaults(object, schema, path, errors);
     required(object, schema, path, errors);
+}
+
+/// Member `k`'s path in an object at `path` (the root's members have none before them).
+fn member_path(path: &str, k: &str) -> String {
+    if path.is_empty() {
+        k.to_string()
+    } else {
+        format!("{path}.{k}")
+    }
 }
 
 /// Whether `s` matches the schema's `pattern` anywhere in it (unanchored, as Go's
@@ -306,9 +332,12 @@ fn bound(
     }
 }
 
-/// The schema's defaults for the members an object lacks (apiextensions' structural
-/// defaulting: a default applies where the field is absent).
-fn defaults(object: &mut Map<String, Value>, schema: &Value) {
+/// The schema's defaults for the members an object lacks, each walked as the members
+/// already there were: apiextensions-apiserver's structural defaulting
+/// (`pkg/apiserver/schema/defaulting/algorithm.go`, `Default`) inserts a default where
+/// the field is absent and then recurses into every member, the inserted ones included,
+/// so a default object gains its own members' defaults (and is validated whole).
+fn defaults(object: &mut Map<String, Value>, schema: &Value, path: &str, errors: &mut Vec<String>) {
     let Some(props) = schema["properties"].as_object() else {
         return;
     };
@@ -316,7 +345,9 @@ fn defaults(object: &mut Map<String, Value>, schema: &Value) {
         if !object.contains_key(k)
             && let Some(d) = s.get("default")
         {
-            object.insert(k.clone(), d.clone());
+            let mut v = d.clone();
+            walk(&mut v, s, &member_path(path, k), errors);
+            object.insert(k.clone(), v);
         }
     }
 }
@@ -415,6 +446,32 @@ mod tests {
         let mut doc = json!({"spec": {}});
         let e = admit(&mut doc, &schema(), None, kind(), "w").unwrap_err();
         assert!(e.ends_with("spec.size: Required value"), "{e}");
+    }
+
+    /// apiextensions-apiserver's `Default`: a default inserted is walked for its own
+    /// members' defaults, and a non-nullable null with a default takes it, in a map's
+    /// values and a list's items as in an object's properties.
+    #[test]
+    fn defaults_recurse_into_what_they_insert_and_replace_nulls() {
+        let schema = json!({"type": "object", "properties": {"spec": {
+            "type": "object",
+            "properties": {
+                "outer": {"type": "object", "default": {},
+                          "properties": {"inner": {"type": "integer", "default": 7}}},
+                "ports": {"type": "array",
+                          "items": {"type": "object", "default": {"port": 80},
+                                    "properties": {"port": {"type": "integer"}}}},
+                "limits": {"type": "object",
+                           "additionalProperties": {"type": "string", "default": "1"}}
+            }
+        }}});
+        let mut doc = json!({"spec": {"ports": [null, {"port": 8080}], "limits": {"cpu": null}}});
+        admit(&mut doc, &schema, None, kind(), "w").unwrap();
+        assert_eq!(
+            doc,
+            json!({"spec": {"outer": {"inner": 7}, "ports": [{"port": 80}, {"port": 8080}],
+                            "limits": {"cpu": "1"}}})
+        );
     }
 
     #[test]

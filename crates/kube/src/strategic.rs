@@ -10,10 +10,13 @@
 //! - the directives `$patch` (replace, delete) on a map, `$retainKeys`,
 //!   `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`.
 //!
-//! Which fields merge, and by which key, is the Go types' tags (k8s.io/api
-//! `core/v1/types.go`, `apps/v1/types.go`; apimachinery `ObjectMeta`): [`strategy`].
+//! Which fields merge, and by which key, is every built-in kind's Go types' tags
+//! (k8s.io/api `types.go`, apimachinery `ObjectMeta`), from the table
+//! [`crate::list_types`] keeps for server-side apply too: a StatefulSet's, DaemonSet's,
+//! Job's or CronJob's pod template like a Deployment's, a Service's ports by `port`.
 //! Keys are taken in their sorted order (the real server's Go map order is random).
 
+use crate::list_types::{Node, Schema};
 use serde_json::{Map, Value};
 
 /// How a field's value merges.
@@ -59,65 +62,20 @@ const DELETE_FROM: &str = "$deleteFromPrimitiveList/";
 const SET_ORDER: &str = "$setElementOrder/";
 
 /// The merge strategy of the field at `path` (field names from the object's root, list
-/// indices left out) of a `kind` object (`Pod`, `Deployment`, ...).
-pub fn strategy(kind: &str, path: &[&str]) -> Strategy {
-    use Strategy::*;
-    match path {
-        ["metadata", "finalizers"] => return MergeScalars,
-        ["metadata", "ownerReferences"] => return MergeBy("uid"),
-        _ => {}
+/// indices left out) of an object with `schema`.
+pub fn strategy(schema: &Schema, path: &[&str]) -> Strategy {
+    let mut node = schema.root();
+    let mut out = Strategy::Replace;
+    for seg in path {
+        let m = node.member(seg);
+        out = m.strategy();
+        node = m.node;
     }
-    let pod_spec = match (kind, path) {
-        ("Pod", ["spec", rest @ ..]) => Some(rest),
-        ("Deployment", ["spec", "template", "spec", rest @ ..]) => Some(rest),
-        _ => None,
-    };
-    if let Some(rest) = pod_spec {
-        return match rest {
-            ["containers" | "initContainers" | "ephemeralContainers"] => MergeBy("name"),
-            [
-                "containers" | "initContainers" | "ephemeralContainers",
-                field,
-            ] => match *field {
-                "ports" => MergeBy("containerPort"),
-                "env" => MergeBy("name"),
-                "volumeMounts" => MergeBy("mountPath"),
-                "volumeDevices" => MergeBy("devicePath"),
-                _ => Replace,
-            },
-            ["volumes" | "imagePullSecrets" | "schedulingGates" | "resourceClaims"] => {
-                MergeBy("name")
-            }
-            ["hostAliases"] => MergeBy("ip"),
-            ["topologySpreadConstraints"] => MergeBy("topologyKey"),
-            _ => Replace,
-        };
-    }
-    match (kind, path) {
-        ("Pod", ["status", "conditions"]) => MergeBy("type"),
-        ("Pod", ["status", "podIPs" | "hostIPs"]) => MergeBy("ip"),
-        ("Pod", ["status", "resourceClaimStatuses"]) => MergeBy("name"),
-        (
-            "Pod",
-            [
-                "status",
-                "containerStatuses" | "initContainerStatuses" | "ephemeralContainerStatuses",
-                field,
-            ],
-        ) => match *field {
-            "volumeMounts" => MergeBy("mountPath"),
-            "allocatedResourcesStatus" => MergeBy("name"),
-            _ => Replace,
-        },
-        ("Deployment" | "Namespace", ["status", "conditions"]) => MergeBy("type"),
-        ("Node", ["spec", "podCIDRs"]) => MergeScalars,
-        ("Node", ["status", "conditions" | "addresses"]) => MergeBy("type"),
-        _ => Replace,
-    }
+    out
 }
 
-/// Apply `patch` to `original` (the stored object's JSON), a `kind` object.
-pub fn apply(original: &mut Value, patch: &Value, kind: &str) -> Result<(), Refused> {
+/// Apply `patch` to `original` (the stored object's JSON), an object with `schema`.
+pub fn apply(original: &mut Value, patch: &Value, schema: &Schema) -> Result<(), Refused> {
     let Value::Object(patch) = patch else {
         return Err(bad_request("a strategic merge patch is a JSON object"));
     };
@@ -125,7 +83,7 @@ pub fn apply(original: &mut Value, patch: &Value, kind: &str) -> Result<(), Refu
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    let merged = merge_map(live, patch.clone(), kind, &mut Vec::new())?;
+    let merged = merge_map(live, patch.clone(), schema.root(), &mut Vec::new())?;
     *original = Value::Object(merged);
     Ok(())
 }
@@ -133,7 +91,7 @@ pub fn apply(original: &mut Value, patch: &Value, kind: &str) -> Result<(), Refu
 fn merge_map(
     mut original: Map<String, Value>,
     mut patch: Map<String, Value>,
-    kind: &str,
+    node: Node<'_>,
     path: &mut Vec<String>,
 ) -> Result<Map<String, Value>, Refused> {
     if let Some(d) = patch.get(DIRECTIVE) {
@@ -150,7 +108,7 @@ fn merge_map(
         };
     }
     retain_keys(&mut original, &mut patch)?;
-    set_element_order(&mut original, &mut patch, kind, path)?;
+    set_element_order(&mut original, &mut patch, node, path)?;
     for (key, patch_v) in patch {
         let (key, delete_list) = match key.strip_prefix(DELETE_FROM) {
             Some("") => {
@@ -167,12 +125,15 @@ fn merge_map(
             original.insert(key, patch_v);
             continue;
         };
+        let member = node.member(&key);
+        let strategy = member.strategy();
         path.push(key);
-        let strategy = strategy(kind, &path.iter().map(String::as_str).collect::<Vec<_>>());
         let merged = match (std::mem::take(orig_v), patch_v) {
-            (Value::Object(o), Value::Object(p)) => Value::Object(merge_map(o, p, kind, path)?),
+            (Value::Object(o), Value::Object(p)) => {
+                Value::Object(merge_map(o, p, member.node, path)?)
+            }
             (Value::Array(o), Value::Array(p)) if strategy != Strategy::Replace => {
-                Value::Array(merge_list(o, p, strategy, delete_list, kind, path)?)
+                Value::Array(merge_list(o, p, strategy, delete_list, member.node, path)?)
             }
             (_, p) => p,
         };
@@ -211,7 +172,7 @@ fn retain_keys(
 fn set_element_order(
     original: &mut Map<String, Value>,
     patch: &mut Map<String, Value>,
-    kind: &str,
+    node: Node<'_>,
     path: &mut Vec<String>,
 ) -> Result<(), Refused> {
     let keys: Vec<String> = patch
@@ -228,8 +189,9 @@ fn set_element_order(
         if field.is_empty() {
             return Err(bad_request("invalid patch format of setElementOrder list"));
         }
+        let member = node.member(&field);
+        let strategy = member.strategy();
         path.push(field.clone());
-        let strategy = strategy(kind, &path.iter().map(String::as_str).collect::<Vec<_>>());
         let merge_key = match strategy {
             Strategy::MergeBy(k) => Some(k),
             _ => None,
@@ -246,7 +208,7 @@ fn set_element_order(
             (Some(live), None) => live,
             (None, Some(p)) => p,
             (Some(live), Some(p)) if strategy != Strategy::Replace => {
-                merge_list(live, p, strategy, false, kind, path)?
+                merge_list(live, p, strategy, false, member.node, path)?
             }
             (Some(_), Some(p)) => p,
             (None, None) => {
@@ -301,7 +263,7 @@ fn merge_list(
     patch: Vec<Value>,
     strategy: Strategy,
     delete_list: bool,
-    kind: &str,
+    items: Node<'_>,
     path: &mut Vec<String>,
 ) -> Result<Vec<Value>, Refused> {
     if original.is_empty() && patch.is_empty() {
@@ -392,7 +354,7 @@ fn merge_list(
                     Value::Object(o) => o,
                     _ => Map::new(),
                 };
-                merged[i] = Value::Object(merge_map(o, p.clone(), kind, path)?);
+                merged[i] = Value::Object(merge_map(o, p.clone(), items, path)?);
             }
             _ => merged.push(v.clone()),
         }
@@ -522,9 +484,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn schema(kind: &str) -> Schema {
+        let (group, kind) = match kind {
+            "Deployment" | "StatefulSet" => ("apps", kind),
+            _ => ("", kind),
+        };
+        Schema::builtin(group, "v1", kind)
+    }
+
     fn patched(kind: &str, live: Value, patch: Value) -> Value {
         let mut doc = live;
-        apply(&mut doc, &patch, kind).expect("applies");
+        apply(&mut doc, &patch, &schema(kind)).expect("applies");
         doc
     }
 
@@ -571,6 +541,31 @@ mod tests {
             json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "z"}]}}),
         );
         assert_eq!(out["spec"]["containers"], json!([{"name": "z"}]));
+    }
+
+    #[test]
+    fn every_built_in_kinds_pod_template_and_a_services_ports_merge_by_key() {
+        let live = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "image": "app:1"}, {"name": "sidecar", "image": "side:1"}]}}}});
+        let out = patched(
+            "StatefulSet",
+            live,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}}),
+        );
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "app", "image": "app:2"}, {"name": "sidecar", "image": "side:1"}])
+        );
+        let live = json!({"spec": {"ports": [{"port": 80}, {"port": 443}]}});
+        let out = patched(
+            "Service",
+            live,
+            json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}}),
+        );
+        assert_eq!(
+            out["spec"]["ports"],
+            json!([{"port": 80, "targetPort": 8080}, {"port": 443}])
+        );
     }
 
     #[test]
@@ -663,7 +658,9 @@ mod tests {
         let live = json!({"spec": {"containers": [{"name": "a"}]}});
         let refuse = |patch: Value| {
             let mut doc = live.clone();
-            apply(&mut doc, &patch, "Pod").expect_err("refused").code
+            apply(&mut doc, &patch, &schema("Pod"))
+                .expect_err("refused")
+                .code
         };
         assert_eq!(
             refuse(json!({"spec": {"containers": [{"image": "x"}]}})),

@@ -175,10 +175,12 @@ impl Serialize for OwnerText<'_> {
         let r = self.0;
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("apiVersion", &Shown(ApiVersion(r.kind)))?;
-        if r.block_owner_deletion {
-            map.serialize_entry("blockOwnerDeletion", &true)?;
+        if let Some(b) = r.block_owner_deletion {
+            map.serialize_entry("blockOwnerDeletion", &b)?;
         }
-        map.serialize_entry("controller", &r.controller)?;
+        if let Some(c) = r.controller {
+            map.serialize_entry("controller", &c)?;
+        }
         map.serialize_entry("kind", r.kind.as_str())?;
         map.serialize_entry("name", &r.name)?;
         map.serialize_entry("uid", &Shown(UidText(r.uid)))?;
@@ -225,8 +227,8 @@ mod tests {
         (
             text(),
             any::<u64>(),
-            any::<bool>(),
-            any::<bool>(),
+            any::<Option<bool>>(),
+            any::<Option<bool>>(),
             any::<bool>(),
         )
             .prop_map(|(name, uid, controller, block, core)| OwnerReference {

@@ -176,10 +176,13 @@ fn metadata(meta: &ObjectMeta, kind: Kind) -> Value {
                     "kind": r.kind.as_str(),
                     "name": r.name,
                     "uid": uid_text(r.uid),
-                    "controller": r.controller,
                 });
-                if r.block_owner_deletion {
-                    v["blockOwnerDeletion"] = json!(true);
+                // Each as written: absent when unset (`*bool`, omitempty).
+                if let Some(c) = r.controller {
+                    v["controller"] = json!(c);
+                }
+                if let Some(b) = r.block_owner_deletion {
+                    v["blockOwnerDeletion"] = json!(b);
                 }
                 v
             })
@@ -353,7 +356,7 @@ pub fn from_json(v: &Value, served: Served, namespace: &str) -> Result<Parsed, R
     };
     if owner_references
         .iter()
-        .filter(|r: &&OwnerReference| r.controller)
+        .filter(|r: &&OwnerReference| r.is_controller())
         .count()
         > 1
     {
@@ -410,14 +413,9 @@ fn owner_reference(r: &Value, i: usize) -> Result<OwnerReference, Rejected> {
         kind: kinds::intern(group, version, &kind, "", true),
         name: need("name")?,
         uid: parse_uid(&need("uid")?),
-        controller: r
-            .get("controller")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        block_owner_deletion: r
-            .get("blockOwnerDeletion")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        // Unset stays unset: the reference reads back as it was sent.
+        controller: r.get("controller").and_then(Value::as_bool),
+        block_owner_deletion: r.get("blockOwnerDeletion").and_then(Value::as_bool),
     })
 }
 

@@ -16,7 +16,8 @@
 
 use crate::doc::JsonDoc;
 use crate::kinds::Served;
-use crate::managed::{Conflict, Operation, Reach, dotted};
+use crate::list_types::Schema;
+use crate::managed::{Conflict, Operation, Reach, Refusal, dotted};
 use crate::wire;
 use reconsim_world::api::{ApiError, ObjectPatch};
 use reconsim_world::object::{Object, ObjectKey};
@@ -133,6 +134,31 @@ fn invalid(why: String) -> ApiError {
     ApiError::Invalid(why)
 }
 
+/// An apply's refusal as the server words it: the conflicts (409), or a config the
+/// server cannot type (fieldmanager's "failed to create typed patch object", which the
+/// real server answers 500; 422 here, as a refused strategic merge patch is).
+fn refused(r: Refusal, key: &ObjectKey) -> ApiError {
+    match r {
+        Refusal::Conflicts(c) => ApiError::ApplyConflict(conflicts(&c, &key.kind.api_version())),
+        Refusal::Untyped(errors) => {
+            let what = match errors.as_slice() {
+                [one] => one.clone(),
+                many => format!("errors:\n  {}", many.join("\n  ")),
+            };
+            let name = if key.namespace.is_empty() {
+                key.name.clone()
+            } else {
+                format!("{}/{}", key.namespace, key.name)
+            };
+            invalid(format!(
+                "failed to create typed patch object ({name}; {}, Kind={}): {what}",
+                key.kind.api_version(),
+                key.kind.as_str()
+            ))
+        }
+    }
+}
+
 impl ObjectPatch for Write {
     fn apply(&self, current: &Object) -> Result<Object, ApiError> {
         let stored = wire::to_json(current)
@@ -147,6 +173,7 @@ impl ObjectPatch for Write {
             Part::Status => Reach::Status,
         };
         let mut managed = crate::managed::of(current);
+        let schema = Schema::of(current.kind());
         let mut written = match &self.change {
             Change::Replace(v) => parse(v),
             Change::Merge(p) => {
@@ -158,7 +185,7 @@ impl ObjectPatch for Write {
             // merge list's item without its key) is refused 422 here, with its message.
             Change::Strategic(p) => {
                 let mut doc = stored.clone();
-                crate::strategic::apply(&mut doc, &parse(p), current.kind().as_str())
+                crate::strategic::apply(&mut doc, &parse(p), &schema)
                     .map_err(|r| invalid(r.message))?;
                 doc
             }
@@ -170,10 +197,15 @@ impl ObjectPatch for Write {
                 doc
             }
             Change::Apply { config, force } => managed
-                .apply(&self.manager, &stored, &parse(config), *force, reach)
-                .map_err(|c| {
-                    ApiError::ApplyConflict(conflicts(&c, &current.kind().api_version()))
-                })?,
+                .apply(
+                    &self.manager,
+                    &stored,
+                    &parse(config),
+                    *force,
+                    reach,
+                    &schema,
+                )
+                .map_err(|r| refused(r, &current.key()))?,
         };
         // A custom resource's schema prunes, defaults and validates what the write left
         // (semantics 4.17).
@@ -188,7 +220,7 @@ impl ObjectPatch for Write {
             .map_err(invalid)?;
         }
         if !matches!(self.change, Change::Apply { .. }) {
-            managed.update(&self.manager, &stored, &written, reach);
+            managed.update(&self.manager, &stored, &written, reach, &schema);
         }
         let meta = &written["metadata"];
         let same = |field: &str| match meta[field].as_str() {
@@ -252,8 +284,15 @@ impl ObjectPatch for Write {
         let mut managed = crate::managed::ManagedFields::default();
         let empty = Value::Object(Default::default());
         let made = managed
-            .apply(&self.manager, &empty, &config, *force, reach)
-            .map_err(|c| ApiError::ApplyConflict(conflicts(&c, &key.kind.api_version())));
+            .apply(
+                &self.manager,
+                &empty,
+                &config,
+                *force,
+                reach,
+                &Schema::of(key.kind),
+            )
+            .map_err(|r| refused(r, key));
         Some(made.and_then(|mut doc| {
             doc["metadata"]["name"] = Value::String(key.name.clone());
             // A custom resource is the kind with a CRD schema (`Kinds::crd`).

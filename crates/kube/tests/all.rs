@@ -19,6 +19,10 @@ mod crd;
 mod determinism;
 #[path = "failpoints.rs"]
 mod failpoints;
+#[path = "fidelity.rs"]
+mod fidelity;
+#[path = "lists.rs"]
+mod lists;
 #[path = "namespaces.rs"]
 mod namespaces;
 #[path = "network.rs"]

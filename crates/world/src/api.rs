@@ -105,6 +105,18 @@ pub enum ApiOp {
         namespace: Option<String>,
         resource_version: u64,
     },
+    /// A GET with a resourceVersion, which the real API server answers from the kind's
+    /// watch cache (apiserver `storage/cacher/cacher.go`, `Get`: only an unset version
+    /// reads etcd): "0" is "Any", N is "Not older than" N (website
+    /// `reference/using-api/api-concepts.md`, "Semantics for get and list";
+    /// docs/semantics.md 3.15). While the kind's cache lags the store (3.19) and is at
+    /// `not_older_than` or later, the answer is the object as the cache's released
+    /// events left it, 404 if they have not brought it yet; otherwise the store's.
+    /// Last of the variants, so the others hash as they did.
+    GetCached {
+        key: ObjectKey,
+        not_older_than: u64,
+    },
 }
 
 /// How a deletion treats the object's dependents (`DeleteOptions.propagationPolicy`;

@@ -408,6 +408,15 @@ impl ApiServer {
                 .get(&key)
                 .map(|o| ApiOk::Object(o.clone()))
                 .ok_or(ApiError::NotFound),
+            ApiOp::GetCached {
+                key,
+                not_older_than,
+            } => self
+                .caches
+                .get(&key, not_older_than, self.resource_version)
+                .unwrap_or_else(|| self.objects.get(&key))
+                .map(|o| ApiOk::Object(o.clone()))
+                .ok_or(ApiError::NotFound),
             ApiOp::List {
                 kind,
                 namespace,
@@ -752,7 +761,13 @@ impl ApiServer {
         {
             return Err(ApiError::Invalid(reason));
         }
-        if !next.body.same_spec(&current.body) {
+        // A Deployment's annotations count as spec: "annotation updates bump the
+        // generation because annotations are copied from deployments to their replica
+        // sets" (registry/apps/deployment/strategy.go, PrepareForUpdate). The other
+        // kinds' strategies (ReplicaSet, StatefulSet, DaemonSet, ...) look at spec alone.
+        if !next.body.same_spec(&current.body)
+            || (is_deployment(current.kind()) && next.meta.annotations != current.meta.annotations)
+        {
             next.meta.generation = current.meta.generation + 1;
         }
         next.meta.resource_version = current.meta.resource_version;
@@ -885,7 +900,7 @@ impl ApiServer {
         let unblocked = refs_changed
             && prev.as_ref().is_some_and(|p| {
                 p.meta.owner_references.iter().any(|r| {
-                    r.block_owner_deletion
+                    r.blocks_owner_deletion()
                         && !arc.meta.owner_references.contains(r)
                         && self.waits_for_dependents(r.uid)
                 })
@@ -1029,7 +1044,7 @@ impl ApiServer {
                     d.meta
                         .owner_references
                         .iter()
-                        .any(|r| r.uid == uid && r.block_owner_deletion)
+                        .any(|r| r.uid == uid && r.blocks_owner_deletion())
                 });
                 if !blocked {
                     owners_done.push((k.clone(), FINALIZER_FOREGROUND));
@@ -1360,6 +1375,12 @@ const NAMESPACE_DELETION_GRACE_MS: u64 = 5_000;
 /// Whether `kind` is core/v1 Namespace.
 fn is_namespace(kind: Kind) -> bool {
     kind.group().is_empty() && kind.as_str() == "Namespace"
+}
+
+/// apps/v1 Deployment, the world's or a program's (whose generation its annotations
+/// bump too).
+fn is_deployment(kind: Kind) -> bool {
+    kind.group() == "apps" && kind.as_str() == "Deployment"
 }
 
 /// The finalizer a deletion in the foreground holds its object with

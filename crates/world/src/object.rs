@@ -710,31 +710,60 @@ impl fmt::Display for ObjectKey {
 }
 
 /// metadata.ownerReferences[]
+///
+/// `controller` and `blockOwnerDeletion` are tri-state, as apimachinery's
+/// `OwnerReference` has them (`Controller *bool`, `BlockOwnerDeletion *bool`, both
+/// `omitempty`): a reference reads back exactly as it was written, absent when the
+/// writer left it out and `false` when it sent `false`. kube's `Resource::owner_ref`
+/// leaves both unset, and code that adopts an object only if
+/// `!refs.contains(&owner.owner_ref(&()))` depends on reading that back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OwnerReference {
     pub kind: Kind,
     pub name: String,
     pub uid: Uid,
-    /// At most one owner is the managing controller.
-    pub controller: bool,
+    /// At most one owner is the managing controller (`Some(true)`); `None`: unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
     /// `blockOwnerDeletion`: an owner deleted in the foreground waits until this
-    /// dependent is gone (docs/semantics.md 3.8). client-go's `NewControllerRef` sets
-    /// it, kube's `controller_owner_ref` does not; the world's families leave it unset
-    /// (none of them deletes in the foreground).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub block_owner_deletion: bool,
+    /// dependent is gone (docs/semantics.md 3.8), when `Some(true)`. client-go's
+    /// `NewControllerRef` sets it, kube's `controller_owner_ref` does not; the world's
+    /// families leave it unset (none of them deletes in the foreground).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_owner_deletion: Option<bool>,
 }
 
-/// By hand: `block_owner_deletion` only when set, so that every trace hash stays what it
-/// was before the field existed.
+impl OwnerReference {
+    /// Whether this owner is the managing controller (`controller: true`).
+    pub fn is_controller(&self) -> bool {
+        self.controller == Some(true)
+    }
+
+    /// Whether a foreground deletion of the owner waits for this dependent
+    /// (`blockOwnerDeletion: true`).
+    pub fn blocks_owner_deletion(&self) -> bool {
+        self.block_owner_deletion == Some(true)
+    }
+}
+
+/// By hand, so that every trace hash stays what it was before the fields were
+/// tri-state: `controller` as the bool it was (unset as `false`), `blockOwnerDeletion`
+/// only when true; an explicit `false` of either, which the world's own code never
+/// writes, adds a tag of its own.
 impl std::hash::Hash for OwnerReference {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.kind.hash(state);
         self.name.hash(state);
         self.uid.hash(state);
-        self.controller.hash(state);
-        if self.block_owner_deletion {
+        self.is_controller().hash(state);
+        if self.blocks_owner_deletion() {
             true.hash(state);
+        }
+        if self.controller == Some(false) {
+            state.write_u8(2);
+        }
+        if self.block_owner_deletion == Some(false) {
+            state.write_u8(3);
         }
     }
 }
@@ -839,7 +868,7 @@ impl ObjectMeta {
 
     /// The owner reference with `controller: true`, if any.
     pub fn controller_ref(&self) -> Option<&OwnerReference> {
-        self.owner_references.iter().find(|r| r.controller)
+        self.owner_references.iter().find(|r| r.is_controller())
     }
 
     pub fn has_finalizer(&self, f: &str) -> bool {
@@ -847,11 +876,11 @@ impl ObjectMeta {
     }
 
     /// Make `kind` `name` (`uid`) the object's only owner, not its controller (a node's
-    /// Lease: the kubelet's, an MCO machine's). A renewal's Lease has it already, and
-    /// keeps it without a new vector and name.
+    /// Lease: the kubelet's, an MCO machine's), both flags unset as the kubelet leaves
+    /// them. A renewal's Lease has it already, and keeps it without a new vector and name.
     pub fn set_only_owner(&mut self, kind: Kind, name: &str, uid: Uid) {
         if let [r] = self.owner_references.as_slice()
-            && (r.kind, r.uid, r.controller, r.block_owner_deletion) == (kind, uid, false, false)
+            && (r.kind, r.uid, r.controller, r.block_owner_deletion) == (kind, uid, None, None)
             && r.name == name
         {
             return;
@@ -860,8 +889,8 @@ impl ObjectMeta {
             kind,
             name: name.to_string(),
             uid,
-            controller: false,
-            block_owner_deletion: false,
+            controller: None,
+            block_owner_deletion: None,
         }];
     }
 }

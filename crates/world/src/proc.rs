@@ -62,7 +62,10 @@ impl Actor for Proc {
         match msg {
             Msg::Api(ApiRequest { op, .. }) => {
                 let written = match op {
-                    ApiOp::Get(_) | ApiOp::List { .. } | ApiOp::ListAt { .. } => {
+                    ApiOp::Get(_)
+                    | ApiOp::GetCached { .. }
+                    | ApiOp::List { .. }
+                    | ApiOp::ListAt { .. } => {
                         return Some(EventClass::Read);
                     }
                     ApiOp::Watch { .. }
@@ -96,6 +99,7 @@ impl Actor for Proc {
         let kind = match msg {
             Msg::Api(ApiRequest { op, .. }) => match op {
                 ApiOp::Get(key)
+                | ApiOp::GetCached { key, .. }
                 | ApiOp::Patch { key, .. }
                 | ApiOp::Delete { key, .. }
                 | ApiOp::Bind { key, .. } => key.kind,
@@ -165,7 +169,7 @@ impl Actor for Proc {
     fn describe(msg: &Msg) -> String {
         match msg {
             Msg::Api(ApiRequest { op, .. }) => match op {
-                ApiOp::Get(key) => format!("get {}", key),
+                ApiOp::Get(key) | ApiOp::GetCached { key, .. } => format!("get {}", key),
                 ApiOp::List { kind, .. } => format!("list {kind}"),
                 ApiOp::Create(o) => {
                     let name = if o.meta.name.is_empty() {

@@ -231,6 +231,20 @@ impl WatchCaches {
         Some((cache.objects.values(), rv_of(cache, store_rv)))
     }
 
+    /// `key`'s object as its kind's watch cache has it, if that cache is behind the
+    /// store (`store_rv`) and at `not_older_than` or later: `Some(None)` when the cache
+    /// has no such object. `None`: read the store (a cache at the store, or one not yet
+    /// at `not_older_than`, which the real cacher would wait for).
+    pub fn get(
+        &self,
+        key: &ObjectKey,
+        not_older_than: u64,
+        store_rv: u64,
+    ) -> Option<Option<&Arc<Object>>> {
+        let cache = self.caches.get(&key.kind)?;
+        (rv_of(cache, store_rv) >= not_older_than).then(|| cache.objects.get(key))
+    }
+
     /// The resourceVersion a watch of `kinds` is at: the least of theirs.
     pub fn resource_version(&self, kinds: &[Kind], store_rv: u64) -> u64 {
         kinds

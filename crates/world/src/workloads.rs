@@ -328,8 +328,8 @@ impl Workloads {
                     kind: Deployment::KIND,
                     name: d.meta.name.clone(),
                     uid: d.meta.uid,
-                    controller: true,
-                    block_owner_deletion: false,
+                    controller: Some(true),
+                    block_owner_deletion: None,
                 }];
                 let pod = Pod {
                     spec: PodSpec {

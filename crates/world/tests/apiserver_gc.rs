@@ -225,7 +225,7 @@ fn blocking_family() -> Family {
     let Family { mut w, set } = family();
     for name in ["plain", "guarded"] {
         let mut r = owner(&set);
-        r.block_owner_deletion = true;
+        r.block_owner_deletion = Some(true);
         w.obj(patch(
             &wkey(name),
             vec![PatchOp::SetOwnerReferences(vec![r])],

@@ -90,8 +90,8 @@ async fn sync(ws: &Object, ctx: &Ctx) -> Result<Action, Error> {
             kind: WidgetSet::KIND,
             name: ws.meta.name.clone(),
             uid: ws.meta.uid,
-            controller: true,
-            block_owner_deletion: false,
+            controller: Some(true),
+            block_owner_deletion: None,
         }];
         widgets
             .create(&PostParams::default(), Object::new(meta, Widget::default()))

@@ -486,8 +486,8 @@ impl Pass<'_> {
             kind: KubeadmControlPlane::KIND,
             name: kcp.meta.name.clone(),
             uid: kcp.meta.uid,
-            controller: true,
-            block_owner_deletion: false,
+            controller: Some(true),
+            block_owner_deletion: None,
         }];
         // NextFailureDomainForScaleUp: the domain with the fewest machines.
         let failure_domain = self

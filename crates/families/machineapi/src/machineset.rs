@@ -197,8 +197,8 @@ fn controller_ref(ms: &Object) -> OwnerReference {
         kind: MachineSet::KIND,
         name: ms.meta.name.clone(),
         uid: ms.meta.uid,
-        controller: true,
-        block_owner_deletion: false,
+        controller: Some(true),
+        block_owner_deletion: None,
     }
 }
 

@@ -146,8 +146,8 @@ pub fn owner(o: &Object) -> OwnerReference {
         kind: o.kind(),
         name: o.meta.name.clone(),
         uid: o.meta.uid,
-        controller: true,
-        block_owner_deletion: false,
+        controller: Some(true),
+        block_owner_deletion: None,
     }
 }
 

@@ -177,8 +177,8 @@ pub fn rendered_object(pool: &Object, content: BTreeMap<String, String>) -> Obje
         kind: MachineConfigPool::KIND,
         name: pool.meta.name.clone(),
         uid: pool.meta.uid,
-        controller: true,
-        block_owner_deletion: false,
+        controller: Some(true),
+        block_owner_deletion: None,
     }];
     meta.annotations
         .insert(ANNOTATION_GENERATED_BY.into(), "reconsim".into());
