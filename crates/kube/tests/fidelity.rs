@@ -294,7 +294,7 @@ async fn exact(client: kube::Client) -> Result<Vec<String>, kube::Error> {
 #[test]
 fn an_exact_list_is_the_data_at_its_version_or_gone() {
     let config = ApiServerConfig {
-        watch_history_ms: 2_000,
+        compaction_ms: 2_000,
         ..ApiServerConfig::default()
     };
     let kinds = Kinds::new().core::<ConfigMap>();
