@@ -14,7 +14,7 @@ fn failure(name: &str, seed: u64) -> FailureFile {
 
 #[test]
 fn two_machineset_controllers_and_the_stale_cache_are_named() {
-    let e = explain(&failure("machineapi-no-leader-election", 0)).expect("reproduces");
+    let e = explain(&failure("machineapi-no-leader-election", 1)).expect("reproduces");
     assert!(e.headline.contains("no_duplicate_machines"));
     assert!(e.faults.contains("stop the kubelet of master-0") && e.faults.contains("(active)"));
     let text = e.lines.join("\n");
@@ -75,7 +75,7 @@ fn two_machineset_controllers_and_the_stale_cache_are_named() {
 fn the_reconcile_that_made_the_machine_is_shown_though_the_violation_names_only_it() {
     // The violation names one Machine and its two instances; the MachineSet's scale-up
     // and the reconcile that created the Machine decide the story all the same.
-    let e = explain(&failure("machineapi-leader-election", 24)).expect("reproduces");
+    let e = explain(&failure("machineapi-leader-election", 4)).expect("reproduces");
     assert!(
         !e.objects.iter().any(|o| o.starts_with("MachineSet")),
         "{:?}",

@@ -229,7 +229,9 @@ fn the_4_6_stale_cache_duplicate_found_by_proptest_still_replays() {
     // watch latency (0.7.0) it is the scenario's common failure; this file, written
     // before, says no latency and replays in the world it was found in (its trace hash
     // re-recorded when cloud answers came to hash as their instances' digests, 0.7.0:
-    // the same events, violation and time). The idempotent variant is the fix.
+    // the same events, violation and time; and again when a process's end came to close its
+    // connections and each type's watch cache to keep its own history, issue 59: the same
+    // violation, 9 ms later). The idempotent variant is the fix.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/failures/machineapi-leader-election-stale-cache.json");
     let f = reconsim::scenario::failure::FailureFile::load(&path, &builtin()).unwrap();
