@@ -534,6 +534,22 @@ fn route_or_refuse(
                     }
                 },
             };
+            // A list served from the store's history at `resource_version`: a continued
+            // page (after its last key) or an exact list.
+            let list_at = |resource_version, after| {
+                op(
+                    ApiOp::ListAt {
+                        kind,
+                        namespace: namespace.clone(),
+                        resource_version,
+                    },
+                    Shape::List {
+                        kind,
+                        selector: selector.clone(),
+                        page: Page { limit, after },
+                    },
+                )
+            };
             if let Some(token) = query(uri, "continue").filter(|c| !c.is_empty()) {
                 if rv.is_some() {
                     return Err(refuse(
@@ -544,21 +560,7 @@ fn route_or_refuse(
                 }
                 let (resource_version, after) =
                     page::decode(&token).map_err(|why| refuse(400, "BadRequest", why))?;
-                return op(
-                    ApiOp::ListAt {
-                        kind,
-                        namespace,
-                        resource_version,
-                    },
-                    Shape::List {
-                        kind,
-                        selector,
-                        page: Page {
-                            limit,
-                            after: Some(after),
-                        },
-                    },
-                );
+                return list_at(resource_version, Some(after));
             }
             // "Exact" (`resourceVersionMatch=Exact`, or a `limit` with a version other
             // than 0 and no match, the legacy case): the data as of that version, from
@@ -581,18 +583,7 @@ fn route_or_refuse(
                 _ => None,
             };
             if let Some(resource_version) = exact {
-                return op(
-                    ApiOp::ListAt {
-                        kind,
-                        namespace,
-                        resource_version,
-                    },
-                    Shape::List {
-                        kind,
-                        selector,
-                        page: Page { limit, after: None },
-                    },
-                );
+                return list_at(resource_version, None);
             }
             // resourceVersion=0 (kube's `ListParams::match_any`) lets the server answer
             // from its watch cache, which can lag the store (docs/semantics.md 3.15),

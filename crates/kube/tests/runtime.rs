@@ -4,13 +4,13 @@
 //! server, in virtual time, deterministic under a seed.
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{CustomResource, Resource, ResourceExt};
 use reconsim_kube::{Kinds, KubeWorld, Program, intercept};
-use reconsim_sim::{SimTime, TraceMode};
+use reconsim_sim::{Fault, FaultPlan, PartitionMode, SimTime, TimedFault, TraceMode};
 use reconsim_world::apiserver::{ApiServer, ApiServerConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -134,14 +134,28 @@ fn run(seed: u64, until: SimTime) -> Outcome {
 }
 
 fn run_with(seed: u64, until: SimTime, setup: Setup) -> Outcome {
+    run_in(seed, until, kinds(), FaultPlan::default(), |log| {
+        program(log, setup)
+    })
+}
+
+/// A run of the program `make` builds around the log, serving `kinds`, under `faults`.
+fn run_in(
+    seed: u64,
+    until: SimTime,
+    kinds: Kinds,
+    faults: FaultPlan<reconsim_world::WorldFault>,
+    make: impl FnOnce(Arc<Mutex<Vec<String>>>) -> Program + Send,
+) -> Outcome {
     intercept::on_own_thread(seed, || {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let mut w = KubeWorld::new(
+        let mut w = KubeWorld::with_faults(
             seed,
             TraceMode::Hash,
             ApiServerConfig::default(),
-            kinds(),
-            program(log.clone(), setup),
+            kinds,
+            make(log.clone()),
+            faults,
         );
         w.sim.run_until(until);
         let Some(api) = w.sim.actor(w.apiserver).component::<ApiServer>() else {
@@ -251,6 +265,49 @@ fn a_quiet_object_is_reconciled_once_an_hour_not_after_every_watch_timeout() {
         .count();
     assert_eq!(watches, 3_600 / 290 + 1, "{:?}", o.requests);
     assert!(!o.log.iter().any(|l| l.starts_with("error")), "{:?}", o.log);
+}
+
+#[test]
+fn a_long_partition_ends_without_a_relist_while_the_watched_kinds_were_quiet() {
+    // Probe P-F2 of fidelity review 3 (issue 59, D2): the program's host is cut off for
+    // 6 minutes while a task of its own writes a Secret every 10 s (before the cut and
+    // after). After the heal kube-runtime's watchers re-watch from their last bookmarks:
+    // each type's watch cache evicted nothing of Bundles and ConfigMaps, so the watches
+    // resume and nothing is reconciled again. Before, one 5-minute history for all kinds
+    // answered 410, and the relist reconciled both Bundles at about 427 s.
+    let setup = Setup {
+        requeue: None,
+        ..Setup::default()
+    };
+    let cut = Fault::Partition {
+        hosts_a: vec!["user".into()],
+        hosts_b: vec!["api".into()],
+        mode: PartitionMode::Hold,
+        one_way: false,
+    };
+    let faults = FaultPlan::new(vec![TimedFault::at(60_000, Some(360_000), cut)]);
+    let kinds = kinds().core::<Secret>();
+    let o = run_in(1, SimTime::from_secs(900), kinds, faults, |log| {
+        let controller = program(log, setup);
+        Arc::new(move |client: kube::Client| {
+            let controller = controller.clone();
+            Box::pin(async move {
+                let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        let mut s = Secret::default();
+                        s.metadata.name = Some(format!("s{i}"));
+                        let _ = secrets.create(&PostParams::default(), &s).await;
+                        tokio::time::sleep(Duration::from_secs(10)).await;
+                    }
+                });
+                controller(client).await
+            })
+        })
+    });
+    for name in ["a", "b"] {
+        assert_reconciled_at_start_and_at(&o, name, &[]);
+    }
 }
 
 #[test]

@@ -178,15 +178,11 @@ fn a_watch_from_before_the_server_restarted_is_gone() {
     // The restarted server's caches are lists at the current revision (`Replace` sets
     // `listResourceVersion`): a watch from before it is 410 and its client relists
     // (probe P-I of fidelity review 3: before, the history survived the crash).
-    let crash = TimedFault {
-        at_ms: 5_000,
-        duration_ms: Some(1_000),
-        fault: Fault::Crash {
-            process: "apiserver".into(),
-        },
-        on: None,
+    let crash = Fault::Crash {
+        process: "apiserver".into(),
     };
-    let mut w = World::with_plan(1, Default::default(), FaultPlan::new(vec![crash]));
+    let plan = FaultPlan::new(vec![TimedFault::at(5_000, Some(1_000), crash)]);
+    let mut w = World::with_plan(1, Default::default(), plan);
     let a = w.obj(ApiOp::Create(Box::new(widget("a"))));
     w.obj(ApiOp::Create(Box::new(widget_set("s"))));
     let before = w.watcher("before", 2_000, vec![Widget::KIND], a.meta.resource_version);
