@@ -14,6 +14,8 @@ mod check_campaign;
 mod chrome;
 #[path = "cli.rs"]
 mod cli;
+#[path = "cloud_names.rs"]
+mod cloud_names;
 #[path = "combined.rs"]
 mod combined;
 #[path = "doc_commands.rs"]

@@ -565,6 +565,24 @@ fn numbers_and_resources_beyond_their_limits_are_usage_errors() {
             "at .faults[0].fault.watch_lag.kinds[0]: a kind's name",
         ),
         (
+            with(m, |s| s["cloud"]["subnet_size"] = json!(0)),
+            "at .cloud.subnet_size: a number of addresses from 1 to 16777214",
+        ),
+        (
+            with(m, |s| {
+                s["faults"] = json!([{"count": [1, 1], "at_ms": [0, 10], "duration_ms": [10, 20],
+                    "fault": {"terminate_instance": {"launch": [0, 2]}}}]);
+            }),
+            "at .faults[0].fault.terminate_instance.launch: launches counted from 1",
+        ),
+        (
+            with(m, |s| {
+                s["faults"] = json!([{"count": [1, 1], "at_ms": [0, 10], "duration_ms": [10, 20],
+                    "fault": {"terminate_instance": {"tag": "=web"}}}]);
+            }),
+            "at .faults[0].fault.terminate_instance.tag",
+        ),
+        (
             with(m, |s| {
                 let sets: Vec<Value> = (0..5_000)
                     .map(|i| json!({"name": format!("ms-{i}"), "replicas": 1}))

@@ -30,12 +30,26 @@
 //! - Boot and join durations are unverified (6.6), so they are configuration ranges:
 //!   pending -> running after `boot_ms_*`; then, if the [`JoinPolicy`] lets the instance
 //!   join, after `join_ms_*` (plus any active `NodeJoinDelay` when the countdown starts)
-//!   the cloud spawns the node's kubelet on a new host named after the instance's private
+//!   the cloud spawns the node's kubelet on a host named after the instance's private
 //!   DNS name, `ip-10-x-y-z`, with providerID `aws:///<zone>/<instance-id>`.
+//! - Private addresses (6.8): an instance takes its private IPv4 address, and so its
+//!   private DNS name and its Node's name, from the subnet's pool of `subnet_size`
+//!   addresses, and releases it when it is terminated; a later launch can get the same
+//!   address, so a new machine can come up under a terminated one's Node name. A launch
+//!   that finds the pool empty fails with `InsufficientFreeAddressesInSubnet`.
+//! - An outside actor (a user in the console, a spot interruption) can terminate an
+//!   instance: the world fault `TerminateInstance` does what a TerminateInstances call
+//!   would, see [`Cloud::on_fault`].
 //!
 //! Design: every delay of an instance (boot, visibility lag, join) is drawn from the
 //! cloud's own stream at launch, three draws per launch whatever happens later, so
-//! timing and faults never shift another instance's draws. Instance ids are
+//! timing and faults never shift another instance's draws. The address is not drawn:
+//! it is the first free one after the last handed out, wrapping at the subnet's end (a
+//! next-fit allocator). That keeps the three draws per launch, makes the address depend
+//! only on which instances hold one (never on timing of draws), and with the default,
+//! whole-`10.0.0.0/8` subnet gives the k-th launch `ip-10-0-0-k` as before 0.7.0, so no
+//! existing scenario reuses a name; EC2 publishes no allocation order (it "selects an
+//! available IP address in the subnet's IPv4 range"). Instance ids are
 //! `i-` + 17 hex digits of a launch counter: deterministic, and in launch order when
 //! sorted. Each instance has at most one pending transition (`next_at`), driven by a
 //! timer; stale timers are ignored by checking the state they expect. The cloud's state
@@ -54,7 +68,7 @@ use reconsim_world::kubelet::{Images, Kubelet, KubeletConfig};
 use reconsim_world::msg::{Msg, ReqIds, Timer as AnyTimer};
 use reconsim_world::proc::{Endpoints, Proc, WorldCtx};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The Node label the kubelet gets for its instance's zone.
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
@@ -152,6 +166,9 @@ pub enum CloudError {
     /// InstanceLimitExceeded: `max_instances` instances (terminated ones included until
     /// they vanish) already exist.
     InstanceLimitExceeded,
+    /// InsufficientFreeAddressesInSubnet: every address of the subnet is held by an
+    /// instance that is not terminated yet.
+    InsufficientFreeAddressesInSubnet,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -213,6 +230,26 @@ pub struct CloudConfig {
     /// Joining nodes' kubelets need their client certificate approved before they
     /// register (a family runs the approver: OpenShift's cluster-machine-approver).
     pub tls_bootstrap: bool,
+    /// How many private addresses the instances' subnet has (6.8): `10.0.0.1` on. An
+    /// instance holds one from launch until it is terminated, then a later launch may get
+    /// it again, and with it the terminated instance's DNS and Node name. The default,
+    /// [`SUBNET_SIZE_MAX`], is never exhausted in practice, so names are not reused.
+    pub subnet_size: u32,
+}
+
+/// The largest subnet: every address `10.0.0.1` to `10.255.255.254` (a name `ip-10-x-y-z`
+/// has three octets to spell it). Larger than a real VPC subnet (at most a /16), so that
+/// by default no name is reused, as before 0.7.0.
+pub const SUBNET_SIZE_MAX: u32 = (1 << 24) - 2;
+
+/// The private DNS name of the subnet's `n`-th address (from 1): `10.0.0.0` + `n`.
+pub fn private_dns_name(n: u32) -> String {
+    format!(
+        "ip-10-{}-{}-{}",
+        (n >> 16) & 0xff,
+        (n >> 8) & 0xff,
+        n & 0xff
+    )
 }
 
 impl Default for CloudConfig {
@@ -233,6 +270,7 @@ impl Default for CloudConfig {
             node_label_tag_prefix: None,
             max_instances: 5_000,
             tls_bootstrap: false,
+            subnet_size: SUBNET_SIZE_MAX,
         }
     }
 }
@@ -303,6 +341,12 @@ pub struct Cloud {
     /// Client token -> instance id.
     tokens: BTreeMap<String, String>,
     launched: u64,
+    /// The subnet addresses (1 to `subnet_size`) held by instances not yet terminated.
+    addresses: BTreeSet<u32>,
+    /// The address last handed out: the next launch takes the first free one after it.
+    last_address: u32,
+    /// Each instance's address, while it holds one.
+    address_of: BTreeMap<String, u32>,
     /// Sum of active `CloudDescribeLag` faults.
     describe_lag_extra_ms: u64,
     /// Sum of active `NodeJoinDelay` faults.
@@ -336,6 +380,9 @@ impl Cloud {
             records: BTreeMap::new(),
             tokens: BTreeMap::new(),
             launched: 0,
+            addresses: BTreeSet::new(),
+            last_address: 0,
+            address_of: BTreeMap::new(),
             describe_lag_extra_ms: 0,
             join_extra_ms: 0,
             version: 0,
@@ -377,9 +424,17 @@ impl Cloud {
         self.records.get(id).and_then(|r| r.kubelet)
     }
 
-    /// The (non-vanished) instance whose node has this name.
+    /// The (non-vanished) instance whose node has this name: the latest launched, since
+    /// a name is reused only after its previous holder was terminated (6.8).
     pub fn instance_by_node(&self, node_name: &str) -> Option<&Instance> {
-        self.instances().find(|i| i.private_dns_name == node_name)
+        self.instances()
+            .filter(|i| i.private_dns_name == node_name)
+            .last()
+    }
+
+    /// How many subnet addresses instances hold now (pending, running, shutting down).
+    pub fn addresses_in_use(&self) -> usize {
+        self.addresses.len()
     }
 
     /// How many non-vanished instances are in `state`.
@@ -502,6 +557,10 @@ impl Cloud {
                     return;
                 }
                 Hashed::make_mut(&mut r.instance).state = InstanceState::Terminated;
+                // Terminated, the instance releases its private address to the subnet.
+                if let Some(a) = self.address_of.remove(&id) {
+                    self.addresses.remove(&a);
+                }
                 let after_ms = self.config.terminated_visible_ms;
                 r.next_at = Some(now.plus_ms(after_ms));
                 ctx.set_timer(after_ms, Msg::family_timer(Timer::Vanish(id)));
@@ -541,8 +600,16 @@ impl Cloud {
         self.join_extra_ms = 0;
     }
 
-    fn on_fault(&mut self, f: &WorldFault, active: bool, _ctx: &mut WorldCtx<'_>) {
+    /// The cloud's world faults: the two timing faults add to their delay while active;
+    /// `TerminateInstance` terminates its instance when it starts.
+    fn on_fault(&mut self, f: &WorldFault, active: bool, ctx: &mut WorldCtx<'_>) {
         let (total, by) = match f {
+            WorldFault::TerminateInstance { launch, tag } => {
+                if active {
+                    self.terminate_by_outsider(*launch, tag.as_deref(), ctx);
+                }
+                return;
+            }
             WorldFault::CloudDescribeLag { lag_ms } => (&mut self.describe_lag_extra_ms, *lag_ms),
             WorldFault::NodeJoinDelay { extra_ms } => (&mut self.join_extra_ms, *extra_ms),
             WorldFault::KubeletStop
@@ -582,6 +649,10 @@ impl Cloud {
         if self.instances().count() >= self.config.max_instances {
             return Err(CloudError::InstanceLimitExceeded);
         }
+        // Refused before the draws, as the limit is: a refused launch draws nothing.
+        let Some(address) = self.free_address() else {
+            return Err(CloudError::InsufficientFreeAddressesInSubnet);
+        };
         // Three draws per launch, always, so later choices never shift the stream.
         let c = &self.config;
         let (boot_lo, boot_hi) = (c.boot_ms_min, c.boot_ms_max);
@@ -606,14 +677,12 @@ impl Cloud {
             state: InstanceState::Pending,
             launch_time: now,
             client_token: client_token.clone(),
-            private_dns_name: format!(
-                "ip-10-{}-{}-{}",
-                (n >> 16) & 0xff,
-                (n >> 8) & 0xff,
-                n & 0xff
-            ),
+            private_dns_name: private_dns_name(address),
             zone: self.config.zone.clone(),
         };
+        self.addresses.insert(address);
+        self.address_of.insert(id.clone(), address);
+        self.last_address = address;
         let instance = Hashed::new(instance);
         let record = InstanceRecord {
             instance: instance.clone(),
@@ -631,6 +700,23 @@ impl Cloud {
         ctx.note(|| format!("cloud: launched {id}"));
         self.records.insert(id, record);
         Ok(vec![instance])
+    }
+
+    /// The first free address after the last one handed out, wrapping at the subnet's
+    /// end (next fit; why not a draw: the module doc); `None` when all are held.
+    fn free_address(&self) -> Option<u32> {
+        let size = self.config.subnet_size;
+        if self.addresses.len() >= size as usize {
+            return None;
+        }
+        let mut a = self.last_address;
+        // At most one more step than there are held addresses.
+        loop {
+            a = if a >= size { 1 } else { a + 1 };
+            if !self.addresses.contains(&a) {
+                return Some(a);
+            }
+        }
     }
 
     fn describe_instances(
@@ -713,32 +799,80 @@ impl Cloud {
             .into_iter()
             .map(|i| i.id.clone())
             .collect();
-        let lo = self.config.terminate_ms;
-        let hi = self.config.terminate_ms_max.unwrap_or(lo);
         let mut out = Vec::with_capacity(targets.len());
         for id in targets {
-            // No draw for a fixed time, so fixed-time worlds keep their histories.
-            let terminate_ms = ctx.draw_ms(lo, hi);
-            let r = self.records.get_mut(&id).expect("visible");
-            if matches!(
-                r.instance.state,
-                InstanceState::Pending
-                    | InstanceState::Running
-                    | InstanceState::Stopping
-                    | InstanceState::Stopped
-            ) {
-                Hashed::make_mut(&mut r.instance).state = InstanceState::ShuttingDown;
-                r.next_at = Some(now.plus_ms(terminate_ms));
-                ctx.set_timer(terminate_ms, Msg::family_timer(Timer::ShutDown(id.clone())));
-                // The machine shuts down: its kubelet and every container it runs.
-                if let Some(kubelet) = r.kubelet {
-                    ctx.stop_host_of(kubelet);
-                }
-                ctx.note(|| format!("cloud: terminating {id}"));
-            }
-            out.push(r.instance.clone());
+            out.push(self.terminate(&id, ctx));
         }
         Ok(out)
+    }
+
+    /// Terminate one known instance (idempotent): a live one goes shutting-down, and its
+    /// machine shuts down. Its record's instance as it is now.
+    fn terminate(&mut self, id: &str, ctx: &mut WorldCtx<'_>) -> Hashed<Instance> {
+        let now = ctx.now();
+        let lo = self.config.terminate_ms;
+        let hi = self.config.terminate_ms_max.unwrap_or(lo);
+        // No draw for a fixed time, so fixed-time worlds keep their histories.
+        let terminate_ms = ctx.draw_ms(lo, hi);
+        let r = self.records.get_mut(id).expect("a known instance");
+        if matches!(
+            r.instance.state,
+            InstanceState::Pending
+                | InstanceState::Running
+                | InstanceState::Stopping
+                | InstanceState::Stopped
+        ) {
+            Hashed::make_mut(&mut r.instance).state = InstanceState::ShuttingDown;
+            r.next_at = Some(now.plus_ms(terminate_ms));
+            ctx.set_timer(
+                terminate_ms,
+                Msg::family_timer(Timer::ShutDown(id.to_string())),
+            );
+            // The machine shuts down: its kubelet and every container it runs.
+            if let Some(kubelet) = r.kubelet {
+                ctx.stop_host_of(kubelet);
+            }
+            ctx.note(|| format!("cloud: terminating {id}"));
+        }
+        r.instance.clone()
+    }
+
+    /// The `TerminateInstance` fault: an outside actor (who knows the instance's id, so
+    /// no visibility lag applies) terminates the `launch`-th launched instance, or the
+    /// oldest one not yet terminated, if it carries `tag` (`key=value` or `key`).
+    fn terminate_by_outsider(
+        &mut self,
+        launch: Option<u64>,
+        tag: Option<&str>,
+        ctx: &mut WorldCtx<'_>,
+    ) {
+        let tagged = |i: &Instance| match tag {
+            None => true,
+            Some(t) => match t.split_once('=') {
+                Some((k, v)) => i.tags.get(k).is_some_and(|x| x == v),
+                None => i.tags.contains_key(t),
+            },
+        };
+        let live = |i: &Instance| {
+            !matches!(
+                i.state,
+                InstanceState::ShuttingDown | InstanceState::Terminated
+            )
+        };
+        let target = match launch {
+            Some(n) => self
+                .instance(&format!("i-{n:017x}"))
+                .filter(|i| live(i) && tagged(i)),
+            None => self.instances().find(|i| live(i) && tagged(i)),
+        }
+        .map(|i| i.id.clone());
+        match target {
+            Some(id) => {
+                ctx.note(|| format!("cloud: an outside actor terminates {id}"));
+                self.terminate(&id, ctx);
+            }
+            None => ctx.note(|| "cloud: no instance for the outside termination".into()),
+        }
     }
 }
 

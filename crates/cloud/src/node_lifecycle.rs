@@ -13,6 +13,12 @@
 //! controller's periodic pass, restricted to the Nodes it would act on). The shutdown
 //! taint (an instance stopped, not terminated) is not modelled: instances here are
 //! never stopped.
+//!
+//! It judges a Node by its providerID, never by its name, and deletes by name with no
+//! precondition, as the real one does (`MonitorNodes`). With the cloud's reused names
+//! (docs/semantics.md 6.8) that matters: a new machine's kubelet that adopted a
+//! terminated machine's Node leaves the old providerID on it, so the next time the Node
+//! is not Ready it is deleted although its machine runs.
 
 use crate::{Ec2, InstanceState};
 use reconsim_sim::ProcId;
@@ -86,11 +92,13 @@ async fn reconcile(node: Arc<Object>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     ctx.client
         .note(|| format!("deleting Node {}: instance {id} is gone", node.meta.name));
     let nodes: Api<Node> = Api::all(ctx.client.clone());
-    let params = DeleteParams {
-        uid: Some(node.meta.uid),
-        ..Default::default()
-    };
-    match nodes.delete(&node.meta.name, &params).await {
+    // By name, with no precondition, as the real controller does
+    // (`Delete(ctx, node.Name, metav1.DeleteOptions{})`): a Node of the same name that a
+    // new machine adopted or registered meanwhile goes too (6.8).
+    match nodes
+        .delete(&node.meta.name, &DeleteParams::default())
+        .await
+    {
         Ok(_) => Ok(Action::await_change()),
         Err(e) if e.code() == Some(404) => Ok(Action::await_change()),
         Err(e) => Err(e),

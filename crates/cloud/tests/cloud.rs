@@ -721,3 +721,238 @@ fn a_terminate_range_varies_the_shutting_down_time_per_instance() {
         "all within 60 s"
     );
 }
+
+// ----- private addresses: a bounded subnet, reused after termination (6.8) ------------------
+
+fn subnet(size: u32) -> CloudConfig {
+    CloudConfig {
+        subnet_size: size,
+        ..fixed()
+    }
+}
+
+/// The Node names steps `steps` launched, in order.
+fn names(w: &World, steps: &[usize]) -> Vec<String> {
+    steps
+        .iter()
+        .map(|s| w.client().instances(*s)[0].private_dns_name.clone())
+        .collect()
+}
+
+#[test]
+fn a_terminated_instances_address_is_reused_in_a_small_subnet() {
+    // Two addresses. #1 is terminated at 20 s (terminated at ~50 s): the launch at
+    // 60 s wraps around to the first free address, #1's; the one at 70 s finds none.
+    let mut w = World::new(
+        1,
+        subnet(2),
+        vec![
+            run(1, &[], None),
+            run(2, &[], None),
+            terminate(20, &[id(1)]),
+            run(60, &[], None),
+            run(70, &[], None),
+        ],
+    );
+    w.run_until_secs(100);
+    assert_eq!(
+        names(&w, &[0, 1, 3]),
+        ["ip-10-0-0-1", "ip-10-0-0-2", "ip-10-0-0-1"]
+    );
+    assert_eq!(w.ids(3), vec![id(3)], "a new instance, an old name");
+    assert_eq!(
+        w.result(4),
+        &Err(CloudError::InsufficientFreeAddressesInSubnet)
+    );
+    assert_eq!(w.cloud().addresses_in_use(), 2);
+    // The terminated holder is still described (about an hour); the name's instance is
+    // the new one.
+    assert_eq!(
+        w.cloud().instance(&id(1)).unwrap().state,
+        InstanceState::Terminated
+    );
+    assert_eq!(
+        w.cloud()
+            .instance_by_node("ip-10-0-0-1")
+            .map(|i| i.id.clone()),
+        Some(id(3))
+    );
+}
+
+#[test]
+fn an_address_is_held_until_terminated_not_shutting_down() {
+    // One address: while #1 shuts down (20 s to ~50 s) its address is still held.
+    let mut w = World::new(
+        1,
+        subnet(1),
+        vec![
+            run(1, &[], None),
+            terminate(20, &[id(1)]),
+            run(30, &[], None),
+            run(60, &[], None),
+        ],
+    );
+    w.run_until_secs(100);
+    assert_eq!(
+        w.result(2),
+        &Err(CloudError::InsufficientFreeAddressesInSubnet)
+    );
+    assert_eq!(names(&w, &[0, 3]), ["ip-10-0-0-1", "ip-10-0-0-1"]);
+    // A refused launch launches nothing and draws nothing: the next is #2.
+    assert_eq!(w.ids(3), vec![id(2)]);
+}
+
+#[test]
+fn the_default_subnet_never_reuses_a_name() {
+    let mut w = World::new(
+        1,
+        fixed(),
+        vec![
+            run(1, &[], None),
+            terminate(20, &[id(1)]),
+            run(60, &[], None),
+        ],
+    );
+    w.run_until_secs(100);
+    assert_eq!(names(&w, &[0, 2]), ["ip-10-0-0-1", "ip-10-0-0-2"]);
+}
+
+#[test]
+fn reuse_keeps_the_three_draws_per_launch() {
+    // The same launches in a small and in the default subnet: same ids, same boot
+    // times; only the names differ.
+    let steps = || {
+        vec![
+            run(1, &[], None),
+            terminate(20, &[id(1)]),
+            run(60, &[], None),
+        ]
+    };
+    let config = |size| CloudConfig {
+        boot_ms_min: 1_000,
+        boot_ms_max: 9_000,
+        subnet_size: size,
+        ..fixed()
+    };
+    let mut small = World::new(7, config(1), steps());
+    let mut large = World::new(7, config(reconsim_cloud::SUBNET_SIZE_MAX), steps());
+    small.run_until_secs(100);
+    large.run_until_secs(100);
+    for w in [&small, &large] {
+        assert_eq!(w.ids(2), vec![id(2)]);
+    }
+    let next = |w: &World| w.cloud().record(&id(2)).unwrap().next_at;
+    assert_eq!(next(&small), next(&large));
+    assert_ne!(names(&small, &[2]), names(&large, &[2]));
+}
+
+#[test]
+fn a_new_instance_under_a_reused_name_adopts_the_old_node() {
+    // One address. #1 joins (~26 s) as ip-10-0-0-1, is terminated at 40 s (its machine
+    // shuts down; terminated ~70 s); nobody deletes its Node (no node lifecycle
+    // controller here). #2, launched at 80 s, gets the same name, joins at ~105 s, and
+    // its kubelet's create gets AlreadyExists: as the real kubelet's
+    // tryRegisterWithAPIServer, it takes the existing Node as its own, whose
+    // providerID still names #1, and sets it Ready.
+    let mut w = World::new(
+        1,
+        subnet(1),
+        vec![
+            run(1, &[], None),
+            terminate(40, &[id(1)]),
+            run(80, &[], None),
+        ],
+    );
+    w.run_until_secs(60);
+    let old_kubelet = w.cloud().kubelet(&id(1)).expect("joined");
+    assert_eq!(w.sim.proc_state(old_kubelet), ProcState::Stopped);
+    let key = reconsim_world::object::ObjectKey::new(
+        <reconsim_world::object::Node as reconsim_world::object::Resource>::KIND,
+        "",
+        "ip-10-0-0-1",
+    );
+    let uid = |w: &World| {
+        let api = w.sim.actor(ProcId(0)).component::<ApiServer>().unwrap();
+        api.get(&key).expect("the Node").meta.uid
+    };
+    let first = uid(&w);
+    w.run_until_secs(140);
+    let new_kubelet = w.cloud().kubelet(&id(2)).expect("joined");
+    assert_ne!(new_kubelet, old_kubelet);
+    assert_eq!(w.sim.proc_host(new_kubelet), w.sim.proc_host(old_kubelet));
+    assert_eq!(w.sim.proc_state(new_kubelet), ProcState::Running);
+    let api = w.sim.actor(ProcId(0)).component::<ApiServer>().unwrap();
+    let node = api.get(&key).expect("the Node");
+    assert_eq!(node.meta.uid, first, "the old Node, not a new one");
+    let n = node.typed::<reconsim_world::object::Node>().unwrap();
+    assert_eq!(
+        n.spec.provider_id.as_deref(),
+        Some(reconsim_cloud::provider_id("us-east-1a", &id(1)).as_str()),
+        "the kubelet does not rewrite providerID"
+    );
+    let k = w.sim.actor(new_kubelet).component::<Kubelet>().unwrap();
+    assert!(k.heartbeats() > 0);
+}
+
+// ----- termination by an outside actor (the TerminateInstance fault) -------------------------
+
+fn outsider(at_s: u64, launch: Option<u64>, tag: Option<&str>) -> TimedFault<WorldFault> {
+    inject(
+        at_s * 1000,
+        1_000,
+        WorldFault::TerminateInstance {
+            launch,
+            tag: tag.map(str::to_string),
+        },
+    )
+}
+
+#[test]
+fn an_outside_termination_takes_the_nth_launched_instance_down() {
+    let mut w = World::with_faults(
+        1,
+        fixed(),
+        vec![run(1, &[], None), run(2, &[], None)],
+        vec![outsider(40, Some(2), None)],
+    );
+    w.run_until_secs(39);
+    let kubelet = w.cloud().kubelet(&id(2)).expect("joined");
+    w.run_until_secs(41);
+    let state = |n| w.cloud().instance(&id(n)).unwrap().state;
+    assert_eq!(state(1), InstanceState::Running);
+    assert_eq!(state(2), InstanceState::ShuttingDown);
+    assert_eq!(w.sim.proc_state(kubelet), ProcState::Stopped);
+    w.run_until_secs(80);
+    assert_eq!(
+        w.cloud().instance(&id(2)).unwrap().state,
+        InstanceState::Terminated
+    );
+    assert_eq!(w.cloud().addresses_in_use(), 1);
+}
+
+#[test]
+fn an_outside_termination_by_tag_takes_the_oldest_live_carrier() {
+    let mut w = World::with_faults(
+        1,
+        fixed(),
+        vec![
+            run(1, &[("pool", "a")], None),
+            run(2, &[("pool", "b")], None),
+            run(3, &[("pool", "b")], None),
+        ],
+        vec![
+            outsider(30, None, Some("pool=b")),
+            outsider(40, None, Some("pool=b")),
+            outsider(50, None, Some("pool=b")),
+            outsider(60, Some(1), Some("pool=b")),
+            outsider(70, None, Some("zone")),
+        ],
+    );
+    w.run_until_secs(100);
+    let state = |n| w.cloud().instance(&id(n)).unwrap().state;
+    // #2 first, then #3; the third finds none; #1 is not tagged pool=b; no instance has
+    // a `zone` tag.
+    assert_eq!(state(1), InstanceState::Running);
+    assert_eq!(state(2), InstanceState::Terminated);
+    assert_eq!(state(3), InstanceState::Terminated);
+}

@@ -151,6 +151,7 @@ pub fn build_keeping(
         tls_bootstrap: scenario
             .sections()
             .any(|section| section.approves_node_certificates()),
+        subnet_size: c.subnet_size.unwrap_or(reconsim_cloud::SUBNET_SIZE_MAX),
         ..CloudConfig::default()
     };
     let spawned = sim.spawn(

@@ -389,6 +389,20 @@ impl<'a> Envelope<'a> {
                     },
                 ) => within(*e, extra_ms.hi),
                 (
+                    FaultKind::TerminateInstance { launch, tag },
+                    Fault::Inject {
+                        fault: WorldFault::TerminateInstance { launch: l, tag: t },
+                        ..
+                    },
+                ) => {
+                    let launch_ok = match (launch, l) {
+                        (None, None) => true,
+                        (Some(r), Some(n)) => r.lo <= *n && *n <= r.hi,
+                        _ => false,
+                    };
+                    launch_ok && tag == t && within(0, 0)
+                }
+                (
                     FaultKind::WatchLag { lag_ms, kinds },
                     Fault::Inject {
                         fault: WorldFault::WatchLag { lag_ms: l, of_kind },

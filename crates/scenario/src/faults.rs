@@ -58,6 +58,7 @@ pub fn ranges(kind: &FaultKind) -> Vec<Range> {
         | FaultKind::WatchLag { lag_ms, .. }
         | FaultKind::WatchStall { lag_ms, .. } => vec![*lag_ms],
         FaultKind::NodeJoinDelay { extra_ms } => vec![*extra_ms],
+        FaultKind::TerminateInstance { launch, .. } => launch.iter().copied().collect(),
         FaultKind::Failpoint { hit, for_ms, .. } => vec![*hit, *for_ms],
         FaultKind::KubeletStop { .. }
         | FaultKind::Operation { .. }
@@ -79,7 +80,9 @@ pub fn targets(kind: &FaultKind) -> usize {
         | FaultKind::Failpoint { processes, .. } => processes.len(),
         FaultKind::PauseHost { hosts } => hosts.len(),
         FaultKind::WatchLag { kinds, .. } => kinds.len().max(1),
-        FaultKind::CloudDescribeLag { .. } | FaultKind::NodeJoinDelay { .. } => 1,
+        FaultKind::CloudDescribeLag { .. }
+        | FaultKind::NodeJoinDelay { .. }
+        | FaultKind::TerminateInstance { .. } => 1,
         // Each operation before its values (a target, a choice, a field).
         FaultKind::Operation {
             operations, space, ..
@@ -209,6 +212,13 @@ pub fn fault_of(kind: &FaultKind, c: &mut impl Choose) -> Fault<WorldFault> {
             process: "cloud".into(),
             fault: WorldFault::NodeJoinDelay {
                 extra_ms: c.draw(*extra_ms),
+            },
+        },
+        FaultKind::TerminateInstance { launch, tag } => Fault::Inject {
+            process: "cloud".into(),
+            fault: WorldFault::TerminateInstance {
+                launch: launch.map(|r| c.draw(r)),
+                tag: tag.clone(),
             },
         },
         FaultKind::WatchLag { lag_ms, kinds } => {

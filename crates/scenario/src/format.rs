@@ -258,6 +258,12 @@ pub struct CloudSpec {
     /// cloud provider (a kind or CAPD test cluster) keeps such a Node NotReady forever.
     #[serde(default = "yes")]
     pub node_lifecycle: bool,
+    /// How many private addresses the instances' subnet has, from `10.0.0.1` (1 to
+    /// 16,777,214). An instance holds one until it is terminated; then a later launch can
+    /// get it, and with it the terminated instance's Node name (docs/semantics.md 6.8).
+    /// Absent: all of `10.0.0.0/8`, so no name is reused, as before 0.7.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_size: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -283,6 +289,7 @@ impl Default for CloudSpec {
             terminate_ms_max: None,
             join: true,
             node_lifecycle: true,
+            subnet_size: None,
         }
     }
 }
@@ -375,6 +382,16 @@ pub enum FaultKind {
     CloudDescribeLag { lag_ms: Range },
     /// Booted instances take this much longer to register their Node.
     NodeJoinDelay { extra_ms: Range },
+    /// Someone outside the cluster terminates one instance: the `launch`-th launched (a
+    /// number drawn from the range, from 1), or without `launch` the oldest not yet
+    /// terminated; with `tag` (`key=value`, or `key`) only one carrying it. Its address
+    /// goes back to the subnet (docs/semantics.md 6.8); the fault's end undoes nothing.
+    TerminateInstance {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        launch: Option<Range>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tag: Option<String>,
+    },
     /// The API server's watch events leave this much after the write's response: every
     /// type's, or those of one of `kinds` (each type has its own watch cache).
     WatchLag {
@@ -460,6 +477,7 @@ impl FaultKind {
             FaultKind::Crash { .. } => "crash",
             FaultKind::CloudDescribeLag { .. } => "cloud_describe_lag",
             FaultKind::NodeJoinDelay { .. } => "node_join_delay",
+            FaultKind::TerminateInstance { .. } => "terminate_instance",
             FaultKind::WatchLag { .. } => "watch_lag",
             FaultKind::WatchStall { .. } => "watch_stall",
             FaultKind::Failpoint { .. } => "failpoint",
@@ -920,6 +938,17 @@ impl Scenario {
         {
             return err(".cloud.terminate_ms_max", "a value >= terminate_ms".into());
         }
+        if let Some(n) = self.cloud.subnet_size
+            && !(1..=reconsim_cloud::SUBNET_SIZE_MAX).contains(&n)
+        {
+            return err(
+                ".cloud.subnet_size",
+                format!(
+                    "a number of addresses from 1 to {}, not {n}",
+                    reconsim_cloud::SUBNET_SIZE_MAX
+                ),
+            );
+        }
         if self.topology.control_plane_nodes.is_empty() {
             return err(
                 ".topology.control_plane_nodes",
@@ -1110,6 +1139,22 @@ impl Scenario {
                 FaultKind::PauseHost { hosts: hs } => names_in("hosts", hs, &hosts)?,
                 FaultKind::CloudDescribeLag { lag_ms } => check_range(&kat("lag_ms"), *lag_ms)?,
                 FaultKind::NodeJoinDelay { extra_ms } => check_range(&kat("extra_ms"), *extra_ms)?,
+                FaultKind::TerminateInstance { launch, tag } => {
+                    if let Some(launch) = launch {
+                        check_range(&kat("launch"), *launch)?;
+                        if launch.lo == 0 {
+                            return err(&kat("launch"), "launches counted from 1".into());
+                        }
+                    }
+                    if let Some(tag) = tag
+                        && tag.split('=').next().is_none_or(str::is_empty)
+                    {
+                        return err(
+                            &kat("tag"),
+                            format!("`key=value` or `key`, with a key, not {tag:?}"),
+                        );
+                    }
+                }
                 FaultKind::WatchLag { lag_ms, kinds } => {
                     check_range(&kat("lag_ms"), *lag_ms)?;
                     for (i, k) in kinds.iter().enumerate() {

@@ -102,7 +102,9 @@ pub fn check(scenario: &Scenario, plan: &Plan, at: &str) -> Result<(), (String, 
                 // The cluster's own services take only their own faults.
                 let target = match fault {
                     WorldFault::KubeletStop => Some(("a kubelet", nodes_as_kubelets(&nodes))),
-                    WorldFault::CloudDescribeLag { .. } | WorldFault::NodeJoinDelay { .. } => {
+                    WorldFault::CloudDescribeLag { .. }
+                    | WorldFault::NodeJoinDelay { .. }
+                    | WorldFault::TerminateInstance { .. } => {
                         Some(("the cloud", vec!["cloud".to_string()]))
                     }
                     WorldFault::WatchLag { .. } => {

@@ -173,6 +173,16 @@ pub fn fault_words(f: &Fault<WorldFault>) -> String {
             WorldFault::NodeJoinDelay { extra_ms } => {
                 format!("booted instances join {} later", SimTime(*extra_ms))
             }
+            WorldFault::TerminateInstance { launch, tag } => {
+                let which = match launch {
+                    Some(n) => format!("instance #{n}"),
+                    None => "the oldest live instance".to_string(),
+                };
+                match tag {
+                    Some(t) => format!("an outside actor terminates {which}, if tagged {t}"),
+                    None => format!("an outside actor terminates {which}"),
+                }
+            }
             WorldFault::WatchLag {
                 lag_ms,
                 of_kind: None,

@@ -13,6 +13,20 @@ pub enum WorldFault {
     CloudDescribeLag { lag_ms: u64 },
     /// Booted instances take this much longer to register their Node (target: the cloud).
     NodeJoinDelay { extra_ms: u64 },
+    /// Someone outside the cluster terminates one instance (target: the cloud): a user in
+    /// the console, a spot interruption, a cleanup script. The instance is the
+    /// `launch`-th launched (from 1), or without `launch` the oldest not yet terminated,
+    /// and if `tag` is given it must carry it (`key=value`, or `key` for any value). It
+    /// goes shutting-down -> terminated as by TerminateInstances, its machine shuts
+    /// down, and its private address is released for reuse (docs/semantics.md 6.8).
+    /// Nothing happens if no such instance is pending or running; the fault's end undoes
+    /// nothing (a termination is final).
+    TerminateInstance {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        launch: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tag: Option<String>,
+    },
     /// Watch events leave this much later than the write's response (target: the API
     /// server; its watch cache lags etcd): every type's, or only `of_kind`'s (the real
     /// server has a watch cache per resource type; crate::watch_cache).

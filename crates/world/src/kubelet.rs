@@ -7,8 +7,11 @@
 //!   CSR every 15 minutes while none is approved; nothing else runs meanwhile (no Node,
 //!   no heartbeat, no pods). The certificate is on disk: a restarted kubelet keeps it.
 //! - Registration: on start it creates its Node (providerID, labels, Ready=True). If the
-//!   Node already exists (a restarted kubelet) it keeps it. It never re-creates a Node
-//!   deleted later: the real kubelet registers once per process start.
+//!   Node already exists (a restarted kubelet, or a new machine under a terminated one's
+//!   reused name, docs/semantics.md 6.8) it takes it as its own, whatever its
+//!   providerID: the real `tryRegisterWithAPIServer` neither compares nor rewrites it. It
+//!   never re-creates a Node deleted later: the real kubelet registers once per process
+//!   start.
 //! - Heartbeats (5.1): it creates, then renews, its node Lease in `kube-node-lease`
 //!   (name = node name, leaseDurationSeconds 40) every 10 s (0.25 x 40 s, with client-go's
 //!   JitterUntil factor 0.04); a failed renew is retried with backoff 200 ms doubling to
